@@ -1,0 +1,1 @@
+// brisk C API implementation: written with the C API.

@@ -1,0 +1,28 @@
+// Parallel-for over an index range on brisk's worker threads. brisk uses one OpenMP thread team, the same one
+// oneDNN runs on, so kernels and GEMMs never oversubscribe the cores.
+//
+//   brisk::set_num_threads(2);
+//   brisk::parallel_for(0, rows, /*grain=*/16, [&](int64_t begin, int64_t end) { ... });
+//
+// Thread safety: parallel_for may be called from several threads at once; each call runs its own team.
+// set_num_threads applies process-wide to later calls.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "brisk/core/export.h"
+
+namespace brisk {
+
+// Sets the worker count used by parallel_for and by oneDNN; n <= 0 means one per hardware core.
+BRISK_API void set_num_threads(int n);
+BRISK_API int num_threads();
+
+// Splits [begin, end) into contiguous chunks of at least `grain` indices and calls fn(chunk_begin, chunk_end)
+// on each, in parallel. Runs inline when the range is smaller than two grains or when called from inside
+// another parallel region.
+BRISK_API void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                            const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace brisk
