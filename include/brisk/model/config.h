@@ -1,0 +1,90 @@
+// BertConfig and PoolingConfig: the shape and behaviour of a BERT-family encoder, parsed from a Hugging Face
+// model directory (config.json, and the sentence-transformers files 1_Pooling/config.json, modules.json and
+// sentence_bert_config.json).
+//
+//   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+//   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
+//   int64_t head_dim = config.head_dim();   // hidden_size / num_attention_heads
+//
+// Supported model_type values: "bert" (BERT, MiniLM, and other checkpoints that use BERT's keys and weight
+// names; a config.json without model_type is read as "bert") and "distilbert" (its keys dim, n_layers, n_heads,
+// hidden_dim, activation are mapped onto the same fields; type_vocab_size is 0). Anything else, e.g. "roberta",
+// is rejected with an error naming the model_type. Only absolute position embeddings are supported.
+//
+// Required keys (bert): vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size.
+// Optional keys and their Hugging Face defaults: max_position_embeddings 512, type_vocab_size 2,
+// layer_norm_eps 1e-12, hidden_act "gelu", pad_token_id 0. Every error names the file (source_name) and key.
+//
+// Thread safety: plain value types; the functions are pure and may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+
+namespace brisk {
+
+enum class ModelFamily : uint8_t { kBert, kDistilBert };
+
+// The feed-forward activation.
+//   kGelu      exact erf GELU ("gelu")
+//   kGeluTanh  tanh approximation ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+//   kRelu      "relu" (DistilBERT allows it)
+enum class Activation : uint8_t { kGelu, kGeluTanh, kRelu };
+
+BRISK_API std::string_view activation_name(Activation act);
+
+struct BRISK_API BertConfig {
+  std::string model_type = "bert";  // as written in config.json
+  ModelFamily family = ModelFamily::kBert;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;  // 0: the model has no token-type embeddings (DistilBERT)
+  double layer_norm_eps = 1e-12;
+  Activation hidden_act = Activation::kGelu;
+  std::string hidden_act_name = "gelu";  // as written in config.json
+  int64_t pad_token_id = 0;
+
+  int64_t head_dim() const { return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0; }
+
+  // Parses and validates. `source_name` (e.g. "config.json") is used in error messages.
+  static StatusOr<BertConfig> from_json_string(const std::string& text, const std::string& source_name);
+  static StatusOr<BertConfig> from_json_file(const std::string& path);
+
+  // Checks the invariants (positive sizes, hidden_size divisible by num_attention_heads, ...).
+  Status validate(const std::string& source_name) const;
+  // One-line summary: "bert: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, gelu".
+  std::string summary() const;
+};
+
+// How token vectors become one sentence vector (sentence-transformers' Pooling module).
+enum class PoolingMode : uint8_t { kMean, kCls, kMax };
+
+BRISK_API std::string_view pooling_mode_name(PoolingMode mode);
+
+struct BRISK_API PoolingConfig {
+  PoolingMode mode = PoolingMode::kMean;
+  int64_t word_embedding_dimension = 0;  // 0 when unknown (no 1_Pooling/config.json)
+  bool normalize = false;                // modules.json lists sentence_transformers.models.Normalize
+  int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown
+
+  // Parses a 1_Pooling/config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
+  // pooling_mode_max_tokens may be true; other modes (mean_sqrt_len, weighted, lasttoken) are rejected.
+  static StatusOr<PoolingConfig> from_json_string(const std::string& text, const std::string& source_name);
+};
+
+// Reads <model_dir>/1_Pooling/config.json (mean pooling when absent), plus modules.json (normalize) and
+// sentence_bert_config.json (max_seq_length) when present. Malformed files are errors, absent files are not.
+BRISK_API StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir);
+
+// Reads a whole file into a string; NotFound naming the path when it does not exist. Shared by the loaders.
+BRISK_API StatusOr<std::string> read_text_file(const std::string& path);
+
+}  // namespace brisk

@@ -1,0 +1,93 @@
+// EncoderWeights: the float32 weights of a BERT-family encoder, loaded from a Hugging Face model directory and
+// checked tensor by tensor against its BertConfig.
+//
+//   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+//   BRISK_ASSIGN_OR_RETURN(EncoderWeights w, EncoderWeights::load(dir, config));
+//   const Tensor& wq = w.layers[0].q_weight;        // [hidden, hidden], PyTorch Linear layout [out, in]
+//
+// Sources, in order of preference: <dir>/model.safetensors (memory-mapped; f32 tensors are zero-copy views
+// that keep the mapping alive), then <dir>/pytorch_model.bin (a torch.save'd state dict, read through libtorch;
+// a build without libtorch returns an error that says so and suggests converting to safetensors).
+//
+// Tensor names: BERT's Hugging Face names with or without a model prefix ("bert.", or any single prefix such
+// as "0.auto_model." in front of "embeddings.word_embeddings.weight"), and the old "LayerNorm.gamma" /
+// "LayerNorm.beta" spelling. DistilBERT's names (distilbert.embeddings..., transformer.layer.N.attention.q_lin,
+// out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm) map onto the same struct. pooler.*, cls.*,
+// embeddings.position_ids and other heads are ignored. F16 and BF16 tensors are converted to owned f32 on load.
+//
+// Every tensor's presence, dtype and exact shape is checked; errors name the file, the tensor, its shape and
+// the expected shape.
+//
+// Thread safety: EncoderWeights is a value type holding Tensors; after load() it may be read from any number of
+// threads. load() and the free functions may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+#include "brisk/core/tensor.h"
+#include "brisk/model/config.h"
+
+namespace brisk {
+
+// Checkpoint tensors by name, as read from a file.
+using NamedTensors = std::map<std::string, Tensor>;
+
+struct BRISK_API EmbeddingWeights {
+  Tensor word;        // [vocab_size, hidden]
+  Tensor position;    // [max_position_embeddings, hidden]
+  Tensor token_type;  // [type_vocab_size, hidden]; default-constructed (defined() false) when type_vocab_size is 0
+  Tensor ln_gamma;    // [hidden]  LayerNorm after the embedding sum
+  Tensor ln_beta;     // [hidden]
+};
+
+// One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features].
+struct BRISK_API EncoderLayerWeights {
+  Tensor q_weight, q_bias;                  // [hidden, hidden], [hidden]
+  Tensor k_weight, k_bias;                  // [hidden, hidden], [hidden]
+  Tensor v_weight, v_bias;                  // [hidden, hidden], [hidden]
+  Tensor attention_output_weight;           // [hidden, hidden]
+  Tensor attention_output_bias;             // [hidden]
+  Tensor attention_ln_gamma, attention_ln_beta;  // [hidden]  LayerNorm(x + attention output)
+  Tensor intermediate_weight;               // [intermediate, hidden]
+  Tensor intermediate_bias;                 // [intermediate]
+  Tensor output_weight;                     // [hidden, intermediate]
+  Tensor output_bias;                       // [hidden]
+  Tensor output_ln_gamma, output_ln_beta;   // [hidden]  LayerNorm(x + feed-forward output)
+};
+
+struct BRISK_API EncoderWeights {
+  EmbeddingWeights embeddings;
+  std::vector<EncoderLayerWeights> layers;  // config.num_hidden_layers entries
+  std::string weights_file;                 // the file the tensors came from
+  int64_t num_parameters = 0;               // elements in all tensors above (pooler and heads excluded)
+
+  // Loads <model_dir>/model.safetensors, else <model_dir>/pytorch_model.bin.
+  static StatusOr<EncoderWeights> load(const std::string& model_dir, const BertConfig& config);
+  // Loads one file: *.safetensors through SafetensorsFile, anything else as a torch checkpoint.
+  static StatusOr<EncoderWeights> load_file(const std::string& weights_path, const BertConfig& config);
+  // Builds the struct from tensors already in memory; `source_name` is used in error messages.
+  static StatusOr<EncoderWeights> from_tensors(const NamedTensors& tensors, const BertConfig& config,
+                                               const std::string& source_name);
+
+  // Number of elements the config implies (embeddings + layers, no pooler): what num_parameters must equal.
+  static int64_t expected_num_parameters(const BertConfig& config);
+};
+
+// Every tensor of a safetensors file as zero-copy views (dtype kept).
+BRISK_API StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path);
+
+// Every tensor of a torch.save'd state dict (zip format, torch >= 1.6) as owned, contiguous copies: floating
+// tensors (f32, f16, bf16, f64) become f32, integer tensors keep i64/i32/i8/u8 (bool becomes u8). Needs a build
+// with libtorch (see torch_checkpoints_supported()); otherwise returns Unimplemented.
+BRISK_API StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path);
+BRISK_API bool torch_checkpoints_supported();
+
+// A contiguous f32 copy of a f16/bf16 tensor; an f32 tensor is returned as is (no copy). Other dtypes: error.
+BRISK_API StatusOr<Tensor> to_float32(const Tensor& tensor);
+
+}  // namespace brisk

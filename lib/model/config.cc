@@ -1,0 +1,303 @@
+// BertConfig / PoolingConfig parsing. See include/brisk/model/config.h.
+#include "brisk/model/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace brisk {
+
+namespace {
+
+using nlohmann::json;
+
+Status bad(const std::string& source, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
+}
+
+StatusOr<json> parse_object(const std::string& text, const std::string& source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad(source, "is not valid JSON; expected a JSON object");
+  if (!j.is_object()) return bad(source, absl::StrCat("is a JSON ", j.type_name(), "; expected a JSON object"));
+  return j;
+}
+
+// Integer field. `required` false: returns `fallback` when the key is absent or null.
+StatusOr<int64_t> get_int(const json& j, const std::string& key, const std::string& source, bool required,
+                          int64_t fallback = 0) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (!required) return fallback;
+    return bad(source, absl::StrCat("missing required key \"", key, "\"; expected an integer"));
+  }
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);  // e.g. 384.0
+  }
+  if (!it->is_number_integer()) {
+    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+                                    "); expected an integer"));
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
+    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), "; expected an integer below 2^63"));
+  }
+  return it->get<int64_t>();
+}
+
+StatusOr<double> get_double(const json& j, const std::string& key, const std::string& source, double fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) {
+    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+                                    "); expected a number"));
+  }
+  return it->get<double>();
+}
+
+StatusOr<std::string> get_string(const json& j, const std::string& key, const std::string& source,
+                                 const std::string& fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_string()) {
+    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+                                    "); expected a string"));
+  }
+  return it->get<std::string>();
+}
+
+StatusOr<bool> get_bool(const json& j, const std::string& key, const std::string& source) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return false;
+  if (!it->is_boolean()) {
+    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+                                    "); expected true or false"));
+  }
+  return it->get<bool>();
+}
+
+StatusOr<Activation> parse_activation(const std::string& name, const std::string& key, const std::string& source) {
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::kGeluTanh;
+  if (name == "relu") return Activation::kRelu;
+  return bad(source, absl::StrCat("key \"", key, "\" is \"", name,
+                                  "\"; expected one of gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"));
+}
+
+}  // namespace
+
+std::string_view activation_name(Activation act) {
+  switch (act) {
+    case Activation::kGelu: return "gelu";
+    case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kRelu: return "relu";
+  }
+  return "?";
+}
+
+std::string_view pooling_mode_name(PoolingMode mode) {
+  switch (mode) {
+    case PoolingMode::kMean: return "mean";
+    case PoolingMode::kCls: return "cls";
+    case PoolingMode::kMax: return "max";
+  }
+  return "?";
+}
+
+StatusOr<std::string> read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": file not found"));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory; expected a file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for reading"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return ss.str();
+}
+
+StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const std::string& source) {
+  BRISK_ASSIGN_OR_RETURN(json j, parse_object(text, source));
+  BertConfig c;
+  BRISK_ASSIGN_OR_RETURN(c.model_type, get_string(j, "model_type", source, "bert"));
+  if (c.model_type == "bert") {
+    c.family = ModelFamily::kBert;
+    BRISK_ASSIGN_OR_RETURN(c.vocab_size, get_int(j, "vocab_size", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.hidden_size, get_int(j, "hidden_size", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(j, "num_hidden_layers", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(j, "num_attention_heads", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.intermediate_size, get_int(j, "intermediate_size", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.max_position_embeddings, get_int(j, "max_position_embeddings", source, false, 512));
+    BRISK_ASSIGN_OR_RETURN(c.type_vocab_size, get_int(j, "type_vocab_size", source, false, 2));
+    BRISK_ASSIGN_OR_RETURN(c.layer_norm_eps, get_double(j, "layer_norm_eps", source, 1e-12));
+    BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "hidden_act", source, "gelu"));
+    BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "hidden_act", source));
+    BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
+    BRISK_ASSIGN_OR_RETURN(std::string pos, get_string(j, "position_embedding_type", source, "absolute"));
+    if (pos != "absolute") {
+      return bad(source, absl::StrCat("key \"position_embedding_type\" is \"", pos,
+                                      "\"; brisk supports only \"absolute\" position embeddings"));
+    }
+  } else if (c.model_type == "distilbert") {
+    c.family = ModelFamily::kDistilBert;
+    BRISK_ASSIGN_OR_RETURN(c.vocab_size, get_int(j, "vocab_size", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.hidden_size, get_int(j, "dim", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(j, "n_layers", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(j, "n_heads", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.intermediate_size, get_int(j, "hidden_dim", source, true));
+    BRISK_ASSIGN_OR_RETURN(c.max_position_embeddings, get_int(j, "max_position_embeddings", source, false, 512));
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-12;  // fixed in DistilBERT's modeling code
+    BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "activation", source, "gelu"));
+    BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "activation", source));
+    BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
+  } else {
+    return bad(source, absl::StrCat("key \"model_type\" is \"", c.model_type,
+                                    "\"; brisk supports \"bert\" (BERT, MiniLM) and \"distilbert\""));
+  }
+  BRISK_RETURN_IF_ERROR(c.validate(source));
+  return c;
+}
+
+Status BertConfig::validate(const std::string& source) const {
+  const bool distil = family == ModelFamily::kDistilBert;
+  const struct {
+    const char* key;
+    int64_t value;
+  } positive[] = {
+      {"vocab_size", vocab_size},
+      {distil ? "dim" : "hidden_size", hidden_size},
+      {distil ? "n_layers" : "num_hidden_layers", num_hidden_layers},
+      {distil ? "n_heads" : "num_attention_heads", num_attention_heads},
+      {distil ? "hidden_dim" : "intermediate_size", intermediate_size},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& p : positive) {
+    if (p.value <= 0) {
+      return bad(source, absl::StrCat("key \"", p.key, "\" is ", p.value, "; expected a positive integer"));
+    }
+  }
+  // Sizes beyond these make no sense for an encoder and would overflow products of them later on.
+  constexpr int64_t kMaxDim = int64_t{1} << 24;
+  for (const auto& p : positive) {
+    if (p.value > kMaxDim) {
+      return bad(source, absl::StrCat("key \"", p.key, "\" is ", p.value, "; expected at most ", kMaxDim));
+    }
+  }
+  if (type_vocab_size < 0 || type_vocab_size > kMaxDim) {
+    return bad(source, absl::StrCat("key \"type_vocab_size\" is ", type_vocab_size, "; expected 0 to ", kMaxDim));
+  }
+  if (!distil && type_vocab_size == 0) {
+    return bad(source, "key \"type_vocab_size\" is 0; expected a positive integer for a bert model");
+  }
+  if (hidden_size % num_attention_heads != 0) {
+    return bad(source, absl::StrCat(distil ? "dim" : "hidden_size", " ", hidden_size, " is not divisible by ",
+                                    distil ? "n_heads" : "num_attention_heads", " ", num_attention_heads,
+                                    "; expected hidden size = heads x head dimension"));
+  }
+  if (!(layer_norm_eps > 0.0) || layer_norm_eps > 1.0) {
+    return bad(source, absl::StrCat("key \"layer_norm_eps\" is ", layer_norm_eps, "; expected a small positive number"));
+  }
+  if (pad_token_id < 0 || pad_token_id >= vocab_size) {
+    return bad(source, absl::StrCat("key \"pad_token_id\" is ", pad_token_id, "; expected 0 <= pad_token_id < ",
+                                    "vocab_size ", vocab_size));
+  }
+  return ok_status();
+}
+
+StatusOr<BertConfig> BertConfig::from_json_file(const std::string& path) {
+  BRISK_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  return from_json_string(text, path);
+}
+
+std::string BertConfig::summary() const {
+  return absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ",
+                      num_attention_heads, " heads, intermediate ", intermediate_size, ", vocab ", vocab_size,
+                      ", max positions ", max_position_embeddings, ", ", hidden_act_name);
+}
+
+StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text, const std::string& source) {
+  BRISK_ASSIGN_OR_RETURN(json j, parse_object(text, source));
+  PoolingConfig p;
+  BRISK_ASSIGN_OR_RETURN(p.word_embedding_dimension, get_int(j, "word_embedding_dimension", source, false, 0));
+  BRISK_ASSIGN_OR_RETURN(bool mean, get_bool(j, "pooling_mode_mean_tokens", source));
+  BRISK_ASSIGN_OR_RETURN(bool cls, get_bool(j, "pooling_mode_cls_token", source));
+  BRISK_ASSIGN_OR_RETURN(bool max, get_bool(j, "pooling_mode_max_tokens", source));
+  for (const char* key : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                          "pooling_mode_lasttoken"}) {
+    BRISK_ASSIGN_OR_RETURN(bool other, get_bool(j, key, source));
+    if (other) {
+      return bad(source, absl::StrCat("key \"", key,
+                                      "\" is true; brisk supports mean, cls and max pooling only"));
+    }
+  }
+  const int count = int(mean) + int(cls) + int(max);
+  if (count > 1) {
+    return bad(source, "more than one of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens "
+                       "is true; expected exactly one (concatenated poolings are not supported)");
+  }
+  if (count == 0) {
+    return bad(source, "none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens is true; "
+                       "expected exactly one");
+  }
+  p.mode = mean ? PoolingMode::kMean : cls ? PoolingMode::kCls : PoolingMode::kMax;
+  if (p.word_embedding_dimension < 0) {
+    return bad(source, absl::StrCat("key \"word_embedding_dimension\" is ", p.word_embedding_dimension,
+                                    "; expected a positive integer"));
+  }
+  return p;
+}
+
+StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
+  const std::filesystem::path dir(model_dir);
+  PoolingConfig pooling;
+  const std::string pooling_path = (dir / "1_Pooling" / "config.json").string();
+  StatusOr<std::string> text = read_text_file(pooling_path);
+  if (text.ok()) {
+    BRISK_ASSIGN_OR_RETURN(pooling, PoolingConfig::from_json_string(*text, pooling_path));
+  } else if (!absl::IsNotFound(text.status())) {
+    return text.status();
+  }
+
+  const std::string modules_path = (dir / "modules.json").string();
+  StatusOr<std::string> modules_text = read_text_file(modules_path);
+  if (modules_text.ok()) {
+    json modules = json::parse(*modules_text, nullptr, /*allow_exceptions=*/false);
+    if (modules.is_discarded() || !modules.is_array()) {
+      return bad(modules_path, "is not a JSON array; expected sentence-transformers' list of modules");
+    }
+    for (const json& m : modules) {
+      if (!m.is_object()) continue;
+      auto type = m.find("type");
+      if (type != m.end() && type->is_string() &&
+          type->get<std::string>() == "sentence_transformers.models.Normalize") {
+        pooling.normalize = true;
+      }
+    }
+  } else if (!absl::IsNotFound(modules_text.status())) {
+    return modules_text.status();
+  }
+
+  const std::string st_path = (dir / "sentence_bert_config.json").string();
+  StatusOr<std::string> st_text = read_text_file(st_path);
+  if (st_text.ok()) {
+    BRISK_ASSIGN_OR_RETURN(json st, parse_object(*st_text, st_path));
+    BRISK_ASSIGN_OR_RETURN(pooling.max_seq_length, get_int(st, "max_seq_length", st_path, false, 0));
+    if (pooling.max_seq_length < 0) {
+      return bad(st_path, absl::StrCat("key \"max_seq_length\" is ", pooling.max_seq_length,
+                                       "; expected a positive integer"));
+    }
+  } else if (!absl::IsNotFound(st_text.status())) {
+    return st_text.status();
+  }
+  return pooling;
+}
+
+}  // namespace brisk

@@ -1,0 +1,355 @@
+// EncoderWeights loading and name mapping. See include/brisk/model/weights.h.
+#include "brisk/model/weights.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "brisk/model/safetensors.h"
+
+namespace brisk {
+
+namespace {
+
+std::string display_name(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  return name.empty() ? path : name;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      bits = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+float bf16_to_f32(uint16_t b) {
+  const uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Where a family's tensors live, relative to the model prefix.
+struct NameScheme {
+  const char* anchor;  // the tensor whose name reveals the prefix
+  std::vector<const char*> default_prefixes;
+};
+
+const NameScheme& scheme_for(ModelFamily family) {
+  static const NameScheme bert{"embeddings.word_embeddings.weight", {"", "bert."}};
+  static const NameScheme distil{"embeddings.word_embeddings.weight", {"", "distilbert."}};
+  return family == ModelFamily::kDistilBert ? distil : bert;
+}
+
+class Resolver {
+ public:
+  Resolver(const NamedTensors& tensors, const BertConfig& config, std::string source)
+      : tensors_(tensors), config_(config), source_(std::move(source)) {}
+
+  // Finds the prefix in front of the anchor tensor ("" / "bert." / "distilbert." / "0.auto_model." ...).
+  Status find_prefix() {
+    const NameScheme& scheme = scheme_for(config_.family);
+    for (const char* p : scheme.default_prefixes) {
+      if (tensors_.count(absl::StrCat(p, scheme.anchor)) != 0) {
+        prefix_ = p;
+        return ok_status();
+      }
+    }
+    std::vector<std::string> candidates;
+    for (const auto& [name, t] : tensors_) {
+      if (absl::EndsWith(name, absl::StrCat(".", scheme.anchor))) {
+        candidates.push_back(name.substr(0, name.size() - std::strlen(scheme.anchor)));
+      }
+    }
+    if (candidates.size() == 1) {
+      prefix_ = candidates[0];
+      return ok_status();
+    }
+    if (candidates.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(source_, ": found '", scheme.anchor, "' under several prefixes (",
+                                                     absl::StrJoin(candidates, ", "),
+                                                     "); expected one encoder per checkpoint"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": no tensor named '", scheme.anchor, "' (with or without a",
+                                                   " model prefix such as 'bert.') among ", tensors_.size(),
+                                                   " tensors; expected a ", config_.model_type, " checkpoint",
+                                                   family_hint()));
+  }
+
+  // Looks a tensor up under its names (first is the canonical one), checks shape and dtype, converts to f32.
+  Status take(Tensor& out, std::initializer_list<std::string> names, const std::vector<int64_t>& expected,
+              const char* expected_why) {
+    const Tensor* found = nullptr;
+    std::string found_name;
+    for (const std::string& n : names) {
+      auto it = tensors_.find(prefix_ + n);
+      if (it != tensors_.end()) {
+        found = &it->second;
+        found_name = it->first;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      std::vector<std::string> tried;
+      for (const std::string& n : names) tried.push_back(absl::StrCat("'", prefix_, n, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(source_, ": missing tensor ", absl::StrJoin(tried, " or "),
+                                                     "; expected shape ", shape_str(expected), " (", expected_why,
+                                                     ") for ", config_.summary(), family_hint()));
+    }
+    if (found->shape() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", found_name, "' has shape ",
+                                                     found->shape_string(), "; expected ", shape_str(expected), " (",
+                                                     expected_why, ") from the config"));
+    }
+    if (found->dtype() != DType::kF32 && found->dtype() != DType::kF16 && found->dtype() != DType::kBF16) {
+      return absl::InvalidArgumentError(absl::StrCat(source_, ": tensor '", found_name, "' has dtype ",
+                                                     dtype_name(found->dtype()),
+                                                     "; expected a floating-point tensor (f32, f16 or bf16)"));
+    }
+    StatusOr<Tensor> f32 = to_float32(*found);
+    if (!f32.ok()) {
+      return absl::Status(f32.status().code(),
+                          absl::StrCat(source_, ": tensor '", found_name, "': ", f32.status().message()));
+    }
+    out = *std::move(f32);
+    num_parameters_ += out.numel();
+    return ok_status();
+  }
+
+  // Fails when the checkpoint holds more layers than the config declares (a config/checkpoint mismatch).
+  Status check_no_extra_layer(const std::string& layer_stem) const {
+    const std::string extra = absl::StrCat(prefix_, layer_stem, config_.num_hidden_layers, ".");
+    auto it = tensors_.lower_bound(extra);
+    if (it != tensors_.end() && absl::StartsWith(it->first, extra)) {
+      return absl::InvalidArgumentError(absl::StrCat(source_, ": has tensor '", it->first, "' but the config declares ",
+                                                     config_.num_hidden_layers,
+                                                     " layers; expected layers 0 to ", config_.num_hidden_layers - 1,
+                                                     " only (config.json does not match the weights)"));
+    }
+    return ok_status();
+  }
+
+  int64_t num_parameters() const { return num_parameters_; }
+
+ private:
+  // Explains the common mistake of a config.json whose model_type does not match the weights.
+  std::string family_hint() const {
+    if (config_.family == ModelFamily::kBert && has_name_containing("transformer.layer.0.attention.q_lin")) {
+      return " (the checkpoint looks like DistilBERT; check model_type in config.json)";
+    }
+    if (config_.family == ModelFamily::kDistilBert && has_name_containing("encoder.layer.0.attention.self.query")) {
+      return " (the checkpoint looks like BERT; check model_type in config.json)";
+    }
+    return "";
+  }
+
+  bool has_name_containing(const std::string& part) const {
+    for (const auto& [name, t] : tensors_) {
+      if (absl::StrContains(name, part)) return true;
+    }
+    return false;
+  }
+
+  const NamedTensors& tensors_;
+  const BertConfig& config_;
+  std::string source_;
+  std::string prefix_;
+  int64_t num_parameters_ = 0;
+};
+
+Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  EmbeddingWeights& e = w.embeddings;
+  BRISK_RETURN_IF_ERROR(r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x hidden"));
+  BRISK_RETURN_IF_ERROR(r.take(e.position, {"embeddings.position_embeddings.weight"}, {c.max_position_embeddings, h},
+                               "max_position_embeddings x hidden"));
+  BRISK_RETURN_IF_ERROR(r.take(e.token_type, {"embeddings.token_type_embeddings.weight"}, {c.type_vocab_size, h},
+                               "type_vocab_size x hidden"));
+  BRISK_RETURN_IF_ERROR(r.take(e.ln_gamma, {"embeddings.LayerNorm.weight", "embeddings.LayerNorm.gamma"}, {h}, "hidden"));
+  BRISK_RETURN_IF_ERROR(r.take(e.ln_beta, {"embeddings.LayerNorm.bias", "embeddings.LayerNorm.beta"}, {h}, "hidden"));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = absl::StrCat("encoder.layer.", i, ".");
+    EncoderLayerWeights& l = w.layers[static_cast<size_t>(i)];
+    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.self.query.weight"}, {h, h}, "hidden x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.self.query.bias"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.self.key.weight"}, {h, h}, "hidden x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.self.key.bias"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.self.value.weight"}, {h, h}, "hidden x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.self.value.bias"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.attention_output_weight, {p + "attention.output.dense.weight"}, {h, h}, "hidden x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_output_bias, {p + "attention.output.dense.bias"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma,
+                                 {p + "attention.output.LayerNorm.weight", p + "attention.output.LayerNorm.gamma"},
+                                 {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_beta,
+                                 {p + "attention.output.LayerNorm.bias", p + "attention.output.LayerNorm.beta"}, {h},
+                                 "hidden"));
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.intermediate_weight, {p + "intermediate.dense.weight"}, {inter, h}, "intermediate x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.intermediate_bias, {p + "intermediate.dense.bias"}, {inter}, "intermediate"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_weight, {p + "output.dense.weight"}, {h, inter}, "hidden x intermediate"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_bias, {p + "output.dense.bias"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.output_ln_gamma, {p + "output.LayerNorm.weight", p + "output.LayerNorm.gamma"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.output_ln_beta, {p + "output.LayerNorm.bias", p + "output.LayerNorm.beta"}, {h}, "hidden"));
+  }
+  return r.check_no_extra_layer("encoder.layer.");
+}
+
+Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  EmbeddingWeights& e = w.embeddings;
+  BRISK_RETURN_IF_ERROR(r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x dim"));
+  BRISK_RETURN_IF_ERROR(r.take(e.position, {"embeddings.position_embeddings.weight"}, {c.max_position_embeddings, h},
+                               "max_position_embeddings x dim"));
+  BRISK_RETURN_IF_ERROR(r.take(e.ln_gamma, {"embeddings.LayerNorm.weight", "embeddings.LayerNorm.gamma"}, {h}, "dim"));
+  BRISK_RETURN_IF_ERROR(r.take(e.ln_beta, {"embeddings.LayerNorm.bias", "embeddings.LayerNorm.beta"}, {h}, "dim"));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = absl::StrCat("transformer.layer.", i, ".");
+    EncoderLayerWeights& l = w.layers[static_cast<size_t>(i)];
+    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.q_lin.weight"}, {h, h}, "dim x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.q_lin.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.k_lin.weight"}, {h, h}, "dim x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.k_lin.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.v_lin.weight"}, {h, h}, "dim x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.v_lin.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_output_weight, {p + "attention.out_lin.weight"}, {h, h}, "dim x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_output_bias, {p + "attention.out_lin.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma, {p + "sa_layer_norm.weight"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_beta, {p + "sa_layer_norm.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.intermediate_weight, {p + "ffn.lin1.weight"}, {inter, h}, "hidden_dim x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.intermediate_bias, {p + "ffn.lin1.bias"}, {inter}, "hidden_dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_weight, {p + "ffn.lin2.weight"}, {h, inter}, "dim x hidden_dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_bias, {p + "ffn.lin2.bias"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_ln_gamma, {p + "output_layer_norm.weight"}, {h}, "dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_ln_beta, {p + "output_layer_norm.bias"}, {h}, "dim"));
+  }
+  return r.check_no_extra_layer("transformer.layer.");
+}
+
+}  // namespace
+
+StatusOr<Tensor> to_float32(const Tensor& t) {
+  if (t.device() != Device::kCPU) {
+    return absl::InvalidArgumentError(absl::StrCat("to_float32 needs a cpu tensor; got a ", device_name(t.device()),
+                                                   " tensor"));
+  }
+  if (t.dtype() == DType::kF32) return t;
+  if (t.dtype() != DType::kF16 && t.dtype() != DType::kBF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot convert dtype ", dtype_name(t.dtype()), " to f32; expected f32, f16 or bf16"));
+  }
+  if (!t.is_contiguous()) {
+    return absl::InvalidArgumentError(absl::StrCat("to_float32 needs a contiguous tensor; got shape ",
+                                                   t.shape_string(), " with non-contiguous strides"));
+  }
+  BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(t.shape(), DType::kF32));
+  const int64_t n = t.numel();
+  const auto* src = t.data<uint16_t>();
+  float* dst = out.data<float>();
+  if (t.dtype() == DType::kF16) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+  }
+  return out;
+}
+
+StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path) {
+  BRISK_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  NamedTensors out;
+  for (const std::string& name : file.tensor_names()) {
+    BRISK_ASSIGN_OR_RETURN(Tensor t, file.get(name));
+    out.emplace(name, std::move(t));
+  }
+  return out;
+}
+
+#if !defined(BRISK_HAVE_TORCH)
+StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path) {
+  return absl::UnimplementedError(absl::StrCat(
+      display_name(path), ": this build of brisk lacks libtorch (BRISK_WITH_TORCH=OFF or libtorch-dev not found), so "
+      "it cannot read PyTorch checkpoints; convert the checkpoint to model.safetensors (e.g. with Python: "
+      "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')) or rebuild with libtorch"));
+}
+bool torch_checkpoints_supported() { return false; }
+#endif
+
+int64_t EncoderWeights::expected_num_parameters(const BertConfig& c) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  const int64_t embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h;
+  const int64_t per_layer = 4 * (h * h + h) + 2 * h + (inter * h + inter) + (h * inter + h) + 2 * h;
+  return embeddings + c.num_hidden_layers * per_layer;
+}
+
+StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensors, const BertConfig& config,
+                                                      const std::string& source_name) {
+  BRISK_RETURN_IF_ERROR(config.validate(source_name + " (config)"));
+  Resolver resolver(tensors, config, source_name);
+  BRISK_RETURN_IF_ERROR(resolver.find_prefix());
+  EncoderWeights w;
+  w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  if (config.family == ModelFamily::kDistilBert) {
+    BRISK_RETURN_IF_ERROR(load_distilbert(resolver, config, w));
+  } else {
+    BRISK_RETURN_IF_ERROR(load_bert(resolver, config, w));
+  }
+  w.weights_file = source_name;
+  w.num_parameters = resolver.num_parameters();
+  return w;
+}
+
+StatusOr<EncoderWeights> EncoderWeights::load_file(const std::string& path, const BertConfig& config) {
+  NamedTensors tensors;
+  if (absl::EndsWith(path, ".safetensors")) {
+    BRISK_ASSIGN_OR_RETURN(tensors, read_safetensors_tensors(path));
+  } else {
+    BRISK_ASSIGN_OR_RETURN(tensors, read_torch_checkpoint(path));
+  }
+  StatusOr<EncoderWeights> w = from_tensors(tensors, config, display_name(path));
+  if (w.ok()) w->weights_file = path;
+  return w;
+}
+
+StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, const BertConfig& config) {
+  const std::filesystem::path dir(model_dir);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory; expected a model directory holding "
+                                                       "model.safetensors or pytorch_model.bin"));
+  }
+  for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
+    const std::filesystem::path file = dir / name;
+    if (std::filesystem::exists(file, ec)) return load_file(file.string(), config);
+  }
+  return absl::NotFoundError(absl::StrCat(model_dir, ": holds neither model.safetensors nor pytorch_model.bin; "
+                                                     "expected one of them (sharded checkpoints are not supported)"));
+}
+
+}  // namespace brisk
