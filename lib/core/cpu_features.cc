@@ -42,7 +42,7 @@ CpuIsa cpu_isa() {
 
 CpuIsa set_cpu_isa_cap(CpuIsa cap) { return static_cast<CpuIsa>(g_cap.exchange(static_cast<int>(cap))); }
 
-std::string_view cpu_isa_name(CpuIsa isa) {
+const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kScalar: return "scalar";
     case CpuIsa::kAvx2: return "avx2";

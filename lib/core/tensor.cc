@@ -21,7 +21,7 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
-std::string_view dtype_name(DType dtype) {
+const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
@@ -34,7 +34,7 @@ std::string_view dtype_name(DType dtype) {
   return "unknown";
 }
 
-std::string_view device_name(Device device) { return device == Device::kCPU ? "cpu" : "cuda"; }
+const char* device_name(Device device) { return device == Device::kCPU ? "cpu" : "cuda"; }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());

@@ -19,6 +19,6 @@ BRISK_API CpuIsa cpu_isa();
 // Caps the ISA level the kernels use from now on; returns the previous cap. For tests and benchmarks.
 BRISK_API CpuIsa set_cpu_isa_cap(CpuIsa cap);
 BRISK_API CpuIsa detected_cpu_isa();
-BRISK_API std::string_view cpu_isa_name(CpuIsa isa);
+BRISK_API const char* cpu_isa_name(CpuIsa isa);
 
 }  // namespace brisk

@@ -25,8 +25,8 @@ enum class DType : uint8_t { kF32, kF16, kBF16, kI8, kU8, kI32, kI64 };
 enum class Device : uint8_t { kCPU, kCUDA };
 
 BRISK_API size_t dtype_size(DType dtype);
-BRISK_API std::string_view dtype_name(DType dtype);
-BRISK_API std::string_view device_name(Device device);
+BRISK_API const char* dtype_name(DType dtype);
+BRISK_API const char* device_name(Device device);
 
 // Storage alignment of every owned tensor, in bytes (one cache line, one AVX-512 register).
 inline constexpr size_t kTensorAlignment = 64;

@@ -1,0 +1,100 @@
+/* brisk C API (C99): embed texts with a transformer encoder, in-process, from any language with a C FFI.
+ *
+ *   brisk_runtime_options opts;
+ *   brisk_runtime_options_init(&opts);
+ *   opts.model_dir = "/models/all-MiniLM-L6-v2";
+ *   brisk_runtime* rt = NULL;
+ *   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) { fprintf(stderr, "%s\n", brisk_last_error()); return 1; }
+ *   size_t dim = 0;
+ *   brisk_embedding_dim(rt, &dim);
+ *   const char* texts[2] = {"reset my PIN", "lost card"};
+ *   float* out = malloc(2 * dim * sizeof(float));
+ *   brisk_embed(rt, texts, 2, out, 2 * dim);
+ *   brisk_runtime_destroy(rt);
+ *
+ * Ownership: the caller owns every buffer it passes in (texts, out, options) and may free it once the call
+ * returns; brisk copies what it keeps. A runtime is owned by the caller from brisk_runtime_create until
+ * brisk_runtime_destroy. Strings returned by brisk (brisk_version_string, brisk_last_error,
+ * brisk_status_string) are owned by brisk and must not be freed.
+ *
+ * Thread safety: a brisk_runtime may be shared between threads; brisk_embed and brisk_embedding_dim may run
+ * concurrently on one runtime. brisk_runtime_destroy must not race with any other call on the same runtime.
+ * brisk_last_error is per thread: it describes the last failed call made by the calling thread.
+ *
+ * ABI: functions are only ever added. brisk_runtime_options starts with struct_size, so a caller compiled
+ * against an older, shorter struct keeps working; fields past struct_size take their defaults.
+ */
+#ifndef BRISK_H_
+#define BRISK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(BRISK_BUILDING_LIBRARY)
+#define BRISK_C_API __attribute__((visibility("default")))
+#else
+#define BRISK_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when the ABI changes incompatibly (never, so far). */
+#define BRISK_ABI_VERSION 1
+
+typedef enum brisk_status {
+  BRISK_OK = 0,
+  BRISK_INVALID_ARGUMENT = 1,   /* a NULL pointer, a bad option, invalid UTF-8, a too-small buffer */
+  BRISK_NOT_FOUND = 2,          /* a model file or directory does not exist */
+  BRISK_OUT_OF_RANGE = 3,
+  BRISK_RESOURCE_EXHAUSTED = 4, /* out of memory */
+  BRISK_UNIMPLEMENTED = 5,      /* e.g. a device this build lacks */
+  BRISK_FAILED_PRECONDITION = 6,
+  BRISK_DATA_LOSS = 7,          /* a corrupt or truncated model file */
+  BRISK_INTERNAL = 8
+} brisk_status;
+
+typedef enum brisk_pooling {
+  BRISK_POOLING_MODEL_DEFAULT = 0, /* 1_Pooling/config.json when present, else mean */
+  BRISK_POOLING_MEAN = 1,
+  BRISK_POOLING_CLS = 2
+} brisk_pooling;
+
+typedef enum brisk_device { BRISK_DEVICE_CPU = 0, BRISK_DEVICE_CUDA = 1 } brisk_device;
+
+typedef struct brisk_runtime brisk_runtime;
+
+typedef struct brisk_runtime_options {
+  size_t struct_size;     /* sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
+  const char* model_dir;  /* required: a Hugging Face model directory */
+  int32_t num_threads;    /* 0: one per core */
+  int32_t max_seq_len;    /* 0: the model's maximum (512 for BERT) */
+  int32_t pooling;        /* a brisk_pooling */
+  int32_t normalize;      /* non-zero: L2-normalise embeddings (default 1) */
+  int32_t device;         /* a brisk_device (default CPU) */
+  int32_t max_batch_size; /* texts per forward pass (default 64) */
+} brisk_runtime_options;
+
+BRISK_C_API uint32_t brisk_abi_version(void);
+BRISK_C_API const char* brisk_version_string(void);
+/* The message of the last failed call on this thread; "" when there is none. */
+BRISK_C_API const char* brisk_last_error(void);
+BRISK_C_API const char* brisk_status_string(brisk_status status);
+
+BRISK_C_API brisk_status brisk_runtime_options_init(brisk_runtime_options* options);
+/* Loads the model; *out receives the runtime (NULL on failure). */
+BRISK_C_API brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_runtime** out);
+/* Frees the runtime; NULL is accepted and ignored. */
+BRISK_C_API void brisk_runtime_destroy(brisk_runtime* runtime);
+
+BRISK_C_API brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_t* out_dim);
+/* Embeds n NUL-terminated UTF-8 texts into out, row-major n x dim; out_len (in floats) must be >= n * dim. */
+BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out,
+                                     size_t out_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BRISK_H_ */

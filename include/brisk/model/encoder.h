@@ -1,0 +1,60 @@
+// BertEncoder: the forward pass of a BERT-family encoder (BERT, MiniLM, DistilBERT configs) on brisk's kernels,
+// from token ids to pooled sentence embeddings. Sequences are packed back to back (no padding), so a batch of
+// mixed lengths costs only its real tokens, and a sentence's embedding does not depend on its batch.
+//
+//   BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, std::move(weights), Device::kCPU));
+//   PackedSequences batch;
+//   batch.add(tokenizer.encode("hello world", 128).value());
+//   std::vector<float> out(batch.size() * encoder->hidden_size());
+//   BRISK_RETURN_IF_ERROR(encoder->embed(batch, PoolingMode::kMean, /*normalize=*/true, out.data()));
+//
+// Thread safety: a BertEncoder is immutable after create(); forward() and embed() may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+#include "brisk/core/tensor.h"
+#include "brisk/model/config.h"
+#include "brisk/model/weights.h"
+
+namespace brisk {
+
+// Token ids of several sequences stored back to back; sequence i is [offsets[i], offsets[i + 1]).
+struct BRISK_API PackedSequences {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> token_type_ids;  // same length as input_ids, or empty for all zeros
+  std::vector<int64_t> offsets{0};
+
+  void add(std::span<const int32_t> ids);
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t total_tokens() const { return offsets.back(); }
+  int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
+};
+
+class BRISK_API BertEncoder {
+ public:
+  static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights,
+                                                       Device device);
+  ~BertEncoder();
+
+  const BertConfig& config() const;
+  int64_t hidden_size() const;
+
+  // Last hidden states, [total_tokens, hidden], row t for packed token t.
+  Status forward(const PackedSequences& batch, float* hidden_states) const;
+  // Pooled embeddings, [batch.size(), hidden]; mean pooling over each sequence or its first token.
+  Status embed(const PackedSequences& batch, PoolingMode pooling, bool normalize, float* out) const;
+
+  struct Impl;
+
+ private:
+  explicit BertEncoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace brisk

@@ -1,0 +1,130 @@
+// Runtime v0: model directory → config, tokenizer, weights and encoder; embed() tokenizes, packs and runs the
+// encoder in chunks of max_batch_size texts.
+#include "brisk/runtime/runtime.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "brisk/core/parallel.h"
+#include "brisk/model/config.h"
+#include "brisk/model/encoder.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/model/weights.h"
+
+namespace brisk {
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  ModelInfo info;
+  std::unique_ptr<WordPieceTokenizer> tokenizer;
+  std::unique_ptr<BertEncoder> encoder;
+  PoolingMode pooling = PoolingMode::kMean;
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+namespace {
+
+PoolingMode to_pooling_mode(Pooling p, PoolingMode model_default) {
+  switch (p) {
+    case Pooling::kMean: return PoolingMode::kMean;
+    case Pooling::kCls: return PoolingMode::kCls;
+    case Pooling::kModelDefault: break;
+  }
+  return model_default;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (options.model_dir.empty()) {
+    return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
+  }
+  if (!fs::is_directory(options.model_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
+                                            "' does not exist; expected a directory with config.json, "
+                                            "model.safetensors or pytorch_model.bin, and vocab.txt or tokenizer.json"));
+  }
+  if (options.max_seq_len < 0 || options.max_seq_len == 1) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::max_seq_len is ", options.max_seq_len,
+                                                   "; expected 0 (model maximum) or at least 2"));
+  }
+  if (options.max_batch_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RuntimeOptions::max_batch_size is ", options.max_batch_size, "; expected at least 1"));
+  }
+  if (options.num_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads, "; expected 0 (all cores) or more"));
+  }
+  const std::string dir = options.model_dir;
+  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
+  if (tokenizer.vocab_size() > config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
+                                                   " tokens but config.json has vocab_size = ", config.vocab_size));
+  }
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->pooling = to_pooling_mode(options.pooling, pooling_config.mode);
+  ModelInfo& info = impl->info;
+  info.model_dir = dir;
+  info.model_type = config.model_type;
+  info.weights_file = weights.weights_file;
+  info.num_parameters = weights.num_parameters;
+  info.hidden_size = static_cast<int>(config.hidden_size);
+  info.num_layers = static_cast<int>(config.num_hidden_layers);
+  info.num_heads = static_cast<int>(config.num_attention_heads);
+  info.intermediate_size = static_cast<int>(config.intermediate_size);
+  info.vocab_size = static_cast<int>(config.vocab_size);
+  const int model_max = static_cast<int>(config.max_position_embeddings);
+  info.max_seq_len = options.max_seq_len == 0 ? model_max : std::min(options.max_seq_len, model_max);
+  info.pooling = impl->pooling == PoolingMode::kCls ? Pooling::kCls : Pooling::kMean;
+  info.normalize = options.normalize;
+  info.device = options.device;
+
+  if (options.num_threads > 0) set_num_threads(options.num_threads);
+  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
+  BRISK_ASSIGN_OR_RETURN(impl->encoder, BertEncoder::create(config, std::move(weights), options.device));
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+int Runtime::embedding_dim() const { return impl_->info.hidden_size; }
+const ModelInfo& Runtime::info() const { return impl_->info; }
+
+StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> texts) const {
+  std::vector<float> out(texts.size() * static_cast<size_t>(embedding_dim()));
+  BRISK_RETURN_IF_ERROR(embed(texts, out));
+  return out;
+}
+
+Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> out) const {
+  const size_t dim = static_cast<size_t>(embedding_dim());
+  if (out.size() < texts.size() * dim) {
+    return absl::InvalidArgumentError(absl::StrCat("Runtime::embed: output holds ", out.size(),
+                                                   " floats; expected at least ", texts.size(), " x ", dim));
+  }
+  const size_t chunk = static_cast<size_t>(impl_->options.max_batch_size);
+  for (size_t begin = 0; begin < texts.size(); begin += chunk) {
+    const size_t end = std::min(texts.size(), begin + chunk);
+    PackedSequences batch;
+    for (size_t i = begin; i < end; ++i) {
+      auto ids = impl_->tokenizer->encode(texts[i], impl_->info.max_seq_len);
+      if (!ids.ok()) {
+        return absl::Status(ids.status().code(), absl::StrCat("text ", i, ": ", ids.status().message()));
+      }
+      batch.add(*ids);
+    }
+    BRISK_RETURN_IF_ERROR(impl_->encoder->embed(batch, impl_->pooling, impl_->options.normalize,
+                                                out.data() + begin * dim));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace brisk

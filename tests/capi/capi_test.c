@@ -1,0 +1,128 @@
+/* The C API exercised from C99: NULL arguments to every function, bad options, invalid UTF-8, a too-small
+ * output buffer, an old (shorter) options struct, and real embeddings from the default model. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk.h"
+
+static int g_passed = 0;
+static int g_failed = 0;
+
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    if (cond) {                                                            \
+      ++g_passed;                                                          \
+    } else {                                                               \
+      ++g_failed;                                                          \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                      \
+  } while (0)
+
+/* The call failed with `code` and left a message that mentions `needle`. */
+static int failed_with(brisk_status got, brisk_status code, const char* needle) {
+  const char* msg = brisk_last_error();
+  if (got != code || msg == NULL || strstr(msg, needle) == NULL) {
+    fprintf(stderr, "  got status %d (%s), message '%s'; expected status %d mentioning '%s'\n", (int)got,
+            brisk_status_string(got), msg ? msg : "(null)", (int)code, needle);
+    return 0;
+  }
+  return 1;
+}
+
+static void model_dir(char* buf, size_t len) {
+  const char* env = getenv("BRISK_MODEL_DIR");
+  if (env != NULL && env[0] != '\0') {
+    snprintf(buf, len, "%s", env);
+  } else {
+    const char* home = getenv("HOME");
+    snprintf(buf, len, "%s/.cache/brisk/models/all-MiniLM-L6-v2", home ? home : "/root");
+  }
+}
+
+static void test_null_arguments(void) {
+  brisk_runtime* rt = (brisk_runtime*)0x1;
+  brisk_runtime_options opts;
+  size_t dim = 0;
+  float out[4];
+  const char* texts[1] = {"x"};
+  CHECK(failed_with(brisk_runtime_options_init(NULL), BRISK_INVALID_ARGUMENT, "options"));
+  brisk_runtime_options_init(&opts);
+  CHECK(failed_with(brisk_runtime_create(NULL, &rt), BRISK_INVALID_ARGUMENT, "options"));
+  CHECK(rt == NULL);
+  CHECK(failed_with(brisk_runtime_create(&opts, NULL), BRISK_INVALID_ARGUMENT, "out"));
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "model_dir"));
+  CHECK(failed_with(brisk_embedding_dim(NULL, &dim), BRISK_INVALID_ARGUMENT, "runtime"));
+  CHECK(failed_with(brisk_embed(NULL, texts, 1, out, 4), BRISK_INVALID_ARGUMENT, "runtime"));
+  brisk_runtime_destroy(NULL); /* accepted, no crash */
+  CHECK(brisk_status_string(BRISK_DATA_LOSS) != NULL);
+  CHECK(brisk_version_string() != NULL && strlen(brisk_version_string()) > 0);
+  CHECK(brisk_abi_version() == BRISK_ABI_VERSION);
+}
+
+static void test_bad_options(void) {
+  brisk_runtime* rt = NULL;
+  brisk_runtime_options opts;
+  brisk_runtime_options_init(&opts);
+  opts.model_dir = "/nonexistent/brisk-model";
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_NOT_FOUND, "/nonexistent/brisk-model"));
+  CHECK(rt == NULL);
+  opts.pooling = 7;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "pooling"));
+  brisk_runtime_options_init(&opts);
+  opts.model_dir = "/nonexistent/brisk-model";
+  opts.struct_size = 4;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "struct_size"));
+}
+
+static double dot(const float* a, const float* b, size_t n) {
+  double s = 0;
+  size_t i;
+  for (i = 0; i < n; ++i) s += (double)a[i] * b[i];
+  return s;
+}
+
+static void test_embed(void) {
+  char dir[4096];
+  brisk_runtime* rt = NULL;
+  brisk_runtime_options opts;
+  size_t dim = 0;
+  float* out;
+  const char* texts[3] = {"How do I reset my card PIN?", "I forgot the PIN of my card", "Opening hours on Sunday"};
+  const char* bad_utf8[2] = {"fine", "bad \xC3\x28 byte"};
+  const char* with_null[2] = {"fine", NULL};
+  model_dir(dir, sizeof dir);
+  brisk_runtime_options_init(&opts);
+  opts.model_dir = dir;
+  opts.num_threads = 2;
+  if (brisk_runtime_create(&opts, &rt) != BRISK_OK) {
+    fprintf(stderr, "cannot load the default model from %s: %s (run scripts/setup)\n", dir, brisk_last_error());
+    ++g_failed;
+    return;
+  }
+  CHECK(brisk_embedding_dim(rt, NULL) == BRISK_INVALID_ARGUMENT);
+  CHECK(brisk_embedding_dim(rt, &dim) == BRISK_OK && dim == 384);
+  out = (float*)calloc(3 * dim, sizeof(float));
+  CHECK(brisk_embed(rt, texts, 3, out, 3 * dim) == BRISK_OK);
+  CHECK(fabs(dot(out, out, dim) - 1.0) < 1e-4);                   /* normalised */
+  CHECK(dot(out, out + dim, dim) > dot(out, out + 2 * dim, dim)); /* paraphrase closer than unrelated */
+  CHECK(failed_with(brisk_embed(rt, texts, 3, out, 3 * dim - 1), BRISK_INVALID_ARGUMENT, "out_len"));
+  CHECK(failed_with(brisk_embed(rt, NULL, 3, out, 3 * dim), BRISK_INVALID_ARGUMENT, "texts"));
+  CHECK(failed_with(brisk_embed(rt, texts, 3, NULL, 3 * dim), BRISK_INVALID_ARGUMENT, "out"));
+  CHECK(failed_with(brisk_embed(rt, with_null, 2, out, 2 * dim), BRISK_INVALID_ARGUMENT, "texts[1]"));
+  CHECK(failed_with(brisk_embed(rt, bad_utf8, 2, out, 2 * dim), BRISK_INVALID_ARGUMENT, "UTF-8"));
+  CHECK(brisk_embed(rt, texts, 0, NULL, 0) == BRISK_OK); /* nothing to do */
+  /* The runtime still works after the errors. */
+  CHECK(brisk_embed(rt, texts, 1, out, dim) == BRISK_OK && fabs(dot(out, out, dim) - 1.0) < 1e-4);
+  free(out);
+  brisk_runtime_destroy(rt);
+}
+
+int main(void) {
+  test_null_arguments();
+  test_bad_options();
+  test_embed();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <vector>
+
+#include "brisk/core/cpu_features.h"
+#include "brisk/core/parallel.h"
+
+TEST_CASE("parallel_for covers every index exactly once", "[core]") {
+  brisk::set_num_threads(2);
+  for (int64_t n : {0, 1, 7, 100, 10007}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    brisk::parallel_for(0, n, 3, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) REQUIRE(hits[static_cast<size_t>(i)].load() == 1);
+  }
+}
+
+TEST_CASE("nested parallel_for runs inline", "[core]") {
+  brisk::set_num_threads(2);
+  std::atomic<int64_t> sum{0};
+  brisk::parallel_for(0, 4, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      brisk::parallel_for(0, 10, 1, [&](int64_t b2, int64_t e2) { sum.fetch_add(e2 - b2); });
+    }
+  });
+  CHECK(sum.load() == 40);
+}
+
+TEST_CASE("set_num_threads is reflected by num_threads", "[core]") {
+  brisk::set_num_threads(1);
+  CHECK(brisk::num_threads() == 1);
+  brisk::set_num_threads(0);
+  CHECK(brisk::num_threads() >= 1);
+}
+
+TEST_CASE("the ISA cap lowers the level the kernels see", "[core]") {
+  const brisk::CpuIsa previous = brisk::set_cpu_isa_cap(brisk::CpuIsa::kScalar);
+  CHECK(brisk::cpu_isa() == brisk::CpuIsa::kScalar);
+  brisk::set_cpu_isa_cap(previous);
+  CHECK(brisk::cpu_isa() <= brisk::detected_cpu_isa());
+}
