@@ -18,5 +18,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/brisk-config-version.cmak
 install(FILES ${PROJECT_BINARY_DIR}/brisk-config.cmake ${PROJECT_BINARY_DIR}/brisk-config-version.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/brisk)
 
+# Relative to the .pc file, so an installed tree can be moved (or installed with --prefix).
+file(RELATIVE_PATH BRISK_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 configure_file(${PROJECT_SOURCE_DIR}/cmake/brisk.pc.in ${PROJECT_BINARY_DIR}/brisk.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/brisk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
