@@ -26,7 +26,9 @@ def main(lib: str, header: str) -> int:
     if c_symbols != declared:
         failures.append(f"C symbols exported but not declared in brisk.h: {sorted(c_symbols - declared)}")
         failures.append(f"declared in brisk.h but not exported: {sorted(declared - c_symbols)}")
-    allowed = re.compile(r"^(typeinfo for |typeinfo name for |vtable for |VTT for |guard variable for )?brisk::")
+    # Template specialisations demangle with their return type first ("void brisk::layer_norm<...>(...)").
+    allowed = re.compile(r"^(typeinfo for |typeinfo name for |vtable for |VTT for |guard variable for )?"
+                         r"([\w:]+(<[^()]*>)? )?brisk::")
     foreign = [d for d in demangled if not allowed.match(d)]
     if foreign:
         failures.append(f"{len(foreign)} exported C++ symbols outside namespace brisk, e.g. {foreign[:5]}")
