@@ -9,9 +9,13 @@
 namespace brisk {
 namespace {
 
+// Cached: glibc answers hardware_concurrency() by reading /sys on every call.
 int hardware_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  static const int n = [] {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw == 0 ? 1 : static_cast<int>(hw);
+  }();
+  return n;
 }
 
 std::atomic<int> g_num_threads{0};

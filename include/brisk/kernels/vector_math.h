@@ -1,0 +1,40 @@
+// Element-wise transcendental functions over fp32 arrays, with the same vectorised exp, erf and tanh that the
+// GeLU and softmax kernels use (so their accuracy can be checked and reused on their own):
+//
+//   vector_erf<Device::kCPU>(x, y, n);   // y[i] = erf(x[i])
+//
+//   vector_exp   relative error <= 2e-7 for x in [-87.3, 88.37]; exactly 0 below -87.3 (no denormals), +inf above
+//                88.72, saturating at ~2.4e38 in between.
+//   vector_erf   absolute error <= 1e-6 over the whole float range.
+//   vector_tanh  absolute error <= 2e-7.
+// NaN inputs give unspecified results. out may equal x (in place); other overlaps are not allowed. n <= 0 does
+// nothing.
+//
+// Dispatch: one template per device; the CPU specialisation picks AVX-512, AVX2+FMA or the scalar reference
+// (std::exp, std::erf, std::tanh) at run time and splits the array over brisk::parallel_for.
+//
+// Thread safety: reentrant; concurrent calls may run when they write disjoint memory.
+#pragma once
+
+#include <cstdint>
+
+#include "brisk/core/export.h"
+#include "brisk/core/tensor.h"
+
+namespace brisk {
+
+template <Device D>
+BRISK_API void vector_exp(const float* x, float* out, int64_t n);
+template <Device D>
+BRISK_API void vector_erf(const float* x, float* out, int64_t n);
+template <Device D>
+BRISK_API void vector_tanh(const float* x, float* out, int64_t n);
+
+template <>
+BRISK_API void vector_exp<Device::kCPU>(const float* x, float* out, int64_t n);
+template <>
+BRISK_API void vector_erf<Device::kCPU>(const float* x, float* out, int64_t n);
+template <>
+BRISK_API void vector_tanh<Device::kCPU>(const float* x, float* out, int64_t n);
+
+}  // namespace brisk

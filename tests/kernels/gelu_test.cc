@@ -1,0 +1,101 @@
+// bias_gelu<kCPU> (exact erf form and FastGeLU tanh form) against double-precision references, per ISA level.
+#include "brisk/kernels/gelu.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+
+namespace brisk {
+namespace {
+
+using testing::random_floats;
+
+double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// 0.5 x (1 + tanh(u)) == x / (1 + exp(-2u)); the second form has no cancellation for x << 0, so it is the
+// accurate reference even where double's 1 + tanh(u) rounds to 0.
+double gelu_tanh_ref(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+// Inputs the GeLU sees in a BERT FFN are mostly in [-10, 10]; add large and tiny magnitudes and exact zeros.
+std::vector<float> gelu_inputs(size_t n, uint32_t seed) {
+  std::vector<float> x = random_floats(n, -8.0f, 8.0f, seed);
+  const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 3.9f, -3.9f, 5.7f, -5.7f, 12.0f, -12.0f, 1e4f, -1e4f,
+                            1e30f, -1e30f};
+  for (size_t i = 0; i < n; i += 5) x[i] = specials[(i / 5) % (sizeof(specials) / sizeof(specials[0]))];
+  return x;
+}
+
+void check_bias_gelu(int64_t rows, int64_t cols, bool with_bias, GeluApproximation approx, uint32_t seed) {
+  const size_t n = static_cast<size_t>(rows * cols);
+  std::vector<float> x = gelu_inputs(n, seed);
+  const std::vector<float> bias = random_floats(static_cast<size_t>(cols), -1.0f, 1.0f, seed + 1);
+  std::vector<double> want(n);
+  // Error budget: the bias add is rounded in fp32 (as the kernel must), and gelu's own error is ~0.5|x| times
+  // erf's (<= 1e-6 absolute) or a few ulp relative for the tanh form.
+  std::vector<float> sum(n);
+  for (size_t i = 0; i < n; ++i) {
+    sum[i] = with_bias ? x[i] + bias[i % static_cast<size_t>(cols)] : x[i];
+    want[i] = approx == GeluApproximation::kErf ? gelu_erf_ref(sum[i]) : gelu_tanh_ref(sum[i]);
+  }
+  bias_gelu<Device::kCPU>(x.data(), with_bias ? bias.data() : nullptr, rows, cols, approx);
+  for (size_t i = 0; i < n; ++i) {
+    const double err = std::fabs(x[i] - want[i]);
+    const double scale = std::fabs(static_cast<double>(sum[i]));
+    // erf form: 1e-6 absolute on erf -> 0.5e-6 |x| on gelu; tanh form: 4e-6 relative (exp of -2u amplifies
+    // exp's rounding by |2u| for x ~ -9), plus 1e-7 absolute for results near 0.
+    const double tol = approx == GeluApproximation::kErf ? 1e-7 + 6e-7 * scale + 2e-7 * std::fabs(want[i])
+                                                         : 1e-7 + 1e-5 * std::fabs(want[i]);
+    if (!(err <= tol)) {
+      FAIL_CHECK("element " << i << " x " << sum[i] << ": got " << x[i] << ", want " << want[i] << " (error "
+                            << err << ", tolerance " << tol << ")");
+      return;
+    }
+  }
+  SUCCEED();
+}
+
+TEST_CASE("bias_gelu matches the double references on odd sizes", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  for (const GeluApproximation approx : {GeluApproximation::kErf, GeluApproximation::kTanh}) {
+    for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
+      const int64_t rows = cols >= 384 ? 67 : 3;
+      for (const bool with_bias : {false, true}) {
+        INFO("approx " << (approx == GeluApproximation::kErf ? "erf" : "tanh") << " rows " << rows << " cols "
+                       << cols << " bias " << with_bias);
+        check_bias_gelu(rows, cols, with_bias, approx, static_cast<uint32_t>(cols * 2 + with_bias));
+      }
+    }
+  }
+}
+
+TEST_CASE("bias_gelu limits: gelu(0) = 0, gelu(+big) = x, gelu(-big) = 0", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  for (const GeluApproximation approx : {GeluApproximation::kErf, GeluApproximation::kTanh}) {
+    // (-inf itself gives NaN, as in PyTorch: -inf * 0.)
+    std::vector<float> x = {0.0f, 50.0f, 1e20f, 3e38f, -50.0f, -1e20f, -3e38f, INFINITY};
+    bias_gelu<Device::kCPU>(x.data(), nullptr, 1, static_cast<int64_t>(x.size()), approx);
+    CHECK(x[0] == 0.0f);
+    CHECK(x[1] == 50.0f);
+    CHECK(x[2] == 1e20f);
+    CHECK(x[3] == 3e38f);
+    CHECK(x[7] == INFINITY);
+    for (const int i : {4, 5, 6}) {
+      INFO("element " << i);
+      CHECK(std::fabs(x[static_cast<size_t>(i)]) <= 1e-30f);
+    }
+  }
+}
+
+TEST_CASE("bias_gelu with zero rows or columns does nothing", "[kernels]") {
+  float sentinel = 5.0f;
+  bias_gelu<Device::kCPU>(&sentinel, nullptr, 0, 1, GeluApproximation::kErf);
+  bias_gelu<Device::kCPU>(&sentinel, nullptr, 1, 0, GeluApproximation::kTanh);
+  CHECK(sentinel == 5.0f);
+}
+
+}  // namespace
+}  // namespace brisk

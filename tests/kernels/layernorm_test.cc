@@ -1,0 +1,141 @@
+// layer_norm_bias_residual<kCPU> against a double-precision reference, per ISA level.
+#include "brisk/kernels/layernorm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernel_test_util.h"
+
+namespace brisk {
+namespace {
+
+using testing::random_floats;
+
+// out = LN(x + bias + residual) * gamma + beta in double. The sum x + bias + residual is rounded to fp32 first,
+// in that order, as every framework materialises it (PyTorch: dense output incl. bias, then + input tensor):
+// at |y| ~ 150 the rounding of y alone is ~1e-5 of a unit spread, and no fp32 kernel can do better than that.
+std::vector<double> reference_layer_norm(const std::vector<float>& x, const float* bias, const float* residual,
+                                         const std::vector<float>& gamma, const std::vector<float>& beta,
+                                         double eps, int64_t rows, int64_t cols) {
+  std::vector<double> out(static_cast<size_t>(rows * cols));
+  std::vector<double> y(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = x[r * cols + c];
+      if (bias != nullptr) v += bias[c];
+      if (residual != nullptr) v += residual[r * cols + c];
+      y[c] = v;
+      mean += v;
+    }
+    mean /= static_cast<double>(cols);
+    double var = 0.0;
+    for (int64_t c = 0; c < cols; ++c) var += (y[c] - mean) * (y[c] - mean);
+    var /= static_cast<double>(cols);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = (y[c] - mean) * rstd * gamma[c] + beta[c];
+  }
+  return out;
+}
+
+enum class Alias { kNone, kOutIsX, kOutIsResidual };
+
+// The float inputs themselves are exact; the kernel's result must be within ~1e-5 of the exact answer
+// relative to the output scale.
+constexpr double kAbsTol = 1e-5;
+constexpr double kRelTol = 1e-5;
+
+void check_layer_norm(int64_t rows, int64_t cols, bool with_bias, bool with_residual, Alias alias, float x_offset,
+                      float x_spread, float residual_offset, uint32_t seed) {
+  const size_t n = static_cast<size_t>(rows * cols);
+  std::vector<float> x = random_floats(n, x_offset - x_spread, x_offset + x_spread, seed);
+  std::vector<float> residual = random_floats(n, residual_offset - 1.0f, residual_offset + 1.0f, seed + 1);
+  const std::vector<float> bias = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, seed + 2);
+  const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, seed + 3);
+  const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, seed + 4);
+  const float* bias_p = with_bias ? bias.data() : nullptr;
+  const float* res_p = with_residual ? residual.data() : nullptr;
+  const float eps = 1e-12f;
+  const std::vector<double> want = reference_layer_norm(x, bias_p, res_p, gamma, beta, eps, rows, cols);
+
+  std::vector<float> out(n, -777.0f);
+  float* out_p = out.data();
+  if (alias == Alias::kOutIsX) out_p = x.data();
+  if (alias == Alias::kOutIsResidual) out_p = residual.data();
+  layer_norm_bias_residual<Device::kCPU>(x.data(), bias_p, with_residual ? residual.data() : nullptr, gamma.data(),
+                                         beta.data(), eps, out_p, rows, cols);
+  const std::vector<float> got(out_p, out_p + n);
+  CHECK_CLOSE(got, want, kAbsTol, kRelTol);
+}
+
+TEST_CASE("layer_norm_bias_residual matches the double reference on odd sizes", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
+    // Enough rows at the wide sizes that parallel_for splits them over threads.
+    const int64_t rows = cols >= 384 ? 173 : 5;
+    for (const bool with_bias : {false, true}) {
+      for (const bool with_residual : {false, true}) {
+        INFO("rows " << rows << " cols " << cols << " bias " << with_bias << " residual " << with_residual);
+        check_layer_norm(rows, cols, with_bias, with_residual, Alias::kNone, 0.0f, 2.0f, 0.0f,
+                         static_cast<uint32_t>(cols * 4 + with_bias * 2 + with_residual));
+      }
+    }
+  }
+}
+
+TEST_CASE("layer_norm_bias_residual works in place on x and on the residual", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  for (const int64_t cols : {7, 17, 384, 1000}) {
+    const int64_t rows = cols >= 384 ? 173 : 9;
+    INFO("cols " << cols);
+    SECTION("out == x") { check_layer_norm(rows, cols, true, true, Alias::kOutIsX, 0.0f, 3.0f, 1.0f, 11); }
+    SECTION("out == residual") {
+      check_layer_norm(rows, cols, true, true, Alias::kOutIsResidual, 0.0f, 3.0f, 1.0f, 12);
+    }
+    SECTION("out == x, no bias, no residual") {
+      check_layer_norm(rows, cols, false, false, Alias::kOutIsX, 0.0f, 3.0f, 0.0f, 13);
+    }
+  }
+}
+
+TEST_CASE("layer_norm_bias_residual keeps precision at large magnitudes with a small spread", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  // The residual stream of a trained BERT reaches |values| of 10 to 100 while a row's spread can be ~1: a
+  // one-pass E[y^2] - E[y]^2 in fp32 loses most digits here.
+  for (const int64_t cols : {17, 384, 1536}) {
+    for (const float offset : {30.0f, 100.0f, -250.0f}) {
+      INFO("cols " << cols << " offset " << offset);
+      check_layer_norm(64, cols, true, true, Alias::kNone, offset, 0.5f, offset * 0.5f, 21);
+      check_layer_norm(64, cols, false, false, Alias::kOutIsX, offset, 1.0f, 0.0f, 22);
+    }
+  }
+  // Large spread as well.
+  check_layer_norm(64, 384, true, true, Alias::kNone, 0.0f, 100.0f, 0.0f, 23);
+}
+
+TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  for (const int64_t cols : {1, 16, 384, 1000}) {
+    for (const float value : {0.0f, 1.1f, 37.5f, -1234.567f}) {
+      INFO("cols " << cols << " value " << value);
+      const std::vector<float> x(static_cast<size_t>(cols), value);
+      const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 5);
+      const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, 6);
+      std::vector<float> out(static_cast<size_t>(cols));
+      layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                             out.data(), 1, cols);
+      const std::vector<double> want(beta.begin(), beta.end());
+      CHECK_CLOSE(out, want, 1e-6, 0.0);
+    }
+  }
+}
+
+TEST_CASE("layer_norm_bias_residual with zero rows or columns does nothing", "[kernels]") {
+  float sentinel = 5.0f;
+  layer_norm_bias_residual<Device::kCPU>(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-12f, &sentinel, 0, 384);
+  layer_norm_bias_residual<Device::kCPU>(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-12f, &sentinel, 4, 0);
+  CHECK(sentinel == 5.0f);
+}
+
+}  // namespace
+}  // namespace brisk
