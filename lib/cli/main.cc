@@ -1,1 +1,354 @@
-int main() { return 0; }
+// brisk: the command-line tool over the C++ API (brisk::Runtime).
+//
+//   brisk embed [--model DIR] [--max-seq-len N] [--pooling mean|cls] [--no-normalize] [--threads N] [TEXT...]
+//       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin
+//       (blank lines skipped), in batches, so it also works as a filter over a large file.
+//   brisk info [--model DIR]
+//       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
+//   brisk bench [--model DIR] --batch B --seq T [--iters N] [--warmup N] [--threads N] [--json]
+//       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
+//       tokenizer) N times; prints throughput (B / median batch time) and batch latency P50/P90/P99.
+//       --json prints one JSON object instead ({"batch","seq","seq_per_s","p50_ms","p90_ms","p99_ms",...});
+//       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
+//
+// --model defaults to $BRISK_MODEL_DIR, else ~/.cache/brisk/models/all-MiniLM-L6-v2.
+// Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>" on stderr); 2 bad command-line flags.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brisk.h"
+#include "brisk/core/status.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/runtime/runtime.h"
+
+namespace {
+
+using brisk::Status;
+using brisk::StatusOr;
+using json = nlohmann::json;
+
+// Exit codes.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+std::string default_model_dir() {
+  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");
+  return fmt::format("{}/.cache/brisk/models/all-MiniLM-L6-v2", home != nullptr ? home : ".");
+}
+
+int report_error(const Status& status) {
+  fmt::print(stderr, "brisk: error: {}\n", std::string(status.message()));
+  return kExitError;
+}
+
+std::string_view pooling_name(brisk::Pooling p) {
+  switch (p) {
+    case brisk::Pooling::kMean: return "mean";
+    case brisk::Pooling::kCls: return "cls";
+    case brisk::Pooling::kModelDefault: return "model-default";
+  }
+  return "unknown";
+}
+
+// Options shared by every subcommand that loads a model.
+struct ModelFlags {
+  std::string model_dir = default_model_dir();
+  int threads = 0;
+  int max_seq_len = 0;
+  std::string pooling;  // "", "mean" or "cls"
+  bool no_normalize = false;
+
+  void add_to(CLI::App& cmd, bool with_embedding_flags) {
+    cmd.add_option("--model", model_dir, "Hugging Face model directory (config.json, weights, vocab)")
+        ->capture_default_str();
+    cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    if (!with_embedding_flags) return;
+    cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's 1_Pooling config, else mean)")
+        ->check(CLI::IsMember({"mean", "cls"}));
+    cmd.add_flag("--no-normalize", no_normalize, "do not L2-normalise the embeddings");
+  }
+
+  brisk::RuntimeOptions runtime_options() const {
+    brisk::RuntimeOptions o;
+    o.model_dir = model_dir;
+    o.num_threads = threads;
+    o.max_seq_len = max_seq_len;
+    o.pooling = pooling == "mean" ? brisk::Pooling::kMean
+                : pooling == "cls" ? brisk::Pooling::kCls
+                                   : brisk::Pooling::kModelDefault;
+    o.normalize = !no_normalize;
+    return o;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// embed
+
+// Writes {"text":...,"embedding":[...]} with the shortest float representations that round-trip.
+void print_embedding_line(std::string_view text, std::span<const float> row, std::string& buf) {
+  buf.clear();
+  buf += R"({"text":)";
+  buf += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+  buf += R"(,"embedding":[)";
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (i > 0) buf += ',';
+    fmt::format_to(std::back_inserter(buf), "{}", row[i]);
+  }
+  buf += "]}\n";
+  std::fwrite(buf.data(), 1, buf.size(), stdout);
+}
+
+Status embed_and_print(const brisk::Runtime& rt, const std::vector<std::string>& texts, std::string& buf) {
+  if (texts.empty()) return brisk::ok_status();
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, rt.embed(views));
+  const size_t dim = static_cast<size_t>(rt.embedding_dim());
+  if (emb.size() != texts.size() * dim) {
+    return absl::InternalError(fmt::format("embed returned {} floats for {} texts of dimension {}; expected {}",
+                                           emb.size(), texts.size(), dim, texts.size() * dim));
+  }
+  for (size_t i = 0; i < texts.size(); ++i) {
+    print_embedding_line(texts[i], std::span<const float>(emb).subspan(i * dim, dim), buf);
+  }
+  std::fflush(stdout);
+  return brisk::ok_status();
+}
+
+int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
+  auto rt = brisk::Runtime::create(flags.runtime_options());
+  if (!rt.ok()) return report_error(rt.status());
+  std::string buf;
+  if (!args.empty()) {
+    Status s = embed_and_print(**rt, args, buf);
+    return s.ok() ? kExitOk : report_error(s);
+  }
+  // stdin: one text per line, embedded in chunks so that output streams and memory stays bounded.
+  constexpr size_t kChunk = 64;
+  std::vector<std::string> chunk;
+  std::string line;
+  size_t line_no = 0;
+  size_t first_line_of_chunk = 1;
+  auto flush = [&]() -> Status {
+    Status s = embed_and_print(**rt, chunk, buf);
+    chunk.clear();
+    if (s.ok()) return s;
+    return absl::Status(s.code(), fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no,
+                                              std::string(s.message())));
+  };
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (chunk.empty()) first_line_of_chunk = line_no;
+    chunk.push_back(std::move(line));
+    if (chunk.size() == kChunk) {
+      if (Status s = flush(); !s.ok()) return report_error(s);
+    }
+  }
+  if (Status s = flush(); !s.ok()) return report_error(s);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// info
+
+int run_info(const ModelFlags& flags) {
+  auto rt = brisk::Runtime::create(flags.runtime_options());
+  if (!rt.ok()) return report_error(rt.status());
+  const brisk::ModelInfo& m = (*rt)->info();
+  json j = {
+      {"model_dir", m.model_dir},
+      {"model_type", m.model_type},
+      {"weights_file", m.weights_file},
+      {"num_parameters", m.num_parameters},
+      {"hidden_size", m.hidden_size},
+      {"num_layers", m.num_layers},
+      {"num_heads", m.num_heads},
+      {"intermediate_size", m.intermediate_size},
+      {"vocab_size", m.vocab_size},
+      {"max_seq_len", m.max_seq_len},
+      {"pooling", pooling_name(m.pooling)},
+      {"normalize", m.normalize},
+      {"device", std::string(brisk::device_name(m.device))},
+      {"embedding_dim", (*rt)->embedding_dim()},
+      {"brisk_version", brisk_version_string()},
+  };
+  fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// bench
+
+struct BenchFlags {
+  int batch = 1;
+  int seq = 16;
+  int iters = 20;
+  int warmup = 3;
+  bool json_output = false;
+  bool samples = false;  // with json_output: every timed iteration's ms, in run order
+  std::string word = "hello";
+};
+
+// Linear interpolation between closest ranks (numpy's default), on sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return NAN;
+  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+// A text that tokenizes to exactly `seq` tokens ([CLS] + seq-2 copies of a one-token word + [SEP]),
+// verified with the model's own tokenizer.
+StatusOr<std::string> synthetic_text(const std::string& model_dir, const std::string& word, int seq) {
+  std::string text;
+  for (int i = 0; i < seq - 2; ++i) {
+    if (i > 0) text += ' ';
+    text += word;
+  }
+  BRISK_ASSIGN_OR_RETURN(brisk::WordPieceTokenizer tok, brisk::WordPieceTokenizer::from_model_dir(model_dir));
+  // A limit above seq, so that a word of several word pieces shows up as too many tokens.
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));
+  if (static_cast<int>(ids.size()) != seq) {
+    return absl::FailedPreconditionError(
+        fmt::format("--word '{}' x {} tokenizes to {} tokens with the tokenizer of {}, expected exactly {} (--seq); "
+                    "pick a word that is a single token of the vocabulary",
+                    word, seq - 2, ids.size(), model_dir, seq));
+  }
+  return text;
+}
+
+int run_bench(const ModelFlags& flags, const BenchFlags& b) {
+  auto text = synthetic_text(flags.model_dir, b.word, b.seq);
+  if (!text.ok()) return report_error(text.status());
+
+  brisk::RuntimeOptions opts = flags.runtime_options();
+  opts.max_seq_len = b.seq;                               // truncation at T keeps every row at exactly T tokens
+  opts.max_batch_size = std::max(opts.max_batch_size, b.batch);  // one forward pass per call
+  auto rt = brisk::Runtime::create(opts);
+  if (!rt.ok()) return report_error(rt.status());
+  if ((*rt)->info().max_seq_len < b.seq) {
+    return report_error(absl::InvalidArgumentError(fmt::format(
+        "--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
+  }
+
+  std::vector<std::string_view> texts(static_cast<size_t>(b.batch), *text);
+  std::vector<float> out(static_cast<size_t>(b.batch) * static_cast<size_t>((*rt)->embedding_dim()));
+  for (int i = 0; i < b.warmup; ++i) {
+    if (Status s = (*rt)->embed(texts, out); !s.ok()) return report_error(s);
+  }
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(b.iters));
+  for (int i = 0; i < b.iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = (*rt)->embed(texts, out);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!s.ok()) return report_error(s);
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  const std::vector<double> samples_in_order = ms;
+  double mean = 0;
+  for (double v : ms) mean += v;
+  mean /= static_cast<double>(ms.size());
+  std::sort(ms.begin(), ms.end());
+  const double p50 = percentile(ms, 50), p90 = percentile(ms, 90), p99 = percentile(ms, 99);
+  const double seq_per_s = b.batch / (p50 / 1e3);
+  const int threads = opts.num_threads;
+
+  if (b.json_output) {
+    json j = {{"batch", b.batch},       {"seq", b.seq},
+              {"iters", b.iters},       {"warmup", b.warmup},
+              {"threads", threads},     {"seq_per_s", seq_per_s},
+              {"tokens_per_s", seq_per_s * b.seq},
+              {"p50_ms", p50},          {"p90_ms", p90},
+              {"p99_ms", p99},          {"mean_ms", mean},
+              {"min_ms", ms.front()},   {"max_ms", ms.back()},
+              {"model_dir", flags.model_dir},
+              {"brisk_version", brisk_version_string()}};
+    if (b.samples) j["samples_ms"] = samples_in_order;
+    fmt::print("{}\n", j.dump(-1, ' ', false, json::error_handler_t::replace));
+    return kExitOk;
+  }
+  fmt::print("brisk bench: {}, batch {}, seq {} tokens, threads {}, {} iterations after {} warm-up\n",
+             flags.model_dir, b.batch, b.seq, threads == 0 ? std::string("auto") : std::to_string(threads),
+             b.iters, b.warmup);
+  fmt::print("  throughput  {:10.1f} seq/s  ({:.0f} tokens/s; batch / median batch time)\n", seq_per_s,
+             seq_per_s * b.seq);
+  fmt::print("  latency     p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  (per batch; mean {:.3f}, min {:.3f}, "
+             "max {:.3f})\n",
+             p50, p90, p99, mean, ms.front(), ms.back());
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"brisk: fast transformer-encoder inference (embeddings) from the command line", "brisk"};
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::help);
+  app.set_version_flag("--version", std::string(brisk_version_string()));
+
+  ModelFlags embed_flags, info_flags, bench_flags;
+  std::vector<std::string> embed_texts;
+  BenchFlags bench;
+
+  CLI::App* embed = app.add_subcommand("embed", "print one JSON line {\"text\",\"embedding\"} per text");
+  embed_flags.add_to(*embed, /*with_embedding_flags=*/true);
+  embed->add_option("TEXT", embed_texts, "texts to embed; none: read one text per line from stdin");
+
+  CLI::App* info = app.add_subcommand("info", "print the model's configuration as JSON");
+  info_flags.add_to(*info, /*with_embedding_flags=*/false);
+
+  CLI::App* bench_cmd = app.add_subcommand("bench", "measure embed throughput and latency on synthetic texts");
+  bench_flags.add_to(*bench_cmd, /*with_embedding_flags=*/false);
+  bench_cmd->add_option("--batch", bench.batch, "texts per embed call")->check(CLI::Range(1, 4096))->required();
+  bench_cmd->add_option("--seq", bench.seq, "tokens per text, [CLS] and [SEP] included")
+      ->check(CLI::Range(2, 8192))
+      ->required();
+  bench_cmd->add_option("--iters", bench.iters, "timed iterations")->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_cmd->add_option("--word", bench.word, "the repeated word; must be one token")->capture_default_str();
+  bench_cmd->add_option("--pooling", bench_flags.pooling, "mean or cls")->check(CLI::IsMember({"mean", "cls"}));
+  bench_cmd->add_flag("--json", bench.json_output, "print one JSON object instead of the report");
+  bench_cmd->add_flag("--samples", bench.samples, "with --json: add samples_ms, every timed iteration in ms")
+      ->needs("--json");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version (code 0) or the error and usage
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    if (embed->parsed()) return run_embed(embed_flags, embed_texts);
+    if (info->parsed()) return run_info(info_flags);
+    if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
+    fmt::print(stderr, "brisk: error: {}\n", e.what());
+    return kExitError;
+  }
+  return kExitUsage;
+}

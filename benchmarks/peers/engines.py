@@ -1,0 +1,252 @@
+"""Peer engines for benchmarks/peers/run_peers.py: ONNX Runtime, PyTorch (eager and jit.trace) and the
+`brisk bench` command, each timed on the same synthetic inputs with the same thread count.
+
+Every engine has prepare(batch, seq) (set up the inputs, warm up) and samples(n) (n timed calls, seconds each),
+so that run_peers.py can interleave the engines in rounds: on a shared machine, load that comes and goes then
+hits every engine alike. summarize() turns pooled samples into {"seq_per_s", "p50_ms", "p90_ms", "p99_ms"}.
+Timings cover one whole call: the forward pass plus mean pooling and L2 normalisation, because brisk's
+embed() includes both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs and statistics
+
+def synthetic_ids(tokenizer, batch: int, seq: int, word: str = "hello") -> dict[str, np.ndarray]:
+    """[CLS] word x (seq-2) [SEP] for every row, checked against the tokenizer so that the length is exactly seq."""
+    text = " ".join([word] * (seq - 2))
+    enc = tokenizer(text, add_special_tokens=True)["input_ids"]
+    if len(enc) != seq:
+        raise RuntimeError(f"the synthetic text '{word}' x {seq - 2} tokenizes to {len(enc)} tokens, expected {seq}")
+    ids = np.tile(np.asarray(enc, dtype=np.int64), (batch, 1))
+    return {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.zeros_like(ids),
+    }
+
+
+def summarize(times_s: list[float], batch: int) -> dict:
+    ms = np.asarray(times_s) * 1e3
+    p50 = float(np.percentile(ms, 50))
+    return {
+        "seq_per_s": batch / (p50 / 1e3),
+        "p50_ms": p50,
+        "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "iters": len(times_s),
+    }
+
+
+def time_calls(fn, n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def mean_pool_normalize_np(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[:, :, None].astype(hidden.dtype)
+    pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Model loading and ONNX export
+
+def load_hf(model_dir: str):
+    import torch  # noqa: F401  (imported here so that --only brisk needs no torch)
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    try:
+        model = AutoModel.from_pretrained(model_dir, attn_implementation="eager")
+    except TypeError:
+        model = AutoModel.from_pretrained(model_dir)
+    model.eval()
+    return tokenizer, model
+
+
+def export_onnx(model, tokenizer, out_dir: Path, opset: int = 14) -> Path:
+    """Exports the HF encoder to ONNX (dynamic batch and sequence axes), once per out_dir."""
+    import torch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"model_opset{opset}.onnx"
+    if path.exists():
+        return path
+    sample = {k: torch.from_numpy(v) for k, v in synthetic_ids(tokenizer, 2, 16).items()}
+    dyn = {0: "batch", 1: "seq"}
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+            str(path),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={"input_ids": dyn, "attention_mask": dyn, "token_type_ids": dyn,
+                          "last_hidden_state": dyn},
+            opset_version=opset,
+            do_constant_folding=True,
+        )
+    return path
+
+
+def optimize_onnx(raw: Path, num_heads: int, hidden_size: int) -> tuple[Path, dict]:
+    """onnxruntime.transformers optimizer for BERT with its fusions; returns the path and the fused-op counts."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    out = raw.with_name(raw.stem + "_opt.onnx")
+    opts = FusionOptions("bert")
+    # Every exact fusion is on (they are the defaults). enable_gelu_approximation stays off: it changes the
+    # numbers (tanh GeLU), while brisk's fp32 path computes the exact erf GeLU.
+    opt_model = optimize_model(str(raw), model_type="bert", num_heads=num_heads, hidden_size=hidden_size,
+                               optimization_options=opts, opt_level=1)
+    stats = opt_model.get_fused_operator_statistics()
+    opt_model.save_model_to_file(str(out))
+    return out, {k: v for k, v in stats.items() if v}
+
+
+def quantize_onnx_int8(opt_path: Path, per_channel: bool = True) -> Path:
+    """ORT's own dynamic int8 quantization of the optimized model (int8 weights, activations quantized per call).
+
+    Per-channel weight scales by default: on MiniLM, per-tensor scales are ~20% faster but drop the cosine to
+    the fp32 embedding to ~0.94 on short texts, which no deployment would accept; per-channel keeps ~0.98-0.996.
+    """
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out = opt_path.with_name(opt_path.stem + ("_int8pc.onnx" if per_channel else "_int8.onnx"))
+    if not out.exists():
+        # Shape inference cannot type the outputs of ORT's contrib ops (Attention, SkipLayerNormalization), so
+        # the default tensor type is given explicitly.
+        quantize_dynamic(str(opt_path), str(out), weight_type=QuantType.QInt8, per_channel=per_channel,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Engines
+
+class OrtEngine:
+    def __init__(self, onnx_path: Path, threads: int):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        self.session = ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+        self.input_names = {i.name for i in self.session.get_inputs()}
+
+    def embed(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        hidden = self.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in self.input_names})[0]
+        return mean_pool_normalize_np(hidden, feeds["attention_mask"])
+
+    def prepare(self, feeds, warmup: int) -> None:
+        self.feeds = feeds
+        for _ in range(warmup):
+            self.embed(feeds)
+
+    def samples(self, n: int) -> list[float]:
+        return time_calls(lambda: self.embed(self.feeds), n)
+
+
+class TorchEngine:
+    """PyTorch eager (or a torch.jit.trace of it) with torch.no_grad and pooling in torch."""
+
+    def __init__(self, model, threads: int, jit: bool = False, sample_feeds=None):
+        import torch
+
+        torch.set_num_threads(threads)
+        self.torch = torch
+        self.model = model
+        self.jit = jit
+        if jit:
+            args = self._args(sample_feeds)
+            with torch.no_grad():
+                traced = torch.jit.trace(model, args, strict=False, check_trace=False)
+                traced = torch.jit.freeze(traced.eval())
+            self.model = traced
+
+    def _args(self, feeds):
+        t = self.torch
+        return (t.from_numpy(feeds["input_ids"]), t.from_numpy(feeds["attention_mask"]),
+                t.from_numpy(feeds["token_type_ids"]))
+
+    def embed_tensors(self, args):
+        t = self.torch
+        with t.no_grad():
+            out = self.model(*args)
+            hidden = out[0] if isinstance(out, (tuple, list)) else (
+                out["last_hidden_state"] if isinstance(out, dict) else out.last_hidden_state)
+            m = args[1].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+            return t.nn.functional.normalize(pooled, p=2, dim=1)
+
+    def embed(self, feeds) -> np.ndarray:
+        return self.embed_tensors(self._args(feeds)).numpy()
+
+    def prepare(self, feeds, warmup: int) -> None:
+        self.args = self._args(feeds)
+        for _ in range(warmup):
+            self.embed_tensors(self.args)
+
+    def samples(self, n: int) -> list[float]:
+        return time_calls(lambda: self.embed_tensors(self.args), n)
+
+
+class BriskEngine:
+    """Runs `brisk bench --json`; brisk builds the same synthetic text ('hello' x (T-2)) itself."""
+
+    def __init__(self, binary: str, model_dir: str, threads: int):
+        self.binary = binary
+        self.model_dir = model_dir
+        self.threads = threads
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            raise FileNotFoundError(f"brisk binary '{binary}' is not an executable file (build it, or pass --brisk)")
+
+    def command(self, batch: int, seq: int, iters: int, warmup: int) -> list[str]:
+        return [self.binary, "bench", "--model", self.model_dir, "--batch", str(batch), "--seq", str(seq),
+                "--iters", str(iters), "--warmup", str(warmup), "--threads", str(self.threads), "--json",
+                "--samples"]
+
+    def prepare(self, feeds, warmup: int) -> None:
+        b, t = feeds["input_ids"].shape
+        self.shape = (int(b), int(t))
+        self.warmup = max(1, warmup)  # each samples() call is a fresh process, so it warms up every time
+
+    def samples(self, n: int) -> list[float]:
+        cmd = self.command(*self.shape, n, self.warmup)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()}")
+        lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
+        if not lines:
+            raise RuntimeError(f"{' '.join(cmd)} printed no JSON object; stdout was: {proc.stdout.strip()!r}")
+        r = json.loads(lines[-1])
+        if "samples_ms" not in r:
+            raise RuntimeError(f"{' '.join(cmd)}: the JSON has no samples_ms; rebuild brisk (bench --samples)")
+        return [float(v) / 1e3 for v in r["samples_ms"]]
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        proc = subprocess.run([self.binary, "embed", "--model", self.model_dir, "--threads", str(self.threads)],
+                              input="\n".join(texts) + "\n", capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"brisk embed exited {proc.returncode}: {proc.stderr.strip()}")
+        return np.asarray([json.loads(ln)["embedding"] for ln in proc.stdout.splitlines() if ln.strip()],
+                          dtype=np.float32)

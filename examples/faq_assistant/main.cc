@@ -1,0 +1,310 @@
+// faq_assistant: brisk's main demo. A retail-bank customer-service FAQ answered by semantic search.
+//
+// It loads a sentence-embedding model through brisk::Runtime, embeds every FAQ question (in batches) into an
+// index, then answers a stream of user questions one at a time, as a help desk would: embed the question, take
+// the FAQ entry with the highest cosine similarity (a dot product, since the embeddings are L2-normalised),
+// and print its answer; below --threshold it hands over to a human agent instead. It ends with a report:
+// FAQ indexing time, per-question latency P50/P95/P99 and throughput.
+//
+//   faq_assistant                                  # faq.tsv and questions.txt from the source folder
+//   faq_assistant --quiet --limit 100              # only the report, first 100 questions
+//   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
+//
+// FAQ file format: one entry per line, question<TAB>answer (UTF-8). Blank lines and lines starting with '#'
+// are skipped. Questions file: one question per line, blank lines skipped.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brisk/core/status.h"
+#include "brisk/runtime/runtime.h"
+
+#ifndef BRISK_FAQ_DIR
+#define BRISK_FAQ_DIR "examples/faq_assistant"
+#endif
+
+namespace {
+
+using brisk::Status;
+using brisk::StatusOr;
+using Clock = std::chrono::steady_clock;
+
+struct FaqEntry {
+  std::string question;
+  std::string answer;
+  int line = 0;  // 1-based line in the FAQ file, for error messages
+};
+
+struct Options {
+  std::string model_dir;
+  std::string faq_path = BRISK_FAQ_DIR "/faq.tsv";
+  std::string questions_path = BRISK_FAQ_DIR "/questions.txt";
+  double threshold = 0.5;
+  bool quiet = false;
+  int limit = 0;        // 0: every question
+  int threads = 0;      // 0: one per core
+  int index_batch = 32; // FAQ questions per embed call while indexing
+};
+
+std::string default_model_dir() {
+  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");
+  return fmt::format("{}/.cache/brisk/models/all-MiniLM-L6-v2", home != nullptr ? home : ".");
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string_view trim(std::string_view s) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Input files
+
+StatusOr<std::vector<FaqEntry>> load_faq(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(fmt::format(
+        "cannot open the FAQ file '{}'; expected a UTF-8 text file with one question<TAB>answer per line "
+        "(pass --faq FILE)", path));
+  }
+  std::vector<FaqEntry> faq;
+  std::string raw;
+  int line_no = 0;
+  while (std::getline(in, raw)) {
+    ++line_no;
+    std::string_view line = raw;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty() || trim(line).front() == '#') continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}:{}: malformed FAQ line (no TAB): expected question<TAB>answer, got '{:.60}'", path, line_no, line));
+    }
+    if (line.find('\t', tab + 1) != std::string_view::npos) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}:{}: malformed FAQ line (more than one TAB): expected exactly one TAB between question and answer",
+          path, line_no));
+    }
+    const std::string_view q = trim(line.substr(0, tab)), a = trim(line.substr(tab + 1));
+    if (q.empty() || a.empty()) {
+      return absl::InvalidArgumentError(fmt::format("{}:{}: malformed FAQ line: the {} is empty; expected "
+                                                    "question<TAB>answer, both non-empty",
+                                                    path, line_no, q.empty() ? "question" : "answer"));
+    }
+    faq.push_back({std::string(q), std::string(a), line_no});
+  }
+  if (in.bad()) return absl::DataLossError(fmt::format("error while reading the FAQ file '{}'", path));
+  if (faq.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the FAQ file '{}' has no entries ({} lines read, all blank or comments); expected at least one "
+        "question<TAB>answer line", path, line_no));
+  }
+  return faq;
+}
+
+StatusOr<std::vector<std::string>> load_questions(const std::string& path, int limit) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(fmt::format(
+        "cannot open the questions file '{}'; expected a UTF-8 text file with one question per line "
+        "(pass --questions FILE)", path));
+  }
+  std::vector<std::string> questions;
+  std::string raw;
+  while (std::getline(in, raw) && (limit <= 0 || static_cast<int>(questions.size()) < limit)) {
+    const std::string_view q = trim(raw);
+    if (!q.empty()) questions.emplace_back(q);
+  }
+  if (in.bad()) return absl::DataLossError(fmt::format("error while reading the questions file '{}'", path));
+  if (questions.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("the questions file '{}' has no questions; expected one question per line", path));
+  }
+  return questions;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Index and search
+
+// FAQ question embeddings, row-major faq.size() x dim.
+struct FaqIndex {
+  std::vector<float> embeddings;
+  int dim = 0;
+  double build_ms = 0;
+};
+
+StatusOr<FaqIndex> build_index(const brisk::Runtime& rt, const std::vector<FaqEntry>& faq, int batch) {
+  FaqIndex index;
+  index.dim = rt.embedding_dim();
+  index.embeddings.resize(faq.size() * static_cast<size_t>(index.dim));
+  const auto t0 = Clock::now();
+  std::vector<std::string_view> texts;
+  for (size_t begin = 0; begin < faq.size(); begin += static_cast<size_t>(batch)) {
+    const size_t end = std::min(faq.size(), begin + static_cast<size_t>(batch));
+    texts.clear();
+    for (size_t i = begin; i < end; ++i) texts.push_back(faq[i].question);
+    std::span<float> out(index.embeddings.data() + begin * static_cast<size_t>(index.dim),
+                         (end - begin) * static_cast<size_t>(index.dim));
+    if (Status s = rt.embed(texts, out); !s.ok()) {
+      return absl::Status(s.code(), fmt::format("embedding FAQ questions of lines {}..{}: {}", faq[begin].line,
+                                                faq[end - 1].line, std::string(s.message())));
+    }
+  }
+  index.build_ms = ms_since(t0);
+  return index;
+}
+
+struct Match {
+  size_t entry = 0;
+  float score = -2.0f;
+};
+
+// Exhaustive nearest neighbour by dot product; the FAQ is small (hundreds of rows), so a scan is the fastest.
+Match nearest(const FaqIndex& index, std::span<const float> query) {
+  Match best;
+  const size_t n = index.embeddings.size() / static_cast<size_t>(index.dim);
+  for (size_t i = 0; i < n; ++i) {
+    const float* row = index.embeddings.data() + i * static_cast<size_t>(index.dim);
+    float dot = 0.0f;
+    for (int k = 0; k < index.dim; ++k) dot += row[k] * query[static_cast<size_t>(k)];
+    if (dot > best.score) best = {i, dot};
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Report
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+void print_answer(size_t i, const std::string& question, const FaqEntry& entry, const Match& m, double threshold,
+                  double ms) {
+  fmt::print("[{}] Q: {}\n", i + 1, question);
+  if (m.score >= threshold) {
+    fmt::print("    matched ({:.3f}): {}\n", m.score, entry.question);
+    fmt::print("    A: {}\n", entry.answer);
+  } else {
+    fmt::print("    no confident match (best {:.3f} < {:.2f}: {})\n", m.score, threshold, entry.question);
+    fmt::print("    A: Sorry, I don't know — connecting you to an agent.\n");
+  }
+  fmt::print("    ({:.2f} ms)\n\n", ms);
+}
+
+Status run(const Options& opt) {
+  BRISK_ASSIGN_OR_RETURN(std::vector<FaqEntry> faq, load_faq(opt.faq_path));
+  BRISK_ASSIGN_OR_RETURN(std::vector<std::string> questions, load_questions(opt.questions_path, opt.limit));
+
+  brisk::RuntimeOptions ro;
+  ro.model_dir = opt.model_dir;
+  ro.num_threads = opt.threads;
+  ro.normalize = true;  // cosine similarity = dot product
+  const auto t_load = Clock::now();
+  BRISK_ASSIGN_OR_RETURN(std::unique_ptr<brisk::Runtime> rt, brisk::Runtime::create(ro));
+  const double load_ms = ms_since(t_load);
+  const brisk::ModelInfo& info = rt->info();
+
+  BRISK_ASSIGN_OR_RETURN(FaqIndex index, build_index(*rt, faq, opt.index_batch));
+  if (!opt.quiet) {
+    fmt::print("brisk FAQ assistant: {} FAQ entries from {}, {} questions from {}\n", faq.size(), opt.faq_path,
+               questions.size(), opt.questions_path);
+    fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n\n",
+               info.model_dir, info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
+  }
+
+  std::vector<double> latency_ms;
+  latency_ms.reserve(questions.size());
+  std::vector<float> query(static_cast<size_t>(index.dim));
+  size_t answered = 0;
+  const auto t_all = Clock::now();
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const auto t0 = Clock::now();
+    const std::string_view text = questions[i];
+    if (Status s = rt->embed(std::span<const std::string_view>(&text, 1), query); !s.ok()) {
+      return absl::Status(s.code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
+                                                std::string(s.message())));
+    }
+    const Match m = nearest(index, query);
+    const double ms = ms_since(t0);
+    latency_ms.push_back(ms);
+    if (m.score >= opt.threshold) ++answered;
+    if (!opt.quiet) print_answer(i, questions[i], faq[m.entry], m, opt.threshold, ms);
+  }
+  const double total_ms = ms_since(t_all);
+
+  double mean = 0;
+  for (double v : latency_ms) mean += v;
+  mean /= static_cast<double>(latency_ms.size());
+  fmt::print("== report ==\n");
+  fmt::print("model          {} (threads: {})\n", info.model_dir, opt.threads == 0 ? "auto" : std::to_string(opt.threads));
+  fmt::print("FAQ indexing   {} entries in {:.1f} ms ({:.1f} entries/s, batches of {})\n", faq.size(),
+             index.build_ms, faq.size() / (index.build_ms / 1e3), opt.index_batch);
+  fmt::print("questions      {} answered, {} handed to an agent (threshold {:.2f}), {} in all\n", answered,
+             questions.size() - answered, opt.threshold, questions.size());
+  fmt::print("latency        p50 {:.2f} ms  p95 {:.2f} ms  p99 {:.2f} ms  (mean {:.2f}, max {:.2f}; per question, "
+             "embed + search)\n",
+             percentile(latency_ms, 50), percentile(latency_ms, 95), percentile(latency_ms, 99), mean,
+             *std::max_element(latency_ms.begin(), latency_ms.end()));
+  fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, one at a time)\n",
+             questions.size() / (total_ms / 1e3), questions.size(), total_ms);
+  return brisk::ok_status();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  opt.model_dir = default_model_dir();
+  CLI::App app{"brisk FAQ assistant: answers bank customer questions by semantic search over an FAQ",
+               "faq_assistant"};
+  app.failure_message(CLI::FailureMessage::help);
+  app.add_option("--model", opt.model_dir, "Hugging Face model directory")->capture_default_str();
+  app.add_option("--faq", opt.faq_path, "FAQ file, one question<TAB>answer per line")->capture_default_str();
+  app.add_option("--questions", opt.questions_path, "user questions, one per line")->capture_default_str();
+  app.add_option("--threshold", opt.threshold, "minimum cosine similarity to answer; below it, hand to an agent")
+      ->check(CLI::Range(-1.0, 1.0))
+      ->capture_default_str();
+  app.add_flag("--quiet", opt.quiet, "print only the report");
+  app.add_option("--limit", opt.limit, "answer only the first N questions; 0 = all")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--threads", opt.threads, "compute threads; 0 = one per core")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--index-batch", opt.index_batch, "FAQ questions per embed call while indexing")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (Status s = run(opt); !s.ok()) {
+    fmt::print(stderr, "faq_assistant: error: {}\n", std::string(s.message()));
+    return 1;
+  }
+  return 0;
+}
