@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the `brisk` command-line tool and the FAQ assistant demo, run as a user would.
+
+    cli_test.py BRISK_BINARY [FAQ_ASSISTANT_BINARY]
+Prints 'N passed, N failed' and exits non-zero on any failure."""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+passed = 0
+failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(args, stdin=None):
+    return subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def test_embed(brisk):
+    r = run([brisk, "embed", "--threads", "2", "How do I block my card?", "I lost my debit card", "opening hours"])
+    check(r.returncode == 0, f"embed exits 0 (stderr: {r.stderr})")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    check(len(rows) == 3, "embed prints one JSON line per text")
+    check(rows[0]["text"] == "How do I block my card?", "embed echoes the text")
+    vecs = [row["embedding"] for row in rows]
+    check(all(len(v) == 384 for v in vecs), "embeddings have 384 dimensions")
+    check(all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-4 for v in vecs), "embeddings are L2-normalised")
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b))
+    check(dot(vecs[0], vecs[1]) > dot(vecs[0], vecs[2]) + 0.1, "a paraphrase is closer than an unrelated text")
+
+    r = run([brisk, "embed"], stdin="first line\n\nsecond line\n")
+    check(r.returncode == 0 and len(r.stdout.splitlines()) == 2, "embed reads non-empty stdin lines")
+
+    raw = subprocess.run([brisk, "embed"], input=b"ok\nbad \xff byte\n", capture_output=True, timeout=300)
+    check(raw.returncode == 1, "invalid UTF-8 on stdin exits 1")
+    check(b"UTF-8" in raw.stderr and raw.stderr.startswith(b"brisk: error:"), "invalid UTF-8 is named in the error")
+
+
+def test_info_and_errors(brisk):
+    r = run([brisk, "info"])
+    check(r.returncode == 0, f"info exits 0 (stderr: {r.stderr})")
+    info = json.loads(r.stdout)
+    check(info["num_layers"] == 6 and info["hidden_size"] == 384 and info["vocab_size"] == 30522,
+          "info reports the MiniLM-L6 shape")
+    check(info["weights_file"].endswith("model.safetensors"), "info names the weights file")
+
+    r = run([brisk, "info", "--model", "/nonexistent/brisk-model"])
+    check(r.returncode == 1 and "brisk: error:" in r.stderr and "/nonexistent/brisk-model" in r.stderr,
+          "a missing model directory exits 1 naming the directory")
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write('{"model_type": "bert", "hidden_size": 384}')
+        r = run([brisk, "info", "--model", d])
+        check(r.returncode == 1 and "config.json" in r.stderr, "a config missing keys exits 1 naming config.json")
+    r = run([brisk, "bench", "--bogus-flag"])
+    check(r.returncode == 2, "an unknown flag exits 2 with usage")
+    r = run([brisk, "bench", "--batch", "0", "--seq", "8"])
+    check(r.returncode == 2, "an out-of-range --batch exits 2")
+
+
+def test_bench(brisk):
+    r = run([brisk, "bench", "--batch", "2", "--seq", "16", "--iters", "3", "--warmup", "1", "--threads", "2",
+             "--json"])
+    check(r.returncode == 0, f"bench exits 0 (stderr: {r.stderr})")
+    b = json.loads(r.stdout)
+    check(b["batch"] == 2 and b["seq"] == 16 and b["iters"] == 3, "bench echoes its shape")
+    check(b["seq_per_s"] > 0 and 0 < b["p50_ms"] <= b["p99_ms"] <= b["max_ms"], "bench percentiles are ordered")
+
+
+def test_faq_assistant(faq):
+    r = run([faq, "--limit", "12", "--threads", "2"])
+    check(r.returncode == 0, f"faq_assistant exits 0 (stderr: {r.stderr})")
+    check("p99" in r.stdout and "questions/s" in r.stdout, "faq_assistant prints the latency report")
+    check("matched (" in r.stdout, "faq_assistant prints matches with scores")
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
+        f.write("a question without an answer column\n")
+    r = run([faq, "--faq", f.name, "--limit", "1"])
+    os.unlink(f.name)
+    check(r.returncode == 1 and f"{f.name}:1:" in r.stderr and "TAB" in r.stderr,
+          "a malformed FAQ line is reported with its file and line number")
+
+
+def main():
+    brisk = sys.argv[1]
+    test_embed(brisk)
+    test_info_and_errors(brisk)
+    test_bench(brisk)
+    if len(sys.argv) > 2:
+        test_faq_assistant(sys.argv[2])
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
