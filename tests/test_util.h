@@ -1,8 +1,12 @@
 // Shared helpers for brisk's tests: where the test data and the default model live.
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace brisk::testing {
@@ -15,5 +19,29 @@ inline std::filesystem::path model_dir() {
   const char* home = std::getenv("HOME");
   return std::filesystem::path(home ? home : "/root") / ".cache/brisk/models/all-MiniLM-L6-v2";
 }
+
+// A fresh directory under the system temp dir, removed with everything in it when the object dies.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           ("brisk_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& rel) const { return (path / rel).string(); }
+  // Writes `text` to path/rel, creating parent directories; returns the file's path.
+  std::string write(const std::string& rel, const std::string& text) const {
+    std::filesystem::create_directories((path / rel).parent_path());
+    std::ofstream(path / rel, std::ios::binary) << text;
+    return (path / rel).string();
+  }
+};
 
 }  // namespace brisk::testing

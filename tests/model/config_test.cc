@@ -1,9 +1,7 @@
 // BertConfig and PoolingConfig parsing: the real MiniLM config, DistilBERT's key names, and clear errors.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -39,23 +37,7 @@ std::string parse_error(const nlohmann::json& j) {
   return std::string(c.status().message());
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("brisk_cfg_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((path / rel).parent_path());
-    std::ofstream(path / rel) << text;
-  }
-};
+using brisk::testing::TempDir;
 
 }  // namespace
 

@@ -1,9 +1,7 @@
 // SafetensorsFile: malformed files are rejected with messages naming the file and tensor; valid files round-trip.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -23,21 +21,7 @@ using brisk::Tensor;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed when the object dies.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("brisk_st_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using brisk::testing::TempDir;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -59,27 +59,7 @@ WordPieceTokenizer minilm() {
   return *std::move(tok);
 }
 
-// A fresh temporary directory per test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("brisk_tok_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  static std::atomic<int>& counter() {
-    static std::atomic<int> c{0};
-    return c;
-  }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::ofstream(path / name, std::ios::binary) << content;
-    return (path / name).string();
-  }
-};
+using brisk::testing::TempDir;
 
 WordPieceTokenizer synthetic(std::vector<std::string> extra, TokenizerOptions opts = {}) {
   std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};

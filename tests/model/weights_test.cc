@@ -2,9 +2,7 @@
 // missing tensors, wrong shapes and bad checkpoints.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -31,19 +29,7 @@ namespace {
 
 bool contains(absl::string_view s, absl::string_view part) { return absl::StrContains(s, part); }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("brisk_weights_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using brisk::testing::TempDir;
 
 // Writes tensors (any supported dtype, contiguous) as a safetensors file.
 void write_safetensors(const fs::path& path, const NamedTensors& tensors) {

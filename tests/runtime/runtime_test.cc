@@ -20,13 +20,6 @@ brisk::RuntimeOptions default_options() {
   return opts;
 }
 
-fs::path scratch_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("brisk_runtime_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 }  // namespace
 
 TEST_CASE("bad runtime options are rejected with the option named", "[runtime]") {
@@ -55,7 +48,8 @@ TEST_CASE("bad runtime options are rejected with the option named", "[runtime]")
 }
 
 TEST_CASE("a model directory without weights names the missing file", "[runtime]") {
-  fs::path dir = scratch_dir("noweights");
+  brisk::testing::TempDir tmp;
+  const fs::path& dir = tmp.path;
   fs::copy_file(brisk::testing::model_dir() / "config.json", dir / "config.json");
   fs::copy_file(brisk::testing::model_dir() / "vocab.txt", dir / "vocab.txt");
   brisk::RuntimeOptions opts = default_options();
@@ -63,11 +57,11 @@ TEST_CASE("a model directory without weights names the missing file", "[runtime]
   auto rt = brisk::Runtime::create(opts);
   REQUIRE_FALSE(rt.ok());
   CHECK(rt.status().message().find("model.safetensors") != std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a truncated model.safetensors fails cleanly", "[runtime]") {
-  fs::path dir = scratch_dir("truncated");
+  brisk::testing::TempDir tmp;
+  const fs::path& dir = tmp.path;
   for (const char* f : {"config.json", "vocab.txt"}) fs::copy_file(brisk::testing::model_dir() / f, dir / f);
   {
     std::ifstream in(brisk::testing::model_dir() / "model.safetensors", std::ios::binary);
@@ -81,7 +75,6 @@ TEST_CASE("a truncated model.safetensors fails cleanly", "[runtime]") {
   auto rt = brisk::Runtime::create(opts);
   REQUIRE_FALSE(rt.ok());
   CHECK(rt.status().message().find("model.safetensors") != std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("invalid UTF-8 names the text and leaves the runtime usable", "[runtime]") {
