@@ -9,17 +9,12 @@
 #include <vector>
 
 #include "brisk/model/tokenizer.h"
+#include "brisk/runtime/runtime.h"
 
 namespace {
 
-std::string model_dir() {
-  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "/root") + "/.cache/brisk/models/all-MiniLM-L6-v2";
-}
-
 const brisk::StatusOr<brisk::WordPieceTokenizer>& tokenizer() {
-  static const auto tok = brisk::WordPieceTokenizer::from_model_dir(model_dir());
+  static const auto tok = brisk::WordPieceTokenizer::from_model_dir(brisk::default_model_dir());
   return tok;
 }
 

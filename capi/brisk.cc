@@ -85,6 +85,11 @@ const char* brisk_status_string(brisk_status status) {
   return "unknown status";
 }
 
+const char* brisk_default_model_dir(void) {
+  static const std::string dir = brisk::default_model_dir();
+  return dir.c_str();
+}
+
 brisk_status brisk_runtime_options_init(brisk_runtime_options* options) {
   if (options == nullptr) return null_argument("brisk_runtime_options_init", "options");
   std::memset(options, 0, sizeof(*options));

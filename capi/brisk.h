@@ -82,6 +82,10 @@ BRISK_C_API const char* brisk_version_string(void);
 BRISK_C_API const char* brisk_last_error(void);
 BRISK_C_API const char* brisk_status_string(brisk_status status);
 
+/* Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else
+ * $HOME/.cache/brisk/models/all-MiniLM-L6-v2. Read once, on the first call. */
+BRISK_C_API const char* brisk_default_model_dir(void);
+
 BRISK_C_API brisk_status brisk_runtime_options_init(brisk_runtime_options* options);
 /* Loads the model; *out receives the runtime (NULL on failure). */
 BRISK_C_API brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_runtime** out);

@@ -7,17 +7,11 @@
 #include "brisk.h"
 
 int main(int argc, char** argv) {
-  char default_dir[4096];
-  const char* dir = getenv("BRISK_MODEL_DIR");
+  const char* dir = brisk_default_model_dir();
   int first = 1;
   if (argc > 2 && strcmp(argv[1], "--model") == 0) {
     dir = argv[2];
     first = 3;
-  }
-  if (dir == NULL || dir[0] == '\0') {
-    const char* home = getenv("HOME");
-    snprintf(default_dir, sizeof default_dir, "%s/.cache/brisk/models/all-MiniLM-L6-v2", home ? home : "/root");
-    dir = default_dir;
   }
   if (argc - first < 1) {
     fprintf(stderr, "usage: %s [--model DIR] TEXT [TEXT...]\n", argv[0]);

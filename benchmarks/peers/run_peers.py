@@ -301,7 +301,8 @@ def write_section(path: Path, section: str) -> None:
 
 def main() -> int:
     args = parse_args()
-    command = "python benchmarks/peers/run_peers.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    launcher = os.environ.get("BRISK_PEERS_LAUNCHER", "python benchmarks/peers/run_peers.py")
+    command = " ".join([launcher] + [shlex.quote(a) for a in sys.argv[1:]])
     machine, vers = machine_info(), versions()
     machine["load_start"] = load_average()
     log(f"{machine['cpu']}, {machine['cpus']} CPUs; engines {args.engines}; threads {args.threads}")

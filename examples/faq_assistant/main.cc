@@ -57,12 +57,6 @@ struct Options {
   int index_batch = 32; // FAQ questions per embed call while indexing
 };
 
-std::string default_model_dir() {
-  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
-  const char* home = std::getenv("HOME");
-  return fmt::format("{}/.cache/brisk/models/all-MiniLM-L6-v2", home != nullptr ? home : ".");
-}
-
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
@@ -277,7 +271,7 @@ Status run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  opt.model_dir = default_model_dir();
+  opt.model_dir = brisk::default_model_dir();
   CLI::App app{"brisk FAQ assistant: answers bank customer questions by semantic search over an FAQ",
                "faq_assistant"};
   app.failure_message(CLI::FailureMessage::help);

@@ -44,12 +44,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-std::string default_model_dir() {
-  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
-  const char* home = std::getenv("HOME");
-  return fmt::format("{}/.cache/brisk/models/all-MiniLM-L6-v2", home != nullptr ? home : ".");
-}
-
 int report_error(const Status& status) {
   fmt::print(stderr, "brisk: error: {}\n", std::string(status.message()));
   return kExitError;
@@ -66,7 +60,7 @@ std::string_view pooling_name(brisk::Pooling p) {
 
 // Options shared by every subcommand that loads a model.
 struct ModelFlags {
-  std::string model_dir = default_model_dir();
+  std::string model_dir = brisk::default_model_dir();
   int threads = 0;
   int max_seq_len = 0;
   std::string pooling;  // "", "mean" or "cls"

@@ -3,6 +3,7 @@
 #include "brisk/runtime/runtime.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "brisk/core/parallel.h"
@@ -20,6 +21,12 @@ struct Runtime::Impl {
   std::unique_ptr<BertEncoder> encoder;
   PoolingMode pooling = PoolingMode::kMean;
 };
+
+std::string default_model_dir() {
+  if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : ".", "/.cache/brisk/models/all-MiniLM-L6-v2");
+}
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;

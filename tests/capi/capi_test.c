@@ -31,16 +31,6 @@ static int failed_with(brisk_status got, brisk_status code, const char* needle) 
   return 1;
 }
 
-static void model_dir(char* buf, size_t len) {
-  const char* env = getenv("BRISK_MODEL_DIR");
-  if (env != NULL && env[0] != '\0') {
-    snprintf(buf, len, "%s", env);
-  } else {
-    const char* home = getenv("HOME");
-    snprintf(buf, len, "%s/.cache/brisk/models/all-MiniLM-L6-v2", home ? home : "/root");
-  }
-}
-
 static void test_null_arguments(void) {
   brisk_runtime* rt = (brisk_runtime*)0x1;
   brisk_runtime_options opts;
@@ -59,6 +49,7 @@ static void test_null_arguments(void) {
   CHECK(brisk_status_string(BRISK_DATA_LOSS) != NULL);
   CHECK(brisk_version_string() != NULL && strlen(brisk_version_string()) > 0);
   CHECK(brisk_abi_version() == BRISK_ABI_VERSION);
+  CHECK(strstr(brisk_default_model_dir(), "all-MiniLM-L6-v2") != NULL || getenv("BRISK_MODEL_DIR") != NULL);
 }
 
 static void test_bad_options(void) {
@@ -84,7 +75,6 @@ static double dot(const float* a, const float* b, size_t n) {
 }
 
 static void test_embed(void) {
-  char dir[4096];
   brisk_runtime* rt = NULL;
   brisk_runtime_options opts;
   size_t dim = 0;
@@ -92,7 +82,7 @@ static void test_embed(void) {
   const char* texts[3] = {"How do I reset my card PIN?", "I forgot the PIN of my card", "Opening hours on Sunday"};
   const char* bad_utf8[2] = {"fine", "bad \xC3\x28 byte"};
   const char* with_null[2] = {"fine", NULL};
-  model_dir(dir, sizeof dir);
+  const char* dir = brisk_default_model_dir();
   brisk_runtime_options_init(&opts);
   opts.model_dir = dir;
   opts.num_threads = 2;

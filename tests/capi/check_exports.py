@@ -9,7 +9,7 @@ import sys
 # The ABI v1 surface: functions may be added, never removed.
 V1_FUNCTIONS = {
     "brisk_abi_version", "brisk_version_string", "brisk_last_error", "brisk_status_string",
-    "brisk_runtime_options_init", "brisk_runtime_create", "brisk_runtime_destroy", "brisk_embedding_dim",
+    "brisk_runtime_options_init", "brisk_default_model_dir", "brisk_runtime_create", "brisk_runtime_destroy", "brisk_embedding_dim",
     "brisk_embed",
 }
 

@@ -52,6 +52,10 @@ struct ModelInfo {
   Device device = Device::kCPU;
 };
 
+// Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else
+// $HOME/.cache/brisk/models/all-MiniLM-L6-v2.
+BRISK_API std::string default_model_dir();
+
 class BRISK_API Runtime {
  public:
   static StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
