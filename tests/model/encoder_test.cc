@@ -1,0 +1,138 @@
+// BertEncoder against Hugging Face transformers on two tiny random models (tests/data/make_tiny_golden.py):
+// a BERT (GeLU, token types, read from pytorch_model.bin when the build has libtorch, else safetensors) and a
+// DistilBERT (ReLU, no token types). Each sequence alone and all of them packed into one batch must give HF's
+// last hidden states.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "brisk/model/config.h"
+#include "brisk/model/encoder.h"
+#include "brisk/model/weights.h"
+#include "test_util.h"
+
+namespace {
+
+struct GoldenSequence {
+  std::vector<int32_t> ids, token_type_ids;
+  std::vector<float> hidden;  // [len, hidden] row-major
+};
+
+std::vector<GoldenSequence> load_golden(const std::string& folder) {
+  std::ifstream in(brisk::testing::test_data_dir() / folder / "golden_hidden.json");
+  REQUIRE(in.good());
+  const auto j = nlohmann::json::parse(in);
+  std::vector<GoldenSequence> out;
+  for (const auto& item : j.at("items")) {
+    GoldenSequence g{item.at("ids").get<std::vector<int32_t>>(), item.at("token_type_ids").get<std::vector<int32_t>>(),
+                     {}};
+    for (const auto& row : item.at("hidden")) {
+      for (float v : row.get<std::vector<float>>()) g.hidden.push_back(v);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::unique_ptr<brisk::BertEncoder> load_encoder(const std::string& folder) {
+  const std::string dir = (brisk::testing::test_data_dir() / folder).string();
+  auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
+  REQUIRE(config.ok());
+  auto weights = brisk::EncoderWeights::load(dir, *config);
+  INFO(weights.status().message());
+  REQUIRE(weights.ok());
+  auto encoder = brisk::BertEncoder::create(*config, std::move(*weights), brisk::Device::kCPU);
+  REQUIRE(encoder.ok());
+  return std::move(*encoder);
+}
+
+void add(brisk::PackedSequences& batch, const GoldenSequence& g) {
+  batch.add(g.ids);
+  batch.token_type_ids.insert(batch.token_type_ids.end(), g.token_type_ids.begin(), g.token_type_ids.end());
+}
+
+void check_close(const float* got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+  CHECK(worst <= 2e-5);
+}
+
+void check_model(const std::string& folder) {
+  const auto golden = load_golden(folder);
+  REQUIRE(golden.size() >= 3);
+  auto encoder = load_encoder(folder);
+  const int64_t h = encoder->hidden_size();
+  for (const auto& g : golden) {
+    brisk::PackedSequences one;
+    add(one, g);
+    std::vector<float> hidden(static_cast<size_t>(one.total_tokens() * h));
+    REQUIRE(encoder->forward(one, hidden.data()).ok());
+    INFO(folder << ": sequence of " << g.ids.size() << " tokens");
+    check_close(hidden.data(), g.hidden);
+  }
+  brisk::PackedSequences all;
+  for (const auto& g : golden) add(all, g);
+  std::vector<float> hidden(static_cast<size_t>(all.total_tokens() * h));
+  REQUIRE(encoder->forward(all, hidden.data()).ok());
+  for (size_t i = 0; i < golden.size(); ++i) {
+    INFO(folder << ": sequence " << i << " inside the packed batch");
+    check_close(hidden.data() + all.offsets[i] * h, golden[i].hidden);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tiny BERT hidden states match transformers", "[encoder][model]") { check_model("tiny_bert"); }
+
+TEST_CASE("tiny DistilBERT hidden states match transformers", "[encoder][model]") { check_model("tiny_distilbert"); }
+
+TEST_CASE("the encoder rejects out-of-range inputs with a clear error", "[encoder][model]") {
+  auto encoder = load_encoder("tiny_bert");
+  std::vector<float> out(64 * 8);
+  brisk::PackedSequences bad_id;
+  bad_id.add(std::vector<int32_t>{1, 20, 2});
+  auto s = encoder->forward(bad_id, out.data());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("token id 20") != std::string::npos);
+
+  brisk::PackedSequences too_long;
+  too_long.add(std::vector<int32_t>(17, 3));
+  s = encoder->forward(too_long, out.data());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("max_position_embeddings") != std::string::npos);
+
+  brisk::PackedSequences bad_type;
+  bad_type.add(std::vector<int32_t>{1, 2});
+  bad_type.token_type_ids = {0, 2};
+  s = encoder->forward(bad_type, out.data());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("token type id 2") != std::string::npos);
+
+  brisk::PackedSequences short_types;
+  short_types.add(std::vector<int32_t>{1, 2});
+  short_types.token_type_ids = {0};
+  CHECK_FALSE(encoder->forward(short_types, out.data()).ok());
+
+  CHECK_FALSE(encoder->forward(bad_id, nullptr).ok());
+  CHECK_FALSE(encoder->embed(bad_id, brisk::PoolingMode::kMean, true, nullptr).ok());
+  CHECK_FALSE(encoder->embed(bad_id, brisk::PoolingMode::kMax, true, out.data()).ok());
+}
+
+TEST_CASE("pooling an empty sequence gives zeros, not garbage", "[encoder][model]") {
+  auto encoder = load_encoder("tiny_bert");
+  brisk::PackedSequences batch;
+  batch.add(std::vector<int32_t>{1, 5, 2});
+  batch.add(std::vector<int32_t>{});
+  std::vector<float> out(2 * 8, 7.0f);
+  for (auto mode : {brisk::PoolingMode::kMean, brisk::PoolingMode::kCls}) {
+    REQUIRE(encoder->embed(batch, mode, /*normalize=*/true, out.data()).ok());
+    double norm0 = 0;
+    for (int i = 0; i < 8; ++i) norm0 += out[i] * out[i];
+    CHECK(norm0 == Approx(1.0).epsilon(1e-5));
+    for (int i = 8; i < 16; ++i) CHECK(out[i] == 0.0f);
+  }
+}
