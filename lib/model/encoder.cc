@@ -167,22 +167,23 @@ void BertEncoder::Impl::embed_tokens(const PackedSequences& batch, float* x) con
   const float* word = e.word.data<float>();
   const float* pos = e.position.data<float>();
   const float* type = e.token_type.defined() && e.token_type.numel() > 0 ? e.token_type.data<float>() : nullptr;
-  for (int64_t b = 0; b < batch.size(); ++b) {
-    const int64_t begin = batch.offsets[b];
-    parallel_for(begin, batch.offsets[b + 1], 32, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        const float* w = word + static_cast<int64_t>(batch.input_ids[t]) * h;
-        const float* p = pos + (t - begin) * h;
-        float* out = x + t * h;
-        for (int64_t j = 0; j < h; ++j) out[j] = w[j] + p[j];
-        if (type != nullptr) {
-          const int64_t tt = batch.token_type_ids.empty() ? 0 : batch.token_type_ids[t];
-          const float* ty = type + tt * h;
-          for (int64_t j = 0; j < h; ++j) out[j] += ty[j];
-        }
+  const std::vector<int64_t>& offsets = batch.offsets;
+  // One parallel loop over all packed tokens; each chunk finds its first token's sequence, then walks on.
+  parallel_for(0, batch.total_tokens(), 32, [&](int64_t t0, int64_t t1) {
+    size_t b = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), t0) - offsets.begin()) - 1;
+    for (int64_t t = t0; t < t1; ++t) {
+      while (t >= offsets[b + 1]) ++b;
+      const float* w = word + static_cast<int64_t>(batch.input_ids[t]) * h;
+      const float* p = pos + (t - offsets[b]) * h;
+      float* out = x + t * h;
+      for (int64_t j = 0; j < h; ++j) out[j] = w[j] + p[j];
+      if (type != nullptr) {
+        const int64_t tt = batch.token_type_ids.empty() ? 0 : batch.token_type_ids[t];
+        const float* ty = type + tt * h;
+        for (int64_t j = 0; j < h; ++j) out[j] += ty[j];
       }
-    });
-  }
+    }
+  });
   layer_norm_bias_residual<Device::kCPU>(x, nullptr, nullptr, e.ln_gamma.data<float>(), e.ln_beta.data<float>(),
                                          static_cast<float>(config.layer_norm_eps), x, batch.total_tokens(), h);
 }
