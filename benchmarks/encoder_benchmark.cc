@@ -64,11 +64,16 @@ BENCHMARK(BM_Linear)
 
 void BM_SelfAttention(benchmark::State& state) {
   brisk::set_num_threads(2);
+  // mixed: every fourth sequence has `seq` tokens, the others seq / 8, as in a stream of short questions.
   const int64_t batch = state.range(0), seq = state.range(1);
-  auto qkv = random_vector(static_cast<size_t>(batch * seq * 3 * kHidden), 1.0f);
-  std::vector<float> ctx(static_cast<size_t>(batch * seq * kHidden));
-  std::vector<int64_t> offsets(static_cast<size_t>(batch + 1));
-  for (int64_t b = 0; b <= batch; ++b) offsets[static_cast<size_t>(b)] = b * seq;
+  const bool mixed = state.range(2) != 0;
+  std::vector<int64_t> offsets{0};
+  for (int64_t b = 0; b < batch; ++b) offsets.push_back(offsets.back() + (mixed && b % 4 != 0 ? seq / 8 : seq));
+  const int64_t tokens = offsets.back();
+  auto qkv = random_vector(static_cast<size_t>(tokens * 3 * kHidden), 1.0f);
+  std::vector<float> ctx(static_cast<size_t>(tokens * kHidden));
+  double flops = 0;
+  for (int64_t b = 0; b < batch; ++b) flops += 4.0 * double(offsets[b + 1] - offsets[b]) * (offsets[b + 1] - offsets[b]) * kHidden;
   for (auto _ : state) {
     if (!brisk::self_attention<brisk::Device::kCPU>(qkv.data(), offsets.data(), batch, kHeads, kHidden / kHeads,
                                                     ctx.data())
@@ -77,11 +82,11 @@ void BM_SelfAttention(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * batch * seq * seq * kHidden,
-                                                 benchmark::Counter::kIsIterationInvariantRate,
-                                                 benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_SelfAttention)->ArgNames({"B", "T"})->Args({32, 128})->Args({8, 64})->Args({1, 16})
+BENCHMARK(BM_SelfAttention)->ArgNames({"B", "T", "mixed"})->Args({32, 128, 0})->Args({32, 128, 1})
+    ->Args({8, 64, 0})->Args({1, 16, 0})
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_LayerNorm(benchmark::State& state) {

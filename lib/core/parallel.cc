@@ -52,4 +52,15 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   }
 }
 
+void parallel_for_dynamic(int64_t begin, int64_t end, const std::function<void(int64_t)>& fn) {
+  if (end <= begin) return;
+  const int threads = static_cast<int>(std::min<int64_t>(num_threads(), end - begin));
+  if (threads <= 1 || omp_in_parallel()) {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t i = begin; i < end; ++i) fn(i);
+}
+
 }  // namespace brisk

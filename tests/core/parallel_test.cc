@@ -17,6 +17,15 @@ TEST_CASE("parallel_for covers every index exactly once", "[core]") {
   }
 }
 
+TEST_CASE("parallel_for_dynamic covers every index exactly once", "[core]") {
+  brisk::set_num_threads(2);
+  for (int64_t n : {0, 1, 2, 33}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    brisk::parallel_for_dynamic(0, n, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+    for (int64_t i = 0; i < n; ++i) REQUIRE(hits[static_cast<size_t>(i)].load() == 1);
+  }
+}
+
 TEST_CASE("nested parallel_for runs inline", "[core]") {
   brisk::set_num_threads(2);
   std::atomic<int64_t> sum{0};

@@ -46,7 +46,9 @@ TEST_CASE("self_attention matches the reference on packed sequences", "[kernels]
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t heads = GENERATE(1, 3, 12);
   const int64_t d = GENERATE(8, 32);
-  const std::vector<int64_t> lengths = {5, 1, 0, 17, 64, 2};
+  // Few sequences (heads split between workers) and many (one sequence per work item).
+  const std::vector<int64_t> lengths = GENERATE(std::vector<int64_t>{5, 1, 0, 17, 64, 2},
+                                                std::vector<int64_t>{3, 40, 1, 9, 0, 33, 7, 7, 2, 64, 12, 5, 30, 1});
   std::vector<int64_t> offsets{0};
   for (int64_t len : lengths) offsets.push_back(offsets.back() + len);
   const int64_t hidden = heads * d;

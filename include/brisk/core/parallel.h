@@ -25,4 +25,8 @@ BRISK_API int num_threads();
 BRISK_API void parallel_for(int64_t begin, int64_t end, int64_t grain,
                             const std::function<void(int64_t, int64_t)>& fn);
 
+// Calls fn(i) for each i in [begin, end), handing indices out one at a time to whichever worker is free: for
+// items of very different cost (attention over sequences of mixed lengths). Inline from a parallel region.
+BRISK_API void parallel_for_dynamic(int64_t begin, int64_t end, const std::function<void(int64_t)>& fn);
+
 }  // namespace brisk

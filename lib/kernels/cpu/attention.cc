@@ -1,6 +1,7 @@
 // CPU self-attention over packed sequences: for each (sequence, head), S = Q Kᵀ, P = softmax(S / sqrt(d)),
 // O = P V, as two strided sgemm calls reading Q, K and V straight out of the fused QKV buffer.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -24,31 +25,42 @@ Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, in
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
 
   std::atomic<int> failures{0};
-  parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_len * max_len));
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t b = i / heads;
-      const int64_t h = i % heads;
-      const int64_t len = offsets[b + 1] - offsets[b];
-      if (len <= 0) continue;
-      const float* q = qkv + offsets[b] * qkv_ld + h * head_dim;
-      const float* k = q + hidden;
-      const float* v = q + 2 * hidden;
-      float* out = context + offsets[b] * hidden + h * head_dim;
-      // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
-      if (dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, qkv_ld, k, qkv_ld, 0.0f, scores.data(), len) !=
-          dnnl_success) {
-        failures.fetch_add(1);
-        continue;
-      }
-      masked_softmax<Device::kCPU>(scores.data(), len, len, len, scale);
-      // Row-major O[len, d] = P[len, len] · V[len, d]
-      if (dnnl_sgemm('N', 'N', len, head_dim, len, 1.0f, scores.data(), len, v, qkv_ld, 0.0f, out, hidden) !=
-          dnnl_success) {
-        failures.fetch_add(1);
-      }
+  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
+    const int64_t len = offsets[b + 1] - offsets[b];
+    if (len <= 0) return;
+    const float* q = qkv + offsets[b] * qkv_ld + h * head_dim;
+    const float* k = q + hidden;
+    const float* v = q + 2 * hidden;
+    float* out = context + offsets[b] * hidden + h * head_dim;
+    // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
+    if (dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, qkv_ld, k, qkv_ld, 0.0f, scores.data(), len) !=
+        dnnl_success) {
+      failures.fetch_add(1);
+      return;
     }
-  });
+    masked_softmax<Device::kCPU>(scores.data(), len, len, len, scale);
+    // Row-major O[len, d] = P[len, len] · V[len, d]
+    if (dnnl_sgemm('N', 'N', len, head_dim, len, 1.0f, scores.data(), len, v, qkv_ld, 0.0f, out, hidden) !=
+        dnnl_success) {
+      failures.fetch_add(1);
+    }
+  };
+  const size_t scratch = static_cast<size_t>(max_len * max_len);
+  if (batch >= 4 * num_threads()) {
+    // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
+    // dynamically because an item costs len² and lengths differ.
+    parallel_for_dynamic(0, batch, [&](int64_t b) {
+      thread_local std::vector<float> scores;
+      if (scores.size() < scratch) scores.resize(scratch);
+      for (int64_t h = 0; h < heads; ++h) attend(b, h, scores);
+    });
+  } else {
+    // Few sequences: split their heads between the workers.
+    parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scores(scratch);
+      for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scores);
+    });
+  }
   if (failures.load() != 0) return absl::InternalError("self_attention: oneDNN sgemm failed");
   return absl::OkStatus();
 }
