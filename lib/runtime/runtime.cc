@@ -80,6 +80,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->pooling = to_pooling_mode(options.pooling, pooling_config.mode);
+  if (impl->pooling == PoolingMode::kMax) {
+    return absl::UnimplementedError(absl::StrCat(
+        dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
+             "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+  }
   ModelInfo& info = impl->info;
   info.model_dir = dir;
   info.model_type = config.model_type;

@@ -59,6 +59,22 @@ TEST_CASE("a model directory without weights names the missing file", "[runtime]
   CHECK(rt.status().message().find("model.safetensors") != std::string::npos);
 }
 
+TEST_CASE("a max-pooling model is refused at create unless pooling is overridden", "[runtime]") {
+  brisk::testing::TempDir tmp;
+  for (const char* f : {"config.json", "vocab.txt", "model.safetensors"}) {
+    fs::create_symlink(brisk::testing::model_dir() / f, tmp.path / f);
+  }
+  tmp.write("1_Pooling/config.json", R"({"word_embedding_dimension": 384, "pooling_mode_mean_tokens": false,
+                                         "pooling_mode_cls_token": false, "pooling_mode_max_tokens": true})");
+  brisk::RuntimeOptions opts = default_options();
+  opts.model_dir = tmp.path.string();
+  auto rt = brisk::Runtime::create(opts);
+  REQUIRE_FALSE(rt.ok());
+  CHECK(rt.status().message().find("max pooling") != std::string::npos);
+  opts.pooling = brisk::Pooling::kMean;
+  CHECK(brisk::Runtime::create(opts).ok());
+}
+
 TEST_CASE("a truncated model.safetensors fails cleanly", "[runtime]") {
   brisk::testing::TempDir tmp;
   const fs::path& dir = tmp.path;
