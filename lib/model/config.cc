@@ -1,4 +1,5 @@
 // BertConfig / PoolingConfig parsing. See include/brisk/model/config.h.
+#include "json_describe.h"
 #include "brisk/model/config.h"
 
 #include <filesystem>
@@ -39,11 +40,11 @@ StatusOr<int64_t> get_int(const json& j, const std::string& key, const std::stri
     if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);  // e.g. 384.0
   }
   if (!it->is_number_integer()) {
-    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+    return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),
                                     "); expected an integer"));
   }
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), "; expected an integer below 2^63"));
+    return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), "; expected an integer below 2^63"));
   }
   return it->get<int64_t>();
 }
@@ -52,7 +53,7 @@ StatusOr<double> get_double(const json& j, const std::string& key, const std::st
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) {
-    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+    return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),
                                     "); expected a number"));
   }
   return it->get<double>();
@@ -63,7 +64,7 @@ StatusOr<std::string> get_string(const json& j, const std::string& key, const st
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_string()) {
-    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+    return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),
                                     "); expected a string"));
   }
   return it->get<std::string>();
@@ -73,7 +74,7 @@ StatusOr<bool> get_bool(const json& j, const std::string& key, const std::string
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return false;
   if (!it->is_boolean()) {
-    return bad(source, absl::StrCat("key \"", key, "\" is ", it->dump(), " (a JSON ", it->type_name(),
+    return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),
                                     "); expected true or false"));
   }
   return it->get<bool>();

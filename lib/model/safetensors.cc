@@ -1,4 +1,5 @@
 // SafetensorsFile: mmap + full header validation. See include/brisk/model/safetensors.h.
+#include "json_describe.h"
 #include "brisk/model/safetensors.h"
 
 #include <fcntl.h>
@@ -103,12 +104,12 @@ StatusOr<SafetensorsTensorInfo> parse_entry(const std::string& file, const std::
   for (size_t i = 0; i < shape_it->size(); ++i) {
     const json& d = (*shape_it)[i];
     if (!d.is_number_integer()) {
-      return bad(file, absl::StrCat(where, " has shape entry ", i, " = ", d.dump(),
+      return bad(file, absl::StrCat(where, " has shape entry ", i, " = ", describe_json(d),
                                     "; expected a non-negative integer"));
     }
     if (d.is_number_unsigned() ? d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())
                                : d.get<int64_t>() < 0) {
-      return bad(file, absl::StrCat(where, " has shape entry ", i, " = ", d.dump(),
+      return bad(file, absl::StrCat(where, " has shape entry ", i, " = ", describe_json(d),
                                     "; expected a non-negative integer below 2^63"));
     }
     const uint64_t dim = d.is_number_unsigned() ? d.get<uint64_t>() : uint64_t(d.get<int64_t>());
@@ -131,7 +132,7 @@ StatusOr<SafetensorsTensorInfo> parse_entry(const std::string& file, const std::
   if (off_it == entry.end() || !off_it->is_array() || off_it->size() != 2 || !(*off_it)[0].is_number_unsigned() ||
       !(*off_it)[1].is_number_unsigned()) {
     return bad(file, absl::StrCat(where, " has data_offsets ",
-                                  off_it == entry.end() ? std::string("missing") : off_it->dump(),
+                                  off_it == entry.end() ? std::string("missing") : describe_json(*off_it),
                                   "; expected [begin, end] with non-negative integers"));
   }
   info.data_begin = (*off_it)[0].get<uint64_t>();

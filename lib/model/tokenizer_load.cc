@@ -6,12 +6,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_describe.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/model/tokenizer.h"
 
 namespace brisk {
 
 namespace {
+
+// j[key], or null when absent, by reference: a `cond ? j[key] : json()` would deep-copy (recursively) the member.
+const nlohmann::json& member_or_null(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null_value;
+  auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -76,7 +84,7 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
     const json* model = j.contains("model") ? &j["model"] : nullptr;
     if (model == nullptr || !model->is_object()) return bad("no \"model\" object; expected a WordPiece model");
     if (model->contains("type") && (*model)["type"] != "WordPiece") {
-      return bad(absl::StrCat("model.type is ", (*model)["type"].dump(), "; expected \"WordPiece\""));
+      return bad(absl::StrCat("model.type is ", describe_json((*model)["type"]), "; expected \"WordPiece\""));
     }
     if (!model->contains("vocab") || !(*model)["vocab"].is_object() || (*model)["vocab"].empty()) {
       return bad("model.vocab is missing or empty; expected an object mapping token to id");
@@ -102,7 +110,7 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
     if (auto it = model->find("max_input_chars_per_word"); it != model->end() && it->is_number_integer())
       o.max_input_chars_per_word = static_cast<int>(std::clamp<int64_t>(*it, 1, 1 << 30));
 
-    const json& norm = j.contains("normalizer") ? j["normalizer"] : json();
+    const json& norm = member_or_null(j, "normalizer");
     if (norm.is_null()) {
       o.lowercase = false;
       o.strip_accents = false;
@@ -115,16 +123,16 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
       o.strip_accents.reset();
       if (auto it = norm.find("strip_accents"); it != norm.end() && it->is_boolean()) o.strip_accents = it->get<bool>();
     } else {
-      return bad(absl::StrCat("normalizer ", norm.dump().substr(0, 80), " is not supported; expected null or "
+      return bad(absl::StrCat("normalizer ", describe_json(norm), " is not supported; expected null or "
                               "{\"type\": \"BertNormalizer\"}"));
     }
-    const json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json();
+    const json& pre = member_or_null(j, "pre_tokenizer");
     if (!pre.is_object() || pre.value("type", "") != "BertPreTokenizer") {
-      return bad(absl::StrCat("pre_tokenizer ", pre.dump().substr(0, 80),
+      return bad(absl::StrCat("pre_tokenizer ", describe_json(pre),
                               " is not supported; expected {\"type\": \"BertPreTokenizer\"}"));
     }
     // [CLS]/[SEP] come from the post-processor: TemplateProcessing's "single" or BertProcessing.
-    const json& post = j.contains("post_processor") ? j["post_processor"] : json();
+    const json& post = member_or_null(j, "post_processor");
     if (post.is_object() && post.value("type", "") == "TemplateProcessing" && post.contains("single") &&
         post["single"].is_array()) {
       bool seen_seq = false;
