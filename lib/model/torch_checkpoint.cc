@@ -20,6 +20,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "brisk/model/weights.h"
 
@@ -436,6 +437,16 @@ StatusOr<Tensor> materialize(const Value& t, const std::string& name, const char
   }
   if (t.offset < 0) return err("has a negative storage offset");
   if (!empty) {
+    // A state dict never needs more elements than its storage holds; refusing broadcast (stride-0) views keeps a
+    // tiny hostile file from making us allocate gigabytes.
+    uint64_t numel = 1;
+    for (int64_t d : t.size) {
+      if (numel > storage_numel / uint64_t(d)) {
+        return err(absl::StrCat("has sizes [", absl::StrJoin(t.size, ", "), "], more elements than its storage of ",
+                                storage_numel, " ", st.name, " elements; expected a view no larger than its storage"));
+      }
+      numel *= uint64_t(d);
+    }
     // Highest element index touched, overflow-checked; must lie inside the storage record.
     uint64_t last = uint64_t(t.offset);
     for (size_t k = 0; k < t.size.size(); ++k) {

@@ -313,6 +313,14 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   BRISK_RETURN_IF_ERROR(config.validate(source_name + " (config)"));
   Resolver resolver(tensors, config, source_name);
   BRISK_RETURN_IF_ERROR(resolver.find_prefix());
+  // Each layer has 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
+  constexpr int64_t kTensorsPerLayer = 16;
+  if (config.num_hidden_layers > static_cast<int64_t>(tensors.size()) / kTensorsPerLayer) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": the config has num_hidden_layers = ",
+                                                   config.num_hidden_layers, " but the file holds only ",
+                                                   tensors.size(), " tensors; expected ", kTensorsPerLayer,
+                                                   " per layer"));
+  }
   EncoderWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   if (config.family == ModelFamily::kDistilBert) {
@@ -322,6 +330,10 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   }
   w.weights_file = source_name;
   w.num_parameters = resolver.num_parameters();
+  if (w.num_parameters != expected_num_parameters(config)) {
+    return absl::InternalError(absl::StrCat(source_name, ": loaded ", w.num_parameters,
+                                            " parameters but the config implies ", expected_num_parameters(config)));
+  }
   return w;
 }
 

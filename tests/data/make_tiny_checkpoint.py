@@ -11,7 +11,8 @@ Outputs (same weights, fixed seed):
       the small pure-Python safetensors writer below (no safetensors package needed).
   tiny_bert/README.md   the generator's versions.
   bad_checkpoints/*.bin   malformed torch.save-style zip archives (truncated pickle, unknown opcode, missing
-      storage record, strides outside the storage) that the C++ reader must reject without crashing.
+      storage record, strides outside the storage, a broadcast view far larger than its storage) that the C++
+      reader must reject without crashing or allocating.
 
 Shapes: hidden 8, 2 heads, 2 layers, intermediate 16, vocab 20, max_position 16, type_vocab 2.
 """
@@ -177,6 +178,9 @@ def write_bad_checkpoints(out_dir):
     _archive(os.path.join(out_dir, "missing_record.bin"), good, {})
     strided = pickled(collections.OrderedDict(w=_FakeTensor(_FakeStorage("0", 4), 1, (4,), (100,))))
     _archive(os.path.join(out_dir, "bad_strides.bin"), strided, {"0": four_floats})
+    # A broadcast (stride-0) view of 2^24 x 64 elements over one stored float: must be refused, not materialized.
+    broadcast = pickled(collections.OrderedDict(w=_FakeTensor(_FakeStorage("0", 1), 0, (1 << 24, 64), (0, 0))))
+    _archive(os.path.join(out_dir, "broadcast_view.bin"), broadcast, {"0": struct.pack("<f", 1.0)})
 
 
 def main():

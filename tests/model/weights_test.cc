@@ -220,7 +220,8 @@ TEST_CASE("weights: bad torch checkpoints give errors, not crashes", "[loading][
   auto legacy = brisk::read_torch_checkpoint(bin.string());
   REQUIRE_FALSE(legacy.ok());
   CHECK(contains(legacy.status().message(), "not a zip archive"));
-  for (const char* name : {"truncated_pickle.bin", "unknown_opcode.bin", "missing_record.bin", "bad_strides.bin"}) {
+  for (const char* name : {"truncated_pickle.bin", "unknown_opcode.bin", "missing_record.bin", "bad_strides.bin",
+                           "broadcast_view.bin"}) {
     const fs::path p = brisk::testing::test_data_dir() / "bad_checkpoints" / name;
     INFO(name);
     REQUIRE(fs::exists(p));

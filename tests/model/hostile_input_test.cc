@@ -1,5 +1,5 @@
-// JSON nested hundreds of thousands of levels deep, in every JSON file brisk reads, gives an error and never
-// overflows the stack (error messages describe containers without recursing into them).
+// Inputs built to exhaust the stack or memory: JSON nested hundreds of thousands of levels deep in every JSON
+// file brisk reads, and a config claiming far more layers than its weights file holds. Each is a quick error.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include "brisk/model/config.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/model/weights.h"
 #include "test_util.h"
 
 namespace {
@@ -45,4 +46,14 @@ TEST_CASE("a deeply nested tokenizer.json normalizer is an error, not a crash", 
   auto tok = brisk::WordPieceTokenizer::from_model_dir(dir.path.string());
   REQUIRE_FALSE(tok.ok());
   CHECK(tok.status().message().find("normalizer") != std::string::npos);
+}
+
+TEST_CASE("a config with millions of layers fails before allocating them", "[loading][hostile]") {
+  const auto dir = brisk::testing::test_data_dir() / "tiny_bert_st";
+  auto config = brisk::BertConfig::from_json_file((dir / "config.json").string());
+  REQUIRE(config.ok());
+  config->num_hidden_layers = int64_t{1} << 24;
+  auto weights = brisk::EncoderWeights::load(dir.string(), *config);
+  REQUIRE_FALSE(weights.ok());
+  CHECK(weights.status().message().find("num_hidden_layers = 16777216") != std::string::npos);
 }
