@@ -1,7 +1,7 @@
 // BertConfig / PoolingConfig parsing. See include/brisk/model/config.h.
-#include "json_describe.h"
 #include "brisk/model/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "json_describe.h"
 
 namespace brisk {
 
@@ -37,7 +38,8 @@ StatusOr<int64_t> get_int(const json& j, const std::string& key, const std::stri
   }
   if (it->is_number_float()) {
     const double d = it->get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);  // e.g. 384.0
+    // e.g. 384.0; the range check first, since converting an out-of-range double to int64 is undefined
+    if (std::fabs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
   }
   if (!it->is_number_integer()) {
     return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),

@@ -1,5 +1,4 @@
 // SafetensorsFile: mmap + full header validation. See include/brisk/model/safetensors.h.
-#include "json_describe.h"
 #include "brisk/model/safetensors.h"
 
 #include <fcntl.h>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "json_describe.h"
 
 namespace brisk {
 

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_describe.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/model/tokenizer.h"
+#include "json_describe.h"
 
 namespace brisk {
 

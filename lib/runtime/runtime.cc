@@ -67,9 +67,19 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     return absl::InvalidArgumentError(
         absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads, "; expected 0 (all cores) or more"));
   }
+  if (options.device != Device::kCPU) {
+    return absl::UnimplementedError("RuntimeOptions::device is cuda, but this build runs the encoder on cpu only; "
+                                    "expected Device::kCPU");
+  }
   const std::string dir = options.model_dir;
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
+  const PoolingMode pooling = to_pooling_mode(options.pooling, pooling_config.mode);
+  if (pooling == PoolingMode::kMax) {
+    return absl::UnimplementedError(absl::StrCat(
+        dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
+             "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+  }
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
@@ -79,12 +89,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->pooling = to_pooling_mode(options.pooling, pooling_config.mode);
-  if (impl->pooling == PoolingMode::kMax) {
-    return absl::UnimplementedError(absl::StrCat(
-        dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
-             "pooling (RuntimeOptions::pooling overrides the model's choice)"));
-  }
+  impl->pooling = pooling;
   ModelInfo& info = impl->info;
   info.model_dir = dir;
   info.model_type = config.model_type;
@@ -95,15 +100,21 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   info.num_heads = static_cast<int>(config.num_attention_heads);
   info.intermediate_size = static_cast<int>(config.intermediate_size);
   info.vocab_size = static_cast<int>(config.vocab_size);
+  // Like sentence-transformers: sentence_bert_config.json's max_seq_length when the model has one.
   const int model_max = static_cast<int>(config.max_position_embeddings);
-  info.max_seq_len = options.max_seq_len == 0 ? model_max : std::min(options.max_seq_len, model_max);
-  info.pooling = impl->pooling == PoolingMode::kCls ? Pooling::kCls : Pooling::kMean;
+  const int model_default = pooling_config.max_seq_length > 0
+                                ? static_cast<int>(std::min<int64_t>(pooling_config.max_seq_length, model_max))
+                                : model_max;
+  info.max_seq_len = options.max_seq_len == 0 ? model_default : std::min(options.max_seq_len, model_max);
+  info.pooling = pooling == PoolingMode::kCls ? Pooling::kCls : Pooling::kMean;
   info.normalize = options.normalize;
   info.device = options.device;
 
-  if (options.num_threads > 0) set_num_threads(options.num_threads);
   impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
-  BRISK_ASSIGN_OR_RETURN(impl->encoder, BertEncoder::create(config, std::move(weights), options.device));
+  {
+    ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
+    BRISK_ASSIGN_OR_RETURN(impl->encoder, BertEncoder::create(config, std::move(weights), options.device));
+  }
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
@@ -122,6 +133,7 @@ Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> 
     return absl::InvalidArgumentError(absl::StrCat("Runtime::embed: output holds ", out.size(),
                                                    " floats; expected at least ", texts.size(), " x ", dim));
   }
+  ScopedNumThreads threads(impl_->options.num_threads);
   const size_t chunk = static_cast<size_t>(impl_->options.max_batch_size);
   for (size_t begin = 0; begin < texts.size(); begin += chunk) {
     const size_t end = std::min(texts.size(), begin + chunk);

@@ -37,6 +37,7 @@ std::unique_ptr<brisk::Runtime> make_runtime(int max_batch_size = 64) {
   opts.model_dir = brisk::testing::model_dir().string();
   opts.num_threads = 2;
   opts.max_batch_size = max_batch_size;
+  opts.max_seq_len = 512;  // the golden data is transformers' truncation at 512, not sentence-transformers' 256
   auto rt = brisk::Runtime::create(opts);
   INFO("model dir " << opts.model_dir << ": " << rt.status().message() << " (run scripts/setup)");
   REQUIRE(rt.ok());

@@ -122,6 +122,10 @@ TEST_CASE("max_seq_len truncates and cls pooling differs from mean", "[runtime]"
   // Both texts share their first 6 word pieces, so after truncation to [CLS] + 6 + [SEP] they are identical.
   for (int i = 0; i < 384; ++i) REQUIRE((*e)[i] == Approx((*e)[384 + i]).margin(1e-5));
 
+  auto model_default = brisk::Runtime::create(default_options());
+  REQUIRE(model_default.ok());
+  CHECK((*model_default)->info().max_seq_len == 256);  // sentence_bert_config.json, as sentence-transformers
+
   opts = default_options();
   opts.pooling = brisk::Pooling::kCls;
   auto cls = brisk::Runtime::create(opts);

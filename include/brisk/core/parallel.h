@@ -5,7 +5,8 @@
 //   brisk::parallel_for(0, rows, /*grain=*/16, [&](int64_t begin, int64_t end) { ... });
 //
 // Thread safety: parallel_for may be called from several threads at once; each call runs its own team.
-// set_num_threads applies process-wide to later calls.
+// set_num_threads sets the process-wide default; ScopedNumThreads overrides it for the calling thread only.
+// An exception thrown by fn is rethrown on the calling thread after the team has finished.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,22 @@ namespace brisk {
 
 // Sets the worker count used by parallel_for and by oneDNN; n <= 0 means one per hardware core.
 BRISK_API void set_num_threads(int n);
+// The worker count for calls made from this thread.
 BRISK_API int num_threads();
+
+// Sets this thread's worker count (for parallel_for and oneDNN) for the guard's lifetime; n <= 0 keeps the
+// current count. Lets two runtimes with different thread counts share a process.
+class BRISK_API ScopedNumThreads {
+ public:
+  explicit ScopedNumThreads(int n);
+  ~ScopedNumThreads();
+  ScopedNumThreads(const ScopedNumThreads&) = delete;
+  ScopedNumThreads& operator=(const ScopedNumThreads&) = delete;
+
+ private:
+  int previous_;
+  int previous_omp_;
+};
 
 // Splits [begin, end) into contiguous chunks of at least `grain` indices and calls fn(chunk_begin, chunk_end)
 // on each, in parallel. Runs inline when the range is smaller than two grains or when called from inside

@@ -28,8 +28,10 @@ enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
 struct RuntimeOptions {
   std::string model_dir;      // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
                               // vocab.txt or tokenizer.json
-  int num_threads = 0;        // 0: one per core
-  int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's maximum
+  int num_threads = 0;        // compute threads for this runtime's calls; 0: one per core
+  int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
+                              // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
+                              // max_position_embeddings
   Pooling pooling = Pooling::kModelDefault;  // kModelDefault reads 1_Pooling/config.json, else mean
   bool normalize = true;      // L2-normalise each embedding
   Device device = Device::kCPU;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <new>
 #include <vector>
 
 #include "brisk/core/parallel.h"
@@ -25,7 +26,7 @@ Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, in
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
 
   std::atomic<int> failures{0};
-  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
+  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) noexcept {
     const int64_t len = offsets[b + 1] - offsets[b];
     if (len <= 0) return;
     const float* q = qkv + offsets[b] * qkv_ld + h * head_dim;
@@ -46,22 +47,30 @@ Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, in
     }
   };
   const size_t scratch = static_cast<size_t>(max_len * max_len);
-  if (batch >= 4 * num_threads()) {
-    // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
-    // dynamically because an item costs len² and lengths differ.
-    parallel_for_dynamic(0, batch, [&](int64_t b) {
-      thread_local std::vector<float> scores;
-      if (scores.size() < scratch) scores.resize(scratch);
-      for (int64_t h = 0; h < heads; ++h) attend(b, h, scores);
-    });
-  } else {
-    // Few sequences: split their heads between the workers.
-    parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(scratch);
-      for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scores);
-    });
+  try {
+    if (batch >= 4 * num_threads()) {
+      // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
+      // dynamically because an item costs len² and lengths differ.
+      parallel_for_dynamic(0, batch, [&](int64_t b) {
+        thread_local std::vector<float> scores;
+        if (scores.size() < scratch) scores.resize(scratch);  // a bad_alloc is rethrown after the region
+        for (int64_t h = 0; h < heads; ++h) attend(b, h, scores);
+      });
+    } else {
+      // Few sequences: split their heads between the workers.
+      parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scores(scratch);
+        for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scores);
+      });
+    }
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("self_attention: out of memory for the ", max_len, " x ", max_len, " score scratch"));
   }
-  if (failures.load() != 0) return absl::InternalError("self_attention: oneDNN sgemm failed");
+  if (failures.load() != 0) {
+    return absl::InternalError(absl::StrCat("self_attention: oneDNN sgemm failed for ", failures.load(),
+                                            " (sequence, head) pairs; longest sequence ", max_len, " tokens"));
+  }
   return absl::OkStatus();
 }
 

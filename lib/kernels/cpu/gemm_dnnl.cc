@@ -2,9 +2,13 @@
 // - Weights are reordered once, at create(), into the blocked layout oneDNN's matmul prefers, so no call repacks
 //   them (that repacking dominates small-batch calls). When a row count has no implementation for the blocked
 //   layout, the call falls back to PyTorch's plain [n, k] layout, read as a transposed [k, n] matrix.
-// - Primitives are cached per (rows, epilogue): building one costs far more than running a small one.
+// - Primitives are cached per (rows, epilogue, threads): building one costs far more than running a small one, and
+//   oneDNN partitions work for the thread count it was built under.
 // - Scratchpads are user-managed (one per calling thread), so concurrent calls never share oneDNN's global one.
+#include <omp.h>
+
 #include <mutex>
+#include <tuple>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -52,7 +56,7 @@ struct Linear::Impl {
     bool uses_packed = false;
   };
   mutable std::mutex mu;
-  mutable absl::flat_hash_map<std::pair<int64_t, int>, Primitive> cache;
+  mutable absl::flat_hash_map<std::tuple<int64_t, int, int>, Primitive> cache;
   static constexpr size_t kMaxCachedPrimitives = 512;
 
   bool has_bias() const { return bias.defined() && bias.numel() > 0; }
@@ -90,7 +94,7 @@ void Linear::Impl::pack_weights() {
 }
 
 StatusOr<Linear::Impl::Primitive> Linear::Impl::primitive(int64_t rows, GemmEpilogue epilogue) const {
-  const auto key = std::make_pair(rows, static_cast<int>(epilogue));
+  const auto key = std::make_tuple(rows, static_cast<int>(epilogue), omp_get_max_threads());
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
