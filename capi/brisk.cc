@@ -90,14 +90,22 @@ const char* brisk_default_model_dir(void) {
   return dir.c_str();
 }
 
-brisk_status brisk_runtime_options_init(brisk_runtime_options* options) {
+brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t struct_size) {
   if (options == nullptr) return null_argument("brisk_runtime_options_init", "options");
-  std::memset(options, 0, sizeof(*options));
-  options->struct_size = sizeof(*options);
-  options->pooling = BRISK_POOLING_MODEL_DEFAULT;
-  options->normalize = 1;
-  options->device = BRISK_DEVICE_CPU;
-  options->max_batch_size = 64;
+  if (struct_size < kMinOptionsSize) {
+    return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_options_init: struct_size is " + std::to_string(struct_size) +
+                                            "; expected sizeof(brisk_runtime_options)");
+  }
+  brisk_runtime_options defaults;
+  std::memset(&defaults, 0, sizeof defaults);
+  defaults.pooling = BRISK_POOLING_MODEL_DEFAULT;
+  defaults.normalize = 1;
+  defaults.device = BRISK_DEVICE_CPU;
+  defaults.max_batch_size = 64;
+  // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
+  std::memset(options, 0, struct_size);
+  std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
+  options->struct_size = struct_size;
   return BRISK_OK;
 }
 
@@ -114,7 +122,7 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     }
     // Copy the prefix the caller knows about over our defaults.
     brisk_runtime_options o;
-    brisk_runtime_options_init(&o);
+    brisk_runtime_options_init(&o, sizeof o);
     std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
     if (o.model_dir == nullptr) return null_argument("brisk_runtime_create", "options->model_dir");
     if (o.pooling < BRISK_POOLING_MODEL_DEFAULT || o.pooling > BRISK_POOLING_CLS) {

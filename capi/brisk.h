@@ -1,7 +1,7 @@
 /* brisk C API (C99): embed texts with a transformer encoder, in-process, from any language with a C FFI.
  *
  *   brisk_runtime_options opts;
- *   brisk_runtime_options_init(&opts);
+ *   brisk_runtime_options_init(&opts, sizeof opts);
  *   opts.model_dir = "/models/all-MiniLM-L6-v2";
  *   brisk_runtime* rt = NULL;
  *   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) { fprintf(stderr, "%s\n", brisk_last_error()); return 1; }
@@ -21,8 +21,10 @@
  * concurrently on one runtime. brisk_runtime_destroy must not race with any other call on the same runtime.
  * brisk_last_error is per thread: it describes the last failed call made by the calling thread.
  *
- * ABI: functions are only ever added. brisk_runtime_options starts with struct_size, so a caller compiled
- * against an older, shorter struct keeps working; fields past struct_size take their defaults.
+ * ABI: functions are only ever added, and fields only ever appended to brisk_runtime_options. The caller passes
+ * sizeof its struct to brisk_runtime_options_init, which writes exactly that many bytes and records the size in
+ * struct_size; brisk_runtime_create reads no further. So a caller compiled against an older, shorter struct keeps
+ * working (the fields it lacks take their defaults), and so does a newer caller on an older library.
  */
 #ifndef BRISK_H_
 #define BRISK_H_
@@ -66,7 +68,7 @@ typedef enum brisk_device { BRISK_DEVICE_CPU = 0, BRISK_DEVICE_CUDA = 1 } brisk_
 typedef struct brisk_runtime brisk_runtime;
 
 typedef struct brisk_runtime_options {
-  size_t struct_size;     /* sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
+  size_t struct_size;     /* the caller's sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
   const char* model_dir;  /* required: a Hugging Face model directory */
   int32_t num_threads;    /* 0: one per core */
   int32_t max_seq_len;    /* 0: the model's maximum (512 for BERT) */
@@ -86,7 +88,8 @@ BRISK_C_API const char* brisk_status_string(brisk_status status);
  * $HOME/.cache/brisk/models/all-MiniLM-L6-v2. Read once, on the first call. */
 BRISK_C_API const char* brisk_default_model_dir(void);
 
-BRISK_C_API brisk_status brisk_runtime_options_init(brisk_runtime_options* options);
+/* Fills the first struct_size bytes of *options with the defaults; pass sizeof(*options). */
+BRISK_C_API brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t struct_size);
 /* Loads the model; *out receives the runtime (NULL on failure). */
 BRISK_C_API brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_runtime** out);
 /* Frees the runtime; NULL is accepted and ignored. */

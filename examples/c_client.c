@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   brisk_runtime_options opts;
-  brisk_runtime_options_init(&opts);
+  brisk_runtime_options_init(&opts, sizeof opts);
   opts.model_dir = dir;
   brisk_runtime* rt = NULL;
   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) {

@@ -27,14 +27,14 @@ class Brisk:
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
         lib.brisk_version_string.restype = ctypes.c_char_p
-        lib.brisk_runtime_options_init.argtypes = [ctypes.POINTER(RuntimeOptions)]
+        lib.brisk_runtime_options_init.argtypes = [ctypes.POINTER(RuntimeOptions), ctypes.c_size_t]
         lib.brisk_runtime_create.argtypes = [ctypes.POINTER(RuntimeOptions), ctypes.POINTER(ctypes.c_void_p)]
         lib.brisk_runtime_destroy.argtypes = [ctypes.c_void_p]
         lib.brisk_embedding_dim.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
         lib.brisk_embed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_size_t]
         opts = RuntimeOptions()
-        lib.brisk_runtime_options_init(ctypes.byref(opts))
+        lib.brisk_runtime_options_init(ctypes.byref(opts), ctypes.sizeof(opts))
         self._model_dir = model_dir.encode()  # kept alive for the call
         opts.model_dir = self._model_dir
         opts.num_threads = num_threads

@@ -1,6 +1,7 @@
 /* The C API exercised from C99: NULL arguments to every function, bad options, invalid UTF-8, a too-small
- * output buffer, an old (shorter) options struct, and real embeddings from the default model. */
+ * output buffer, an older (shorter) options struct, and real embeddings from the default model. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,8 @@ static void test_null_arguments(void) {
   size_t dim = 0;
   float out[4];
   const char* texts[1] = {"x"};
-  CHECK(failed_with(brisk_runtime_options_init(NULL), BRISK_INVALID_ARGUMENT, "options"));
-  brisk_runtime_options_init(&opts);
+  CHECK(failed_with(brisk_runtime_options_init(NULL, sizeof(brisk_runtime_options)), BRISK_INVALID_ARGUMENT, "options"));
+  brisk_runtime_options_init(&opts, sizeof opts);
   CHECK(failed_with(brisk_runtime_create(NULL, &rt), BRISK_INVALID_ARGUMENT, "options"));
   CHECK(rt == NULL);
   CHECK(failed_with(brisk_runtime_create(&opts, NULL), BRISK_INVALID_ARGUMENT, "out"));
@@ -55,16 +56,47 @@ static void test_null_arguments(void) {
 static void test_bad_options(void) {
   brisk_runtime* rt = NULL;
   brisk_runtime_options opts;
-  brisk_runtime_options_init(&opts);
+  brisk_runtime_options_init(&opts, sizeof opts);
   opts.model_dir = "/nonexistent/brisk-model";
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_NOT_FOUND, "/nonexistent/brisk-model"));
   CHECK(rt == NULL);
   opts.pooling = 7;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "pooling"));
-  brisk_runtime_options_init(&opts);
+  brisk_runtime_options_init(&opts, sizeof opts);
   opts.model_dir = "/nonexistent/brisk-model";
   opts.struct_size = 4;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "struct_size"));
+}
+
+/* A caller built against an older, shorter brisk_runtime_options (one that ended before `normalize`): init
+ * writes only its bytes, and create gives the missing fields their defaults. */
+static void test_older_options_struct(const char* dir) {
+  const size_t old_size = offsetof(brisk_runtime_options, normalize);
+  unsigned char buf[sizeof(brisk_runtime_options) + 16];
+  brisk_runtime_options* opts = (brisk_runtime_options*)(void*)buf;
+  brisk_runtime* rt = NULL;
+  size_t i, untouched = 0;
+  memset(buf, 0xAB, sizeof buf);
+  CHECK(brisk_runtime_options_init(opts, old_size) == BRISK_OK);
+  CHECK(opts->struct_size == old_size);
+  for (i = old_size; i < sizeof buf; ++i) untouched += buf[i] == 0xAB;
+  CHECK(untouched == sizeof buf - old_size); /* nothing written past the caller's struct */
+  CHECK(failed_with(brisk_runtime_options_init(opts, 3), BRISK_INVALID_ARGUMENT, "struct_size"));
+  opts->model_dir = dir;
+  opts->num_threads = 2;
+  /* normalize, device and max_batch_size hold 0xAB garbage past old_size; create must not read them. */
+  CHECK(brisk_runtime_create(opts, &rt) == BRISK_OK);
+  if (rt != NULL) {
+    const char* text[1] = {"old callers still get normalised embeddings"};
+    float out[384];
+    CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+    {
+      double n = 0;
+      for (i = 0; i < 384; ++i) n += (double)out[i] * out[i];
+      CHECK(fabs(n - 1.0) < 1e-4);
+    }
+    brisk_runtime_destroy(rt);
+  }
 }
 
 static double dot(const float* a, const float* b, size_t n) {
@@ -83,7 +115,7 @@ static void test_embed(void) {
   const char* bad_utf8[2] = {"fine", "bad \xC3\x28 byte"};
   const char* with_null[2] = {"fine", NULL};
   const char* dir = brisk_default_model_dir();
-  brisk_runtime_options_init(&opts);
+  brisk_runtime_options_init(&opts, sizeof opts);
   opts.model_dir = dir;
   opts.num_threads = 2;
   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) {
@@ -107,6 +139,7 @@ static void test_embed(void) {
   CHECK(brisk_embed(rt, texts, 1, out, dim) == BRISK_OK && fabs(dot(out, out, dim) - 1.0) < 1e-4);
   free(out);
   brisk_runtime_destroy(rt);
+  test_older_options_struct(dir);
 }
 
 int main(void) {
