@@ -83,9 +83,12 @@ struct BertEncoder::Impl {
     pool.pop_back();
     return ws;
   }
+  // Keeps a few workspaces for reuse; more concurrent callers than that free theirs instead of pinning their
+  // peak scratch forever.
+  static constexpr size_t kMaxPooledWorkspaces = 4;
   void release(std::unique_ptr<Workspace> ws) const {
     std::lock_guard<std::mutex> lock(pool_mu);
-    pool.push_back(std::move(ws));
+    if (pool.size() < kMaxPooledWorkspaces) pool.push_back(std::move(ws));
   }
 
   Status check_input(const PackedSequences& batch) const;
@@ -133,7 +136,11 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
 Status BertEncoder::Impl::check_input(const PackedSequences& batch) const {
   if (batch.offsets.empty() || batch.offsets.front() != 0 ||
       batch.total_tokens() != static_cast<int64_t>(batch.input_ids.size())) {
-    return absl::InvalidArgumentError("PackedSequences: offsets must start at 0 and end at input_ids.size()");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PackedSequences: offsets ",
+        batch.offsets.empty() ? std::string("are empty")
+                              : absl::StrCat("start at ", batch.offsets.front(), " and end at ", batch.offsets.back()),
+        "; expected them to start at 0 and end at input_ids.size() = ", batch.input_ids.size()));
   }
   if (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size()) {
     return absl::InvalidArgumentError(absl::StrCat("PackedSequences: token_type_ids has ",
@@ -224,7 +231,7 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
 }
 
 Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) const {
-  if (hidden_states == nullptr) return absl::InvalidArgumentError("BertEncoder::forward: hidden_states is null");
+  if (hidden_states == nullptr) return absl::InvalidArgumentError("BertEncoder::forward: hidden_states is null; expected a buffer of total_tokens x hidden_size floats");
   BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
   if (batch.total_tokens() == 0) return absl::OkStatus();
   auto ws = impl_->acquire();
@@ -235,7 +242,7 @@ Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) 
 }
 
 Status BertEncoder::embed(const PackedSequences& batch, PoolingMode pooling, bool normalize, float* out) const {
-  if (out == nullptr) return absl::InvalidArgumentError("BertEncoder::embed: out is null");
+  if (out == nullptr) return absl::InvalidArgumentError("BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
   if (pooling == PoolingMode::kMax) {
     return absl::UnimplementedError("BertEncoder::embed: max pooling is not supported; expected mean or cls");
   }

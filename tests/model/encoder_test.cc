@@ -117,9 +117,22 @@ TEST_CASE("the encoder rejects out-of-range inputs with a clear error", "[encode
   short_types.token_type_ids = {0};
   CHECK_FALSE(encoder->forward(short_types, out.data()).ok());
 
-  CHECK_FALSE(encoder->forward(bad_id, nullptr).ok());
-  CHECK_FALSE(encoder->embed(bad_id, brisk::PoolingMode::kMean, true, nullptr).ok());
-  CHECK_FALSE(encoder->embed(bad_id, brisk::PoolingMode::kMax, true, out.data()).ok());
+  // A valid batch, so that only the argument under test is wrong.
+  brisk::PackedSequences good;
+  good.add(std::vector<int32_t>{1, 5, 2});
+  REQUIRE(encoder->forward(good, out.data()).ok());
+  CHECK_FALSE(encoder->forward(good, nullptr).ok());
+  CHECK_FALSE(encoder->embed(good, brisk::PoolingMode::kMean, true, nullptr).ok());
+  auto max_pool = encoder->embed(good, brisk::PoolingMode::kMax, true, out.data());
+  REQUIRE_FALSE(max_pool.ok());
+  CHECK(max_pool.message().find("max pooling") != std::string::npos);
+
+  brisk::PackedSequences bad_offsets;
+  bad_offsets.input_ids = {1, 5, 2};
+  bad_offsets.offsets = {0, 2};
+  auto offsets_status = encoder->forward(bad_offsets, out.data());
+  REQUIRE_FALSE(offsets_status.ok());
+  CHECK(offsets_status.message().find("end at 2; expected them to start at 0 and end at input_ids.size() = 3") != std::string::npos);
 }
 
 TEST_CASE("pooling an empty sequence gives zeros, not garbage", "[encoder][model]") {
