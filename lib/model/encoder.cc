@@ -118,12 +118,14 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
   impl->weights = std::move(weights);
   impl->device = device;
   impl->ffn_epilogue = activation_epilogue(config.hidden_act);
-  for (const EncoderLayerWeights& w : impl->weights.layers) {
+  for (EncoderLayerWeights& w : impl->weights.layers) {
     Layer layer;
     layer.weights = &w;
     BRISK_ASSIGN_OR_RETURN(Tensor qkv_w, stack_rows({&w.q_weight, &w.k_weight, &w.v_weight}));
     BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
     BRISK_ASSIGN_OR_RETURN(layer.qkv, Linear::create(qkv_w, qkv_b, device));
+    // The stacked copy replaces them (frees owned copies, e.g. from pytorch_model.bin or f16 files).
+    for (Tensor* t : {&w.q_weight, &w.k_weight, &w.v_weight, &w.q_bias, &w.k_bias, &w.v_bias}) *t = Tensor();
     BRISK_ASSIGN_OR_RETURN(layer.attention_output,
                            Linear::create(w.attention_output_weight, w.attention_output_bias, device));
     BRISK_ASSIGN_OR_RETURN(layer.intermediate, Linear::create(w.intermediate_weight, w.intermediate_bias, device));

@@ -41,6 +41,7 @@ class BRISK_API Tensor {
   // Like empty(), filled with zero bytes.
   static StatusOr<Tensor> zeros(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
   // Wraps memory the caller owns and keeps alive for the tensor's lifetime. Empty `strides` means contiguous.
+  // The shape is the caller's promise (non-negative, describing that memory); it is not checked.
   static Tensor borrow(void* data, std::vector<int64_t> shape, DType dtype, std::vector<int64_t> strides = {},
                        Device device = Device::kCPU);
   // Wraps memory kept alive by `owner` (e.g. a memory-mapped file) for as long as any copy of the tensor lives.
@@ -52,6 +53,7 @@ class BRISK_API Tensor {
   const std::vector<int64_t>& shape() const { return shape_; }
   const std::vector<int64_t>& strides() const { return strides_; }
   int rank() const { return static_cast<int>(shape_.size()); }
+  // Precondition: -rank() <= i < rank().
   int64_t dim(int i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
@@ -68,7 +70,7 @@ class BRISK_API Tensor {
 
   // A view with a new shape over the same contiguous storage; fails if numel differs or not contiguous.
   StatusOr<Tensor> reshape(std::vector<int64_t> shape) const;
-  // A contiguous view of rows [begin, end) along dimension 0.
+  // A view of rows [begin, end) along dimension 0 (contiguous when this tensor is).
   StatusOr<Tensor> slice_rows(int64_t begin, int64_t end) const;
 
   std::string shape_string() const;  // "[2, 3]"
