@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
@@ -42,6 +44,40 @@ TEST_CASE("set_num_threads is reflected by num_threads", "[core]") {
   CHECK(brisk::num_threads() == 1);
   brisk::set_num_threads(0);
   CHECK(brisk::num_threads() >= 1);
+}
+
+TEST_CASE("ScopedNumThreads overrides the count on its own thread only", "[core]") {
+  brisk::set_num_threads(2);
+  std::atomic<int> inside{0}, other{0}, after{0};
+  std::thread t([&] {
+    {
+      brisk::ScopedNumThreads one(1);
+      inside = brisk::num_threads();
+      std::thread([&] { other = brisk::num_threads(); }).join();
+      std::atomic<int> calls{0};
+      brisk::parallel_for(0, 1000, 1, [&](int64_t, int64_t) { calls.fetch_add(1); });
+      CHECK(calls.load() == 1);  // one worker: the whole range in one call
+    }
+    after = brisk::num_threads();
+  });
+  t.join();
+  CHECK(inside.load() == 1);
+  CHECK(other.load() == 2);
+  CHECK(after.load() == 2);
+  CHECK(brisk::num_threads() == 2);
+}
+
+TEST_CASE("an exception thrown inside a parallel region reaches the caller", "[core]") {
+  brisk::set_num_threads(2);
+  CHECK_THROWS_AS(brisk::parallel_for(0, 100, 1,
+                                      [](int64_t b, int64_t) {
+                                        if (b > 0) throw std::runtime_error("worker failed");
+                                      }),
+                  std::runtime_error);
+  CHECK_THROWS_AS(brisk::parallel_for_dynamic(0, 10, [](int64_t i) {
+                    if (i == 7) throw std::runtime_error("item failed");
+                  }),
+                  std::runtime_error);
 }
 
 TEST_CASE("the ISA cap lowers the level the kernels see", "[core]") {
