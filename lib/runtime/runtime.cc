@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   }
   if (options.max_seq_len < 0 || options.max_seq_len == 1) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::max_seq_len is ", options.max_seq_len,
-                                                   "; expected 0 (model maximum) or at least 2"));
+                                                   "; expected 0 (the model's default) or at least 2"));
   }
   if (options.max_batch_size <= 0) {
     return absl::InvalidArgumentError(
