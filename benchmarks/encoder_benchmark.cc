@@ -3,7 +3,6 @@
 //   build/release/benchmarks/brisk_encoder_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,12 +17,9 @@ namespace {
 
 constexpr int64_t kHidden = 384, kInter = 1536, kHeads = 12;
 
+// Uniform in [-scale, scale).
 std::vector<float> random_vector(size_t n, float scale = 0.05f) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+  return brisk::testing::random_floats(n, -scale, scale, 7);
 }
 
 brisk::Linear make_linear(int64_t out, int64_t in, std::vector<float>& w, std::vector<float>& b) {

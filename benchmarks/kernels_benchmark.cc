@@ -7,7 +7,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,10 +15,13 @@
 #include "brisk/kernels/layernorm.h"
 #include "brisk/kernels/pooling.h"
 #include "brisk/kernels/softmax.h"
+#include "test_util.h"
 #include "brisk/kernels/vector_math.h"
 
 namespace brisk {
 namespace {
+
+using testing::random_floats;
 
 constexpr int64_t kBatch = 32;
 constexpr int64_t kSeq = 128;
@@ -27,14 +29,6 @@ constexpr int64_t kHidden = 384;
 constexpr int64_t kHeads = 12;
 constexpr int64_t kFfn = 1536;
 constexpr int64_t kTokens = kBatch * kSeq;
-
-std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // Caps the ISA level to the benchmark's argument for its lifetime; false (and the benchmark skipped) when the
 // CPU lacks it.

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "brisk/runtime/runtime.h"
 
@@ -17,6 +19,15 @@ inline std::filesystem::path test_data_dir() { return BRISK_TEST_DATA_DIR; }
 
 // The all-MiniLM-L6-v2 directory that scripts/setup installs (BRISK_MODEL_DIR overrides it).
 inline std::filesystem::path model_dir() { return brisk::default_model_dir(); }
+
+// n floats uniform in [lo, hi), reproducible for a given seed.
+inline std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 // A fresh directory under the system temp dir, removed with everything in it when the object dies.
 struct TempDir {

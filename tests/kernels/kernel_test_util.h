@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
+#include "test_util.h"
 
 namespace brisk::testing {
 
@@ -32,14 +33,6 @@ class IsaCapGuard {
  private:
   CpuIsa previous_;
 };
-
-inline std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // Result of comparing got against want with |got - want| <= abs_tol + rel_tol * |want| per element.
 struct Closeness {
