@@ -57,6 +57,11 @@ brisk_status null_argument(const char* function, const char* argument) {
   return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": " + argument + " is NULL; expected a valid pointer");
 }
 
+// brisk_pooling values are brisk::Pooling's, so the two convert by cast.
+static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kModelDefault) &&
+              BRISK_POOLING_MEAN == static_cast<int>(brisk::Pooling::kMean) &&
+              BRISK_POOLING_CLS == static_cast<int>(brisk::Pooling::kCls));
+
 // Fields of brisk_runtime_options a caller must provide at the least.
 constexpr size_t kMinOptionsSize = offsetof(brisk_runtime_options, model_dir) + sizeof(const char*);
 
@@ -98,10 +103,13 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   }
   brisk_runtime_options defaults;
   std::memset(&defaults, 0, sizeof defaults);
-  defaults.pooling = BRISK_POOLING_MODEL_DEFAULT;
-  defaults.normalize = 1;
-  defaults.device = BRISK_DEVICE_CPU;
-  defaults.max_batch_size = 64;
+  const brisk::RuntimeOptions cpp;  // one source of truth for the defaults
+  defaults.num_threads = cpp.num_threads;
+  defaults.max_seq_len = cpp.max_seq_len;
+  defaults.pooling = static_cast<int32_t>(cpp.pooling);
+  defaults.normalize = cpp.normalize ? 1 : 0;
+  defaults.device = cpp.device == brisk::Device::kCUDA ? BRISK_DEVICE_CUDA : BRISK_DEVICE_CPU;
+  defaults.max_batch_size = cpp.max_batch_size;
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
