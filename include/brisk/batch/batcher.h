@@ -1,0 +1,748 @@
+// Batcher<Request, Result>: turns a stream of single requests into batches for a batch function, with
+// priorities, deadlines, a padded-token and a memory budget, length bucketing, rate limits, cancellation and
+// SLO-adaptive sizing. The policy is in policy.h, the metrics in batcher_metrics.h.
+//
+//   using Emb = std::vector<float>;
+//   BatchFunctions<Text, Emb> fns;
+//   fns.run = [&](const BatchInfo&, std::span<Text> in, std::span<absl::StatusOr<Emb>> out) {
+//     for (size_t i = 0; i < in.size(); ++i) out[i] = embed(in[i]);
+//     return absl::OkStatus();                      // an error here fails every request of the batch
+//   };
+//   fns.cost = [](const Text& t) { return t.tokens.size(); };
+//   BRISK_ASSIGN_OR_RETURN(auto batcher, (Batcher<Text, Emb>::create(policy, std::move(fns))));
+//   BRISK_ASSIGN_OR_RETURN(RequestId id, batcher->submit(text, {.priority = 0},
+//       [](RequestId id, absl::StatusOr<Emb> r) { ... }));
+//
+// Completion: when submit() returns an error the request was never admitted and its callback is never called.
+// Otherwise the callback runs exactly once, with a result or one of: RESOURCE_EXHAUSTED (overloaded),
+// DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down), or the batch function's error. Callbacks run on the
+// executor, deadline-timer or cancelling thread; they must not block for long, may call submit() and
+// cancel(), and must not call shutdown() (it returns FAILED_PRECONDITION there).
+//
+// Thread safety: submit(), cancel(), stats() and shutdown() may be called from any number of threads.
+// The destructor shuts down with kCancel; no callback runs after it returns.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "brisk/batch/adaptive.h"
+#include "brisk/batch/batcher_metrics.h"
+#include "brisk/batch/clock.h"
+#include "brisk/batch/policy.h"
+#include "brisk/batch/token_bucket.h"
+
+namespace brisk::batch {
+
+template <typename Request, typename Result>
+struct BatchFunctions {
+  // Fills results[i] for requests[i] (each starts as an error saying it was left unset). Returning an error
+  // fails every request of the batch with it; so does throwing.
+  std::function<absl::Status(const BatchInfo&, std::span<Request>, std::span<absl::StatusOr<Result>>)> run;
+  std::function<size_t(const Request&)> cost;               // empty: every request costs 1
+  std::function<size_t(const BatchShape&)> estimate_bytes;  // empty: no memory estimate
+};
+
+template <typename Request, typename Result>
+class Batcher {
+ public:
+  using ResultOr = absl::StatusOr<Result>;
+  using Callback = absl::AnyInvocable<void(RequestId, ResultOr)>;
+  using Functions = BatchFunctions<Request, Result>;
+
+  static absl::StatusOr<std::unique_ptr<Batcher>> create(BatchPolicy policy, Functions functions,
+                                                         std::shared_ptr<Clock> clock = nullptr) {
+    if (absl::Status s = policy.validate(); !s.ok()) return s;
+    if (!functions.run) return absl::InvalidArgumentError("BatchFunctions.run is empty; expected a batch function");
+    if (!clock) clock = std::make_shared<SteadyClock>();
+    return std::unique_ptr<Batcher>(new Batcher(std::move(policy), std::move(functions), std::move(clock)));
+  }
+
+  ~Batcher() { (void)shutdown(ShutdownMode::kCancel); }
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  absl::StatusOr<RequestId> submit(Request request, const SubmitOptions& options, Callback callback) {
+    if (!callback) return absl::InvalidArgumentError("submit: the callback is empty; expected a callable");
+    const int levels = static_cast<int>(policy_.levels.size());
+    if (options.priority < 0 || options.priority >= levels) {
+      return reject(metrics_.rejected_invalid,
+                    absl::InvalidArgumentError(absl::StrCat("submit: priority ", options.priority,
+                                                            " is out of range; expected 0..", levels - 1,
+                                                            " (0 is the most urgent)")));
+    }
+    const size_t cost = functions_.cost ? functions_.cost(request) : 1;
+    if (absl::Status s = check_fits_alone(cost); !s.ok()) return reject(metrics_.rejected_invalid, std::move(s));
+
+    auto entry = std::make_unique<Entry>();
+    entry->request = std::move(request);
+    entry->callback = std::move(callback);
+    entry->info.priority = options.priority;
+    entry->info.cost = cost;
+    entry->bucket = policy_.length_bucketing ? std::min(std::bit_width(cost), size_t{63}) : 0;
+    const PriorityLevel& level = policy_.levels[options.priority];
+
+    std::unique_lock lock(mu_);
+    const TimePoint now = clock_->now();
+    entry->info.enqueued_at = now;
+    entry->info.deadline = options.deadline != kNoDeadline ? options.deadline
+                           : level.default_timeout > Duration::zero() ? now + level.default_timeout
+                                                                      : kNoDeadline;
+    if (stopping_) {
+      return reject(metrics_.rejected_shutdown,
+                    absl::UnavailableError("submit: the batcher is shut down; no new requests are accepted"));
+    }
+    const bool late = entry->info.deadline <= now;
+    if (late && level.deadline_action == DeadlineAction::kReject) {
+      return reject(metrics_.rejected_deadline,
+                    absl::DeadlineExceededError("submit: the request's deadline has already passed"));
+    }
+    if (queued_ >= policy_.max_queue_size) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queued_,
+                                                              " requests (BatchPolicy.max_queue_size ",
+                                                              policy_.max_queue_size, "); retry later")));
+    }
+    Level& lv = levels_[options.priority];
+    if (level.max_queue_size != 0 && lv.queued >= level.max_queue_size) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat(
+                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", lv.queued,
+                        " requests (levels[", options.priority, "].max_queue_size ", level.max_queue_size, ")")));
+    }
+    if (!lv.rate.try_take(now)) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
+                                                              level.name, ") is over its rate limit of ",
+                                                              level.rate_limit, " requests/s")));
+    }
+    const RequestId id = next_id_++;
+    entry->info.id = id;
+    Entry* e = entry.get();
+    entries_.emplace(id, std::move(entry));
+    if (late) {
+      e->delayed = true;
+      delayed_.push_back(e);
+    } else {
+      lv.lists[e->bucket].push_back(e);
+      lv.nonempty |= uint64_t{1} << e->bucket;
+    }
+    ++lv.queued;
+    ++queued_;
+    queued_cost_ += cost;
+    metrics_.submitted.add(1);
+    if (e->info.deadline != kNoDeadline && !late) {
+      const bool earliest = deadlines_.empty() || e->info.deadline < deadlines_.top().first;
+      deadlines_.emplace(e->info.deadline, id);
+      if (earliest) timer_cv_.notify_one();
+    }
+    if (idle_executors_ > 0 && (queued_ == 1 || batch_ready(now))) work_cv_.notify_one();
+    return id;
+  }
+
+  // The same, completing a future instead of calling back. On error no future exists.
+  absl::StatusOr<std::pair<RequestId, std::future<ResultOr>>> submit(Request request,
+                                                                     const SubmitOptions& options = {}) {
+    auto promise = std::make_shared<std::promise<ResultOr>>();
+    std::future<ResultOr> future = promise->get_future();
+    absl::StatusOr<RequestId> id =
+        submit(std::move(request), options, [promise](RequestId, ResultOr r) { promise->set_value(std::move(r)); });
+    if (!id.ok()) return id.status();
+    return std::make_pair(*id, std::move(future));
+  }
+
+  // Cancels a request: a queued one completes with CANCELLED at once; a running one completes with
+  // CANCELLED when its batch ends (its result is dropped). NOT_FOUND when the id is unknown or completed.
+  absl::Status cancel(RequestId id) {
+    std::unique_lock lock(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second->cancelled) {
+      return absl::NotFoundError(absl::StrCat("cancel: request ", id, " is not queued or running"));
+    }
+    Entry* e = it->second.get();
+    e->cancelled = true;
+    if (e->running) return absl::OkStatus();
+    std::unique_ptr<Entry> owned = unlink_and_take(e);
+    wake_executors_if_drained();
+    lock.unlock();
+    metrics_.cancelled.add(1);
+    complete(*owned, absl::CancelledError(absl::StrCat("request ", id, " was cancelled")));
+    return absl::OkStatus();
+  }
+
+  // Stops accepting requests and completes every queued one (kDrain: by running it; kCancel: with SHUTDOWN),
+  // waits for running batches and joins the threads. Idempotent. With executor_threads == 0 and kDrain, the
+  // queue is run on the calling thread.
+  absl::Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
+    if (current_batcher_ == this) {
+      return absl::FailedPreconditionError("shutdown: called from the batcher's own thread (a callback or the "
+                                           "batch function); call it from another thread");
+    }
+    std::vector<std::unique_ptr<Entry>> cancelled;
+    {
+      std::unique_lock lock(mu_);
+      stopping_ = true;
+      if (mode == ShutdownMode::kCancel) cancelled = take_all_queued();
+      work_cv_.notify_all();
+      timer_cv_.notify_all();
+    }
+    for (auto& e : cancelled) {
+      metrics_.shutdown.add(1);
+      complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
+    }
+    std::lock_guard join_lock(join_mu_);
+    if (policy_.executor_threads == 0) {
+      while (run_ready() > 0) {
+      }
+    }
+    for (std::thread& t : executors_) t.join();
+    executors_.clear();
+    {
+      std::unique_lock lock(mu_);
+      timer_stop_ = true;
+      timer_cv_.notify_all();
+    }
+    if (timer_.joinable()) timer_.join();
+    // Anything still queued now was admitted during a drain race with no executor left: finish it.
+    std::vector<std::unique_ptr<Entry>> rest;
+    {
+      std::unique_lock lock(mu_);
+      rest = take_all_queued();
+    }
+    for (auto& e : rest) {
+      metrics_.shutdown.add(1);
+      complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
+    }
+    return absl::OkStatus();
+  }
+
+  // For executor_threads == 0: expires due requests, then forms and runs every batch that is ready now on the
+  // calling thread. Returns the number of batches run. With executor threads it does nothing.
+  size_t run_ready() {
+    size_t batches = 0;
+    if (policy_.executor_threads > 0) return 0;
+    expire_due();
+    for (;;) {
+      std::unique_lock lock(mu_);
+      FormedBatch batch = form_batch(clock_->now());
+      if (batch.entries.empty()) return batches;
+      lock.unlock();
+      execute(std::move(batch));
+      ++batches;
+    }
+  }
+
+  BatcherStats stats() const {
+    BatcherStats s = metrics_.snapshot();
+    std::unique_lock lock(mu_);
+    s.queued = queued_;
+    s.inflight_batches = inflight_;
+    s.batch_limit = sizer_.batch_limit();
+    s.queue_delay = sizer_.queue_delay();
+    s.queued_per_level.reserve(levels_.size());
+    for (const Level& l : levels_) s.queued_per_level.push_back(l.queued);
+    return s;
+  }
+
+  const BatcherMetrics& metrics() const { return metrics_; }
+  const BatchPolicy& policy() const { return policy_; }
+  Clock& clock() const { return *clock_; }
+
+ private:
+  struct Entry {
+    Request request;
+    Callback callback;
+    RequestInfo info;
+    size_t bucket = 0;
+    bool delayed = false;    // in delayed_ (late under kDelay)
+    bool running = false;    // taken into a batch
+    bool cancelled = false;  // cancel() was called while running
+    Entry* prev = nullptr;
+    Entry* next = nullptr;
+  };
+
+  // An intrusive FIFO, so cancellation and bucketed picks unlink from the middle in O(1).
+  struct List {
+    Entry* head = nullptr;
+    Entry* tail = nullptr;
+    void push_back(Entry* e) {
+      e->prev = tail;
+      e->next = nullptr;
+      (tail ? tail->next : head) = e;
+      tail = e;
+    }
+    void push_front(Entry* e) {
+      e->prev = nullptr;
+      e->next = head;
+      (head ? head->prev : tail) = e;
+      head = e;
+    }
+    void erase(Entry* e) {
+      (e->prev ? e->prev->next : head) = e->next;
+      (e->next ? e->next->prev : tail) = e->prev;
+      e->prev = e->next = nullptr;
+    }
+    bool empty() const { return head == nullptr; }
+  };
+
+  struct Level {
+    explicit Level(const PriorityLevel& p, TimePoint now) : rate(p.rate_limit, p.burst, now) {}
+    List lists[64];         // one per cost bucket (bit width of the cost)
+    uint64_t nonempty = 0;  // bit b set: lists[b] is not empty
+    size_t queued = 0;
+    TokenBucket rate;
+  };
+
+  Batcher(BatchPolicy policy, Functions functions, std::shared_ptr<Clock> clock)
+      : policy_(std::move(policy)),
+        functions_(std::move(functions)),
+        clock_(std::move(clock)),
+        metrics_(policy_.levels.size()),
+        sizer_(policy_.adaptive, policy_.max_batch_size, policy_.max_queue_delay, policy_.preferred_batch_multiple) {
+    const TimePoint now = clock_->now();
+    levels_.reserve(policy_.levels.size());
+    for (const PriorityLevel& p : policy_.levels) levels_.emplace_back(p, now);
+    max_inflight_ = policy_.max_inflight_batches > 0 ? policy_.max_inflight_batches
+                                                      : std::max(1, policy_.executor_threads);
+    // With no executors the caller drives everything through run_ready(), so nothing runs in the background.
+    if (policy_.executor_threads > 0) {
+      for (int i = 0; i < policy_.executor_threads; ++i) executors_.emplace_back([this] { executor_loop(); });
+      timer_ = std::thread([this] { timer_loop(); });
+    }
+  }
+
+  absl::StatusOr<RequestId> reject(metrics::Counter& counter, absl::Status status) {
+    counter.add(1);
+    return status;
+  }
+
+  absl::Status check_fits_alone(size_t cost) const {
+    if (policy_.max_batch_tokens != 0 && cost > policy_.max_batch_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat("submit: the request costs ", cost,
+                                                     ", more than a whole batch may (BatchPolicy.max_batch_tokens ",
+                                                     policy_.max_batch_tokens, ")"));
+    }
+    if (policy_.memory_budget_bytes != 0 && functions_.estimate_bytes) {
+      const size_t bytes = functions_.estimate_bytes(BatchShape{1, cost, cost});
+      if (bytes > memory_limit()) {
+        return absl::InvalidArgumentError(absl::StrCat("submit: the request alone needs an estimated ", bytes,
+                                                       " bytes, more than the batch memory limit of ", memory_limit(),
+                                                       " (memory_headroom x memory_budget_bytes)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  size_t memory_limit() const { return static_cast<size_t>(policy_.memory_headroom * policy_.memory_budget_bytes); }
+
+  // The effective level: strict priority, improved by aging; late (kDelay) requests come after everything.
+  int effective_level(const Entry* e, TimePoint now) const {
+    if (e->delayed) return static_cast<int>(levels_.size());
+    if (policy_.aging_interval <= Duration::zero()) return e->info.priority;
+    const int64_t aged = std::max<int64_t>(0, (now - e->info.enqueued_at) / policy_.aging_interval);
+    return static_cast<int>(std::max<int64_t>(0, e->info.priority - aged));
+  }
+
+  TimePoint oldest_enqueued() const {
+    TimePoint oldest = kNoDeadline;
+    if (!delayed_.empty()) oldest = delayed_.head->info.enqueued_at;
+    for (const Level& l : levels_) {
+      for (uint64_t m = l.nonempty; m; m &= m - 1) {
+        oldest = std::min(oldest, l.lists[std::countr_zero(m)].head->info.enqueued_at);
+      }
+    }
+    return oldest;
+  }
+
+  bool batch_ready(TimePoint now) const {
+    if (queued_ == 0) return false;
+    if (stopping_ || queued_ >= sizer_.batch_limit()) return true;
+    if (policy_.max_batch_tokens != 0 && queued_cost_ >= policy_.max_batch_tokens) return true;
+    return now - oldest_enqueued() >= sizer_.queue_delay();
+  }
+
+  // Picks the next request: lowest effective level, then nearest cost bucket to the batch's anchor, then oldest.
+  Entry* best_candidate(TimePoint now, int anchor_bucket, uint64_t skip_mask[], bool skip_delayed) const {
+    Entry* best = nullptr;
+    int best_level = 0, best_dist = 0;
+    auto consider = [&](Entry* e) {
+      const int lvl = effective_level(e, now);
+      const int dist = anchor_bucket < 0 ? 0 : std::abs(static_cast<int>(e->bucket) - anchor_bucket);
+      if (!best || lvl < best_level || (lvl == best_level && (dist < best_dist || (dist == best_dist &&
+                                         e->info.enqueued_at < best->info.enqueued_at)))) {
+        best = e;
+        best_level = lvl;
+        best_dist = dist;
+      }
+    };
+    for (size_t i = 0; i < levels_.size(); ++i) {
+      for (uint64_t m = levels_[i].nonempty & ~skip_mask[i]; m; m &= m - 1) {
+        consider(levels_[i].lists[std::countr_zero(m)].head);
+      }
+    }
+    if (!skip_delayed && !delayed_.empty()) consider(delayed_.head);
+    return best;
+  }
+
+  struct FormedBatch {
+    std::vector<Entry*> entries;
+    uint64_t sequence = 0;
+    TimePoint formed_at;
+  };
+
+  // Called with mu_ held. Empty when no executor slot is free or no batch is ready; otherwise the batch counts
+  // as in flight until execute() ends.
+  FormedBatch form_batch(TimePoint now) {
+    FormedBatch formed;
+    if (inflight_ >= max_inflight_ || !batch_ready(now)) return formed;
+    std::vector<Entry*>& batch = formed.entries;
+    const size_t limit = sizer_.batch_limit();
+    std::vector<uint64_t> skip(levels_.size(), 0);
+    bool skip_delayed = false;
+    int anchor_bucket = -1;
+    BatchShape shape;
+    while (batch.size() < limit) {
+      Entry* e = best_candidate(now, anchor_bucket, skip.data(), skip_delayed);
+      if (!e) break;
+      const BatchShape next{shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
+      const bool over_tokens = policy_.max_batch_tokens != 0 && next.size * next.max_cost > policy_.max_batch_tokens;
+      const bool over_memory = policy_.memory_budget_bytes != 0 && functions_.estimate_bytes &&
+                               functions_.estimate_bytes(next) > memory_limit();
+      if (over_tokens || over_memory) {  // this list's head does not fit; similar lengths will not either
+        if (e->delayed) {
+          skip_delayed = true;
+        } else {
+          skip[e->info.priority] |= uint64_t{1} << e->bucket;
+        }
+        continue;
+      }
+      if (anchor_bucket < 0) anchor_bucket = static_cast<int>(e->bucket);
+      unlink(e);
+      e->running = true;
+      shape = next;
+      batch.push_back(e);
+    }
+    // Round down to the preferred multiple when the queue is deep, putting the tail back at the list heads.
+    const size_t multiple = policy_.preferred_batch_multiple;
+    if (multiple > 1 && queued_ > 0 && batch.size() > multiple && batch.size() % multiple != 0) {
+      for (size_t keep = batch.size() / multiple * multiple; batch.size() > keep;) {
+        Entry* e = batch.back();
+        batch.pop_back();
+        e->running = false;
+        relink_front(e);
+      }
+    }
+    if (!batch.empty()) {
+      ++inflight_;
+      formed.sequence = batch_sequence_++;
+      formed.formed_at = now;
+    }
+    return formed;
+  }
+
+  void unlink(Entry* e) {
+    Level& l = levels_[e->info.priority];
+    if (e->delayed) {
+      delayed_.erase(e);
+    } else {
+      List& list = l.lists[e->bucket];
+      list.erase(e);
+      if (list.empty()) l.nonempty &= ~(uint64_t{1} << e->bucket);
+    }
+    --l.queued;
+    --queued_;
+    queued_cost_ -= e->info.cost;
+  }
+
+  void relink_front(Entry* e) {
+    Level& l = levels_[e->info.priority];
+    if (e->delayed) {
+      delayed_.push_front(e);
+    } else {
+      l.lists[e->bucket].push_front(e);
+      l.nonempty |= uint64_t{1} << e->bucket;
+    }
+    ++l.queued;
+    ++queued_;
+    queued_cost_ += e->info.cost;
+  }
+
+  // Removes a queued entry from its list and from the id map, returning ownership.
+  std::unique_ptr<Entry> unlink_and_take(Entry* e) {
+    unlink(e);
+    auto node = entries_.extract(e->info.id);
+    return std::move(node.mapped());
+  }
+
+  std::vector<std::unique_ptr<Entry>> take_all_queued() {
+    std::vector<Entry*> queued;
+    for (Level& l : levels_) {
+      for (List& list : l.lists) {
+        for (Entry* e = list.head; e; e = e->next) queued.push_back(e);
+      }
+    }
+    for (Entry* e = delayed_.head; e; e = e->next) queued.push_back(e);
+    std::vector<std::unique_ptr<Entry>> taken;
+    taken.reserve(queued.size());
+    for (Entry* e : queued) taken.push_back(unlink_and_take(e));
+    return taken;
+  }
+
+  // Moves requests whose deadline has passed out of the queue: completes kReject ones with DEADLINE_EXCEEDED,
+  // moves kDelay ones behind everything.
+  void expire_due() {
+    std::vector<std::unique_ptr<Entry>> expired;
+    {
+      std::unique_lock lock(mu_);
+      const TimePoint now = clock_->now();
+      while (!deadlines_.empty() && deadlines_.top().first <= now) {
+        const RequestId id = deadlines_.top().second;
+        deadlines_.pop();
+        auto it = entries_.find(id);
+        if (it == entries_.end() || it->second->running || it->second->delayed) continue;
+        Entry* e = it->second.get();
+        if (policy_.levels[e->info.priority].deadline_action == DeadlineAction::kDelay) {
+          unlink(e);
+          e->delayed = true;
+          relink_back_delayed(e);
+        } else {
+          expired.push_back(unlink_and_take(e));
+        }
+      }
+      if (!expired.empty()) wake_executors_if_drained();
+    }
+    for (auto& e : expired) {
+      metrics_.expired.add(1);
+      complete(*e, absl::DeadlineExceededError("the request's deadline passed while it was queued"));
+    }
+  }
+
+  // During shutdown, executors waiting for a free slot must learn that the queue emptied behind them.
+  void wake_executors_if_drained() {
+    if (stopping_ && queued_ == 0) work_cv_.notify_all();
+  }
+
+  void relink_back_delayed(Entry* e) {
+    delayed_.push_back(e);
+    Level& l = levels_[e->info.priority];
+    ++l.queued;
+    ++queued_;
+    queued_cost_ += e->info.cost;
+  }
+
+  void executor_loop() {
+    current_batcher_ = this;
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (stopping_ && queued_ == 0) break;
+      FormedBatch batch = form_batch(clock_->now());
+      if (!batch.entries.empty()) {
+        lock.unlock();
+        execute(std::move(batch));
+        lock.lock();
+        continue;
+      }
+      TimePoint wake = kNoDeadline;
+      if (queued_ > 0 && inflight_ < max_inflight_) wake = oldest_enqueued() + sizer_.queue_delay();
+      ++idle_executors_;
+      clock_->wait_until(work_cv_, lock, wake);
+      --idle_executors_;
+    }
+    current_batcher_ = nullptr;
+  }
+
+  void timer_loop() {
+    current_batcher_ = this;
+    for (;;) {
+      expire_due();
+      std::unique_lock lock(mu_);
+      if (timer_stop_) break;
+      // Re-read under the lock: a submit between expire_due() and here may have added an earlier deadline.
+      clock_->wait_until(timer_cv_, lock, deadlines_.empty() ? kNoDeadline : deadlines_.top().first);
+    }
+    current_batcher_ = nullptr;
+  }
+
+  // Runs one formed batch (inflight_ already counted) and completes its requests.
+  void execute(FormedBatch batch) {
+    const TimePoint checked_at = clock_->now();
+    std::vector<Entry*> runnable;
+    std::vector<std::unique_ptr<Entry>> dropped;  // cancelled or expired just before running
+    std::vector<absl::Status> dropped_status;
+    {
+      std::unique_lock lock(mu_);
+      for (Entry* e : batch.entries) {
+        const bool expired = e->info.deadline <= checked_at &&
+                             policy_.levels[e->info.priority].deadline_action == DeadlineAction::kReject;
+        if (e->cancelled || expired) {
+          dropped_status.push_back(e->cancelled
+                                       ? absl::CancelledError(absl::StrCat("request ", e->info.id, " was cancelled"))
+                                       : absl::DeadlineExceededError("the request's deadline passed before it ran"));
+          (e->cancelled ? metrics_.cancelled : metrics_.expired).add(1);
+          dropped.push_back(std::move(entries_.extract(e->info.id).mapped()));
+        } else {
+          runnable.push_back(e);
+        }
+      }
+    }
+    for (size_t i = 0; i < dropped.size(); ++i) complete(*dropped[i], std::move(dropped_status[i]));
+
+    std::vector<Request> requests;
+    std::vector<RequestInfo> infos;
+    requests.reserve(runnable.size());
+    infos.reserve(runnable.size());
+    BatchShape shape;
+    for (Entry* e : runnable) {
+      requests.push_back(std::move(e->request));
+      infos.push_back(e->info);
+      shape = {shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
+    }
+    std::vector<ResultOr> results;
+    absl::Status batch_status;
+    const TimePoint started = clock_->now();
+    if (!runnable.empty()) {
+      results.reserve(runnable.size());
+      for (size_t i = 0; i < runnable.size(); ++i) {
+        results.emplace_back(absl::InternalError(absl::StrCat("the batch function left result ", i, " unset")));
+      }
+      BatchInfo info{batch.sequence, batch.formed_at, started, shape, shape.size * shape.max_cost, infos};
+      try {
+        batch_status = functions_.run(info, std::span<Request>(requests), std::span<ResultOr>(results));
+      } catch (const std::exception& ex) {
+        batch_status = absl::InternalError(absl::StrCat("the batch function threw: ", ex.what()));
+      } catch (...) {
+        batch_status = absl::InternalError("the batch function threw a non-standard exception");
+      }
+    }
+    const TimePoint finished = clock_->now();
+
+    std::vector<std::unique_ptr<Entry>> owned;
+    owned.reserve(runnable.size());
+    {
+      std::unique_lock lock(mu_);
+      --inflight_;
+      for (Entry* e : runnable) {
+        sizer_.record(finished - e->info.enqueued_at);
+        owned.push_back(std::move(entries_.extract(e->info.id).mapped()));
+      }
+      if (stopping_) {
+        work_cv_.notify_all();
+      } else if (idle_executors_ > 0 && queued_ > 0) {
+        work_cv_.notify_one();
+      }
+    }
+    if (!runnable.empty()) metrics_.record_batch(infos, shape, started, finished, batch_status.ok());
+    for (size_t i = 0; i < owned.size(); ++i) {
+      Entry& e = *owned[i];
+      if (e.cancelled) {
+        metrics_.cancelled.add(1);
+        complete(e, absl::CancelledError(absl::StrCat("request ", e.info.id, " was cancelled while running")));
+      } else if (!batch_status.ok()) {
+        metrics_.failed.add(1);
+        complete(e, batch_status);
+      } else {
+        (results[i].ok() ? metrics_.completed : metrics_.failed).add(1);
+        complete(e, std::move(results[i]));
+      }
+    }
+  }
+
+  // Delivers a completion: directly, or through the in-order sequencer.
+  void complete(Entry& e, ResultOr result) {
+    if (!policy_.in_order_completion) {
+      invoke(e.info.id, e.callback, std::move(result));
+      return;
+    }
+    {
+      std::lock_guard lock(order_mu_);
+      pending_.emplace(e.info.id, Pending{std::move(e.callback), std::move(result)});
+      if (delivering_) return;  // the delivering thread will reach this id
+      delivering_ = true;
+    }
+    for (;;) {
+      Pending p;
+      RequestId id;
+      {
+        std::lock_guard lock(order_mu_);
+        auto it = pending_.find(next_to_deliver_);
+        if (it == pending_.end()) {
+          delivering_ = false;
+          return;
+        }
+        id = it->first;
+        p = std::move(it->second);
+        pending_.erase(it);
+        ++next_to_deliver_;
+      }
+      invoke(id, p.callback, std::move(p.result));
+    }
+  }
+
+  void invoke(RequestId id, Callback& callback, ResultOr result) {
+    try {
+      callback(id, std::move(result));
+    } catch (...) {
+      metrics_.callback_exceptions.add(1);  // a throwing callback must not take an executor down
+    }
+  }
+
+  struct Pending {
+    Callback callback;
+    ResultOr result = absl::UnknownError("unset");
+  };
+
+  const BatchPolicy policy_;
+  const Functions functions_;
+  const std::shared_ptr<Clock> clock_;
+  BatcherMetrics metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable timer_cv_;
+  absl::flat_hash_map<RequestId, std::unique_ptr<Entry>> entries_;  // queued and running
+  std::vector<Level> levels_;
+  List delayed_;
+  using DeadlineItem = std::pair<TimePoint, RequestId>;
+  std::priority_queue<DeadlineItem, std::vector<DeadlineItem>, std::greater<>> deadlines_;  // lazily pruned
+  AdaptiveSizer sizer_;
+  RequestId next_id_ = 1;
+  uint64_t batch_sequence_ = 0;
+  size_t queued_ = 0;
+  size_t queued_cost_ = 0;
+  int inflight_ = 0;
+  int max_inflight_ = 1;
+  int idle_executors_ = 0;
+  bool stopping_ = false;
+  bool timer_stop_ = false;
+
+  std::mutex order_mu_;
+  absl::flat_hash_map<RequestId, Pending> pending_;
+  RequestId next_to_deliver_ = 1;
+  bool delivering_ = false;
+
+  std::mutex join_mu_;
+  std::vector<std::thread> executors_;
+  std::thread timer_;
+
+  static inline thread_local const void* current_batcher_ = nullptr;
+};
+
+}  // namespace brisk::batch
