@@ -2,6 +2,7 @@
 // catch-all so that no C++ exception crosses into C.
 #include "brisk.h"
 
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -24,7 +25,7 @@ brisk_status fail(brisk_status code, std::string message) {
   return code;
 }
 
-brisk_status from_status(const absl::Status& s) {
+brisk_status code_of(const absl::Status& s) {
   if (s.ok()) return BRISK_OK;
   brisk_status code = BRISK_INTERNAL;
   switch (s.code()) {
@@ -35,9 +36,17 @@ brisk_status from_status(const absl::Status& s) {
     case absl::StatusCode::kUnimplemented: code = BRISK_UNIMPLEMENTED; break;
     case absl::StatusCode::kFailedPrecondition: code = BRISK_FAILED_PRECONDITION; break;
     case absl::StatusCode::kDataLoss: code = BRISK_DATA_LOSS; break;
+    case absl::StatusCode::kDeadlineExceeded: code = BRISK_DEADLINE_EXCEEDED; break;
+    case absl::StatusCode::kCancelled: code = BRISK_CANCELLED; break;
+    case absl::StatusCode::kUnavailable: code = BRISK_SHUTDOWN; break;
     default: break;
   }
-  return fail(code, std::string(s.message()));
+  return code;
+}
+
+brisk_status from_status(const absl::Status& s) {
+  if (s.ok()) return BRISK_OK;
+  return fail(code_of(s), std::string(s.message()));
 }
 
 template <typename F>
@@ -65,6 +74,37 @@ static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kM
 // Fields of brisk_runtime_options a caller must provide at the least.
 constexpr size_t kMinOptionsSize = offsetof(brisk_runtime_options, model_dir) + sizeof(const char*);
 
+// The batcher fields of brisk_runtime_options onto the C++ policy.
+brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::BatchPolicy& p) {
+  const auto bad = [](const char* field, int32_t value, const char* expected) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
+                                            std::to_string(value) + "; expected " + expected);
+  };
+  if (o.batch_max_size < 1) return bad("batch_max_size", o.batch_max_size, "at least 1");
+  if (o.batch_max_delay_us < 0) return bad("batch_max_delay_us", o.batch_max_delay_us, ">= 0");
+  if (o.batch_max_queue < 1) return bad("batch_max_queue", o.batch_max_queue, "at least 1");
+  if (o.batch_p99_target_ms < 0) return bad("batch_p99_target_ms", o.batch_p99_target_ms, ">= 0 (0: off)");
+  p.max_batch_size = static_cast<size_t>(o.batch_max_size);
+  p.max_queue_delay = std::chrono::microseconds(o.batch_max_delay_us);
+  p.max_queue_size = static_cast<size_t>(o.batch_max_queue);
+  p.adaptive.enabled = o.batch_p99_target_ms > 0;
+  if (p.adaptive.enabled) p.adaptive.p99_target = std::chrono::milliseconds(o.batch_p99_target_ms);
+  return BRISK_OK;
+}
+
+// Copies text into buf when it fits (NUL included), reporting the size needed.
+brisk_status write_string(const char* function, const std::string& text, char* buf, size_t len, size_t* required) {
+  const size_t need = text.size() + 1;
+  if (required != nullptr) *required = need;
+  if (len < need) {
+    return fail(BRISK_OUT_OF_RANGE, std::string(function) + ": len is " + std::to_string(len) +
+                                        " bytes; the text needs " + std::to_string(need) + " (NUL included)");
+  }
+  if (buf == nullptr) return null_argument(function, "buf");
+  std::memcpy(buf, text.c_str(), need);
+  return BRISK_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -81,11 +121,14 @@ const char* brisk_status_string(brisk_status status) {
     case BRISK_INVALID_ARGUMENT: return "invalid argument";
     case BRISK_NOT_FOUND: return "not found";
     case BRISK_OUT_OF_RANGE: return "out of range";
-    case BRISK_RESOURCE_EXHAUSTED: return "resource exhausted";
+    case BRISK_RESOURCE_EXHAUSTED: return "resource exhausted or overloaded";
     case BRISK_UNIMPLEMENTED: return "unimplemented";
     case BRISK_FAILED_PRECONDITION: return "failed precondition";
     case BRISK_DATA_LOSS: return "data loss";
     case BRISK_INTERNAL: return "internal error";
+    case BRISK_DEADLINE_EXCEEDED: return "deadline exceeded";
+    case BRISK_CANCELLED: return "cancelled";
+    case BRISK_SHUTDOWN: return "shut down";
   }
   return "unknown status";
 }
@@ -110,6 +153,11 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.normalize = cpp.normalize ? 1 : 0;
   defaults.device = cpp.device == brisk::Device::kCUDA ? BRISK_DEVICE_CUDA : BRISK_DEVICE_CPU;
   defaults.max_batch_size = cpp.max_batch_size;
+  defaults.batch_max_size = static_cast<int32_t>(cpp.batching.max_batch_size);
+  defaults.batch_max_delay_us = static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(cpp.batching.max_queue_delay).count());
+  defaults.batch_max_queue = static_cast<int32_t>(cpp.batching.max_queue_size);
+  defaults.batch_p99_target_ms = 0;
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
@@ -149,6 +197,7 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     ro.normalize = o.normalize != 0;
     ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
     ro.max_batch_size = o.max_batch_size;
+    if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);
     if (!rt.ok()) return from_status(rt.status());
     *out = new brisk_runtime{std::move(*rt)};
@@ -184,6 +233,60 @@ brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_
       views[i] = texts[i];
     }
     return from_status(runtime->runtime->embed(views, std::span<float>(out, n * dim)));
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+
+brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority, int64_t deadline_ms,
+                                brisk_embed_callback callback, void* user_data, uint64_t* request_id) {
+  return guarded("brisk_submit_embed", [&]() -> brisk_status {
+    if (request_id != nullptr) *request_id = 0;
+    if (runtime == nullptr) return null_argument("brisk_submit_embed", "runtime");
+    if (text == nullptr) return null_argument("brisk_submit_embed", "text");
+    if (callback == nullptr) return null_argument("brisk_submit_embed", "callback");
+    if (deadline_ms < 0) {
+      return fail(BRISK_INVALID_ARGUMENT, "brisk_submit_embed: deadline_ms is " + std::to_string(deadline_ms) +
+                                              "; expected >= 0 milliseconds from now (0: no deadline)");
+    }
+    brisk::EmbedRequestOptions options;
+    options.priority = priority;
+    options.timeout = std::chrono::milliseconds(deadline_ms);
+    auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r) {
+      if (r.ok()) {
+        callback(user_data, id, BRISK_OK, r->data(), r->size(), "");
+      } else {
+        const std::string message(r.status().message());
+        callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());
+      }
+    };
+    auto id = runtime->runtime->submit(text, options, std::move(done));
+    if (!id.ok()) return from_status(id.status());
+    if (request_id != nullptr) *request_id = *id;
+    return BRISK_OK;
+  });
+}
+
+brisk_status brisk_cancel(brisk_runtime* runtime, uint64_t request_id) {
+  return guarded("brisk_cancel", [&]() -> brisk_status {
+    if (runtime == nullptr) return null_argument("brisk_cancel", "runtime");
+    return from_status(runtime->runtime->cancel(request_id));
+  });
+}
+
+brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required) {
+  return guarded("brisk_stats_json", [&]() -> brisk_status {
+    if (runtime == nullptr) return null_argument("brisk_stats_json", "runtime");
+    return write_string("brisk_stats_json", runtime->runtime->stats_json(), buf, len, required);
+  });
+}
+
+brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required) {
+  return guarded("brisk_metrics_prometheus", [&]() -> brisk_status {
+    if (runtime == nullptr) return null_argument("brisk_metrics_prometheus", "runtime");
+    return write_string("brisk_metrics_prometheus", runtime->runtime->metrics_prometheus(), buf, len, required);
   });
 }
 

@@ -17,8 +17,9 @@
  * brisk_runtime_destroy. Strings returned by brisk (brisk_version_string, brisk_last_error,
  * brisk_status_string) are owned by brisk and must not be freed.
  *
- * Thread safety: a brisk_runtime may be shared between threads; brisk_embed and brisk_embedding_dim may run
- * concurrently on one runtime. brisk_runtime_destroy must not race with any other call on the same runtime.
+ * Thread safety: a brisk_runtime may be shared between threads; every call but brisk_runtime_destroy may run
+ * concurrently on one runtime. brisk_runtime_destroy must not race with any other call on the same runtime; it
+ * completes every pending brisk_submit_embed (queued ones with BRISK_SHUTDOWN) before it returns.
  * brisk_last_error is per thread: it describes the last failed call made by the calling thread.
  *
  * ABI: functions are only ever added, and fields only ever appended to brisk_runtime_options. The caller passes
@@ -50,11 +51,15 @@ typedef enum brisk_status {
   BRISK_INVALID_ARGUMENT = 1,   /* a NULL pointer, a bad option, invalid UTF-8, a too-small buffer */
   BRISK_NOT_FOUND = 2,          /* a model file or directory does not exist */
   BRISK_OUT_OF_RANGE = 3,
-  BRISK_RESOURCE_EXHAUSTED = 4, /* out of memory */
+  BRISK_RESOURCE_EXHAUSTED = 4, /* out of memory, or overloaded: a full queue or a rate limit (retry later) */
   BRISK_UNIMPLEMENTED = 5,      /* e.g. a device this build lacks */
   BRISK_FAILED_PRECONDITION = 6,
   BRISK_DATA_LOSS = 7,          /* a corrupt or truncated model file */
-  BRISK_INTERNAL = 8
+  BRISK_INTERNAL = 8,
+  BRISK_DEADLINE_EXCEEDED = 9,  /* a submitted request's deadline passed before it ran */
+  BRISK_CANCELLED = 10,         /* brisk_cancel was called for the request */
+  BRISK_SHUTDOWN = 11,          /* the runtime shut down before the request ran */
+  BRISK_OVERLOADED = BRISK_RESOURCE_EXHAUSTED
 } brisk_status;
 
 typedef enum brisk_pooling {
@@ -75,8 +80,20 @@ typedef struct brisk_runtime_options {
   int32_t pooling;        /* a brisk_pooling */
   int32_t normalize;      /* non-zero: L2-normalise embeddings (default 1) */
   int32_t device;         /* a brisk_device (default CPU) */
-  int32_t max_batch_size; /* texts per forward pass (default 64) */
+  int32_t max_batch_size; /* texts per forward pass of brisk_embed (default 64) */
+  /* The dynamic batcher behind brisk_submit_embed (appended in 0.2). */
+  int32_t batch_max_size;      /* requests per batch (default 32) */
+  int32_t batch_max_delay_us;  /* how long a free executor waits for a batch to fill (default 0: no wait) */
+  int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096) */
+  int32_t batch_p99_target_ms; /* > 0: adapt batch size and delay to keep P99 latency under it (default 0: off) */
 } brisk_runtime_options;
+
+/* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,
+ * embedding points at dim floats; otherwise it is NULL and error says why. Both pointers are valid only during
+ * the call. It runs on a batcher thread (or inside brisk_cancel / brisk_runtime_destroy): keep it short and do
+ * not call brisk_runtime_destroy from it. */
+typedef void (*brisk_embed_callback)(void* user_data, uint64_t request_id, brisk_status status,
+                                     const float* embedding, size_t dim, const char* error);
 
 BRISK_C_API uint32_t brisk_abi_version(void);
 BRISK_C_API const char* brisk_version_string(void);
@@ -99,6 +116,24 @@ BRISK_C_API brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_
 /* Embeds n NUL-terminated UTF-8 texts into out, row-major n x dim; out_len (in floats) must be >= n * dim. */
 BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out,
                                      size_t out_len);
+
+/* Queues one NUL-terminated UTF-8 text for batched embedding and returns at once. priority: 0 (most urgent) to 2.
+ * deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED instead of
+ * running; 0 means none; negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
+ * When this returns an error (BRISK_OVERLOADED for a full queue, BRISK_INVALID_ARGUMENT, ...) callback is never
+ * called; otherwise it is called exactly once. */
+BRISK_C_API brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority,
+                                            int64_t deadline_ms, brisk_embed_callback callback, void* user_data,
+                                            uint64_t* request_id);
+/* Cancels a submitted request: its callback gets BRISK_CANCELLED (at once when it was still queued).
+ * BRISK_NOT_FOUND when the request has already completed or the id is unknown. */
+BRISK_C_API brisk_status brisk_cancel(brisk_runtime* runtime, uint64_t request_id);
+
+/* The runtime's statistics as a JSON object / as Prometheus text exposition, written NUL-terminated into buf.
+ * *required (may be NULL) receives the bytes needed including the NUL; when len is smaller, nothing is written
+ * and BRISK_OUT_OF_RANGE is returned (buf may then be NULL, to ask for the size). */
+BRISK_C_API brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
+BRISK_C_API brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 
 #ifdef __cplusplus
 }

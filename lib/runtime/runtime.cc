@@ -1,8 +1,9 @@
-// Runtime v0: model directory → config, tokenizer, weights and encoder; embed() tokenizes, packs and runs the
-// encoder in chunks of max_batch_size texts.
+// Runtime: model directory → config, tokenizer, weights and encoder; embed() tokenizes, packs and runs the
+// encoder in chunks of max_batch_size texts. The batched submit() path is in runtime_submit.cc.
 #include "brisk/runtime/runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -11,16 +12,9 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
+#include "runtime_impl.h"
 
 namespace brisk {
-
-struct Runtime::Impl {
-  RuntimeOptions options;
-  ModelInfo info;
-  std::unique_ptr<WordPieceTokenizer> tokenizer;
-  std::unique_ptr<BertEncoder> encoder;
-  PoolingMode pooling = PoolingMode::kMean;
-};
 
 std::string default_model_dir() {
   if (const char* env = std::getenv("BRISK_MODEL_DIR"); env != nullptr && *env != '\0') return env;
@@ -115,6 +109,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
     BRISK_ASSIGN_OR_RETURN(impl->encoder, BertEncoder::create(config, std::move(weights), options.device));
   }
+  BRISK_RETURN_IF_ERROR(start_batcher(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
@@ -139,7 +134,7 @@ Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> 
     const size_t end = std::min(texts.size(), begin + chunk);
     PackedSequences batch;
     for (size_t i = begin; i < end; ++i) {
-      auto ids = impl_->tokenizer->encode(texts[i], impl_->info.max_seq_len);
+      auto ids = impl_->tokenize(texts[i]);
       if (!ids.ok()) {
         return absl::Status(ids.status().code(), absl::StrCat("text ", i, ": ", ids.status().message()));
       }
@@ -149,6 +144,13 @@ Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> 
                                                 out.data() + begin * dim));
   }
   return absl::OkStatus();
+}
+
+StatusOr<std::vector<int32_t>> Runtime::Impl::tokenize(std::string_view text) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<std::vector<int32_t>> ids = tokenizer->encode(text, info.max_seq_len);
+  tokenize_ns.record(static_cast<uint64_t>((std::chrono::steady_clock::now() - t0).count()));
+  return ids;
 }
 
 }  // namespace brisk

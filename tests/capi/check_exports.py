@@ -11,6 +11,8 @@ V1_FUNCTIONS = {
     "brisk_abi_version", "brisk_version_string", "brisk_last_error", "brisk_status_string",
     "brisk_runtime_options_init", "brisk_default_model_dir", "brisk_runtime_create", "brisk_runtime_destroy", "brisk_embedding_dim",
     "brisk_embed",
+    # added in 0.2 with the batcher
+    "brisk_submit_embed", "brisk_cancel", "brisk_stats_json", "brisk_metrics_prometheus",
 }
 
 

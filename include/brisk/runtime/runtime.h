@@ -1,5 +1,6 @@
 // Runtime: the one object a host service holds. It owns a model, its tokenizer and the options, and turns texts
-// into pooled embeddings.
+// into pooled embeddings: synchronously with embed(), or one request at a time with submit(), which goes through
+// the dynamic batcher (brisk/batch/batcher.h) so that concurrent requests share forward passes.
 //
 //   brisk::RuntimeOptions opts;
 //   opts.model_dir = "/models/all-MiniLM-L6-v2";
@@ -7,9 +8,15 @@
 //   std::vector<std::string_view> texts = {"how do I reset my card PIN?"};
 //   BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, rt->embed(texts));   // texts.size() x rt->embedding_dim()
 //
-// Thread safety: a Runtime may be shared; embed() may be called from several threads at once.
+//   rt->submit("lost card", {.priority = 0, .timeout = std::chrono::milliseconds(200)},
+//              [](uint64_t id, brisk::StatusOr<std::vector<float>> e) { /* on a batcher thread */ });
+//
+// Thread safety: a Runtime may be shared; embed(), submit(), cancel() and the stats calls may run from several
+// threads at once. Destroying the Runtime completes every pending submit() (queued ones with UNAVAILABLE) before
+// it returns; no callback runs afterwards.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,6 +24,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
+#include "brisk/batch/batcher_metrics.h"
+#include "brisk/batch/policy.h"
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
@@ -24,6 +34,20 @@
 namespace brisk {
 
 enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
+
+// The batcher policy submit() uses by default. One executor: a forward pass already uses every core, and
+// batches fill while it runs, so no queue delay is needed (0: a free executor takes what is queued at once).
+// Cost is tokens per text; 8192 padded tokens and ~1 GiB of estimated activations per batch at most.
+inline batch::BatchPolicy default_runtime_batching() {
+  batch::BatchPolicy p;
+  p.max_batch_size = 32;
+  p.max_queue_delay = batch::Duration::zero();
+  p.preferred_batch_multiple = 8;
+  p.max_batch_tokens = 8192;
+  p.memory_budget_bytes = size_t{1} << 30;
+  p.executor_threads = 1;
+  return p;
+}
 
 struct RuntimeOptions {
   std::string model_dir;      // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
@@ -36,7 +60,16 @@ struct RuntimeOptions {
   bool normalize = true;      // L2-normalise each embedding
   Device device = Device::kCPU;
   int max_batch_size = 64;    // texts per forward pass; embed() splits larger inputs
+  batch::BatchPolicy batching = default_runtime_batching();  // for submit()
 };
+
+struct EmbedRequestOptions {
+  int priority = 0;                     // an index into RuntimeOptions::batching.levels; 0 is the most urgent
+  std::chrono::nanoseconds timeout{0};  // from the submit() call; 0: the level's default_timeout (none by default)
+};
+
+// Receives a submitted request's embedding (embedding_dim() floats) or why it has none.
+using EmbeddingCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<float>> embedding)>;
 
 struct ModelInfo {
   std::string model_dir;
@@ -74,8 +107,26 @@ class BRISK_API Runtime {
   // The same, writing into `out`, which must hold texts.size() * embedding_dim() floats.
   Status embed(std::span<const std::string_view> texts, std::span<float> out) const;
 
+  // Queues one text for the batcher and returns its request id. The text is tokenized here, so invalid UTF-8
+  // and the other input errors come back at once; so do a full queue or rate limit (RESOURCE_EXHAUSTED), a
+  // past deadline and an unknown priority. When submit() fails `done` is never called; otherwise exactly
+  // once, on a batcher thread (or in cancel()), with the embedding or DEADLINE_EXCEEDED, CANCELLED or
+  // UNAVAILABLE (shut down).
+  StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options, EmbeddingCallback done) const;
+  // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
+  Status cancel(uint64_t request_id) const;
+
+  // The batcher's counters, histograms and current limits.
+  batch::BatcherStats batch_stats() const;
+  // Stats of every stage as one JSON object: batcher counts, queue/compute/latency percentiles, batch sizes,
+  // padding, tokenization time.
+  std::string stats_json() const;
+  // The same in Prometheus text exposition format (latencies in seconds).
+  std::string metrics_prometheus() const;
+
+  struct Impl;  // opaque; public only so that the library's own files can name it
+
  private:
-  struct Impl;
   explicit Runtime(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,40 @@
+// What a Runtime owns, shared by runtime.cc (loading, embed) and runtime_submit.cc (the batched path).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brisk/batch/batcher.h"
+#include "brisk/metrics/histogram.h"
+#include "brisk/model/encoder.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/runtime/runtime.h"
+
+namespace brisk {
+
+// One submitted text, tokenized at submit().
+struct EmbedRequest {
+  std::vector<int32_t> ids;
+};
+
+using EmbedBatcher = batch::Batcher<EmbedRequest, std::vector<float>>;
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  ModelInfo info;
+  std::unique_ptr<WordPieceTokenizer> tokenizer;
+  std::unique_ptr<BertEncoder> encoder;
+  PoolingMode pooling = PoolingMode::kMean;
+  metrics::Histogram tokenize_ns;  // per text, both paths
+  // Declared last: destroyed first, so its threads stop before the encoder they call goes away.
+  std::unique_ptr<EmbedBatcher> batcher;
+
+  // Tokenizes one text with the runtime's truncation, recording the time.
+  StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
+};
+
+// Builds impl.batcher from impl.options.batching around impl.encoder.
+Status start_batcher(Runtime::Impl& impl);
+
+}  // namespace brisk
