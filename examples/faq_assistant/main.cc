@@ -1,13 +1,17 @@
 // faq_assistant: brisk's main demo. A retail-bank customer-service FAQ answered by semantic search.
 //
 // It loads a sentence-embedding model through brisk::Runtime, embeds every FAQ question (in batches) into an
-// index, then answers a stream of user questions one at a time, as a help desk would: embed the question, take
-// the FAQ entry with the highest cosine similarity (a dot product, since the embeddings are L2-normalised),
-// and print its answer; below --threshold it hands over to a human agent instead. It ends with a report:
-// FAQ indexing time, per-question latency P50/P95/P99 and throughput.
+// index, then answers a stream of user questions as a help desk would: embed the question, take the FAQ entry
+// with the highest cosine similarity (a dot product, since the embeddings are L2-normalised), and print its
+// answer; below --threshold it hands over to a human agent instead. The questions arrive from --clients
+// concurrent users, each submitting its next question once the last is answered; Runtime::submit sends them
+// through the dynamic batcher, which packs concurrent questions into shared forward passes (--clients 0: one
+// at a time through Runtime::embed). It ends with a report: FAQ indexing time, per-question latency
+// P50/P95/P99, throughput and the batcher's statistics.
 //
 //   faq_assistant                                  # faq.tsv and questions.txt from the source folder
 //   faq_assistant --quiet --limit 100              # only the report, first 100 questions
+//   faq_assistant --clients 16 --metrics           # 16 concurrent users, then the Prometheus metrics
 //   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
 //
 // FAQ file format: one entry per line, question<TAB>answer (UTF-8). Blank lines and lines starting with '#'
@@ -16,15 +20,18 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "brisk/core/status.h"
@@ -55,6 +62,8 @@ struct Options {
   int limit = 0;        // 0: every question
   int threads = 0;      // 0: one per core
   int index_batch = 32; // FAQ questions per embed call while indexing
+  int clients = 8;      // concurrent users submitting through the batcher; 0: one at a time via embed()
+  bool metrics = false; // print the Prometheus metrics after the report
 };
 
 double ms_since(Clock::time_point t0) {
@@ -208,6 +217,71 @@ void print_answer(size_t i, const std::string& question, const FaqEntry& entry, 
   fmt::print("    ({:.2f} ms)\n\n", ms);
 }
 
+struct Answer {
+  Match match;
+  double ms = 0;  // submit (or embed) to answer, search included
+};
+
+// One question at a time through the synchronous embed().
+StatusOr<std::vector<Answer>> answer_one_at_a_time(const brisk::Runtime& rt, const FaqIndex& index,
+                                                   const std::vector<std::string>& questions) {
+  std::vector<Answer> answers(questions.size());
+  std::vector<float> query(static_cast<size_t>(index.dim));
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const auto t0 = Clock::now();
+    const std::string_view text = questions[i];
+    if (Status s = rt.embed(std::span<const std::string_view>(&text, 1), query); !s.ok()) {
+      return absl::Status(s.code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
+                                                std::string(s.message())));
+    }
+    answers[i] = {nearest(index, query), ms_since(t0)};
+  }
+  return answers;
+}
+
+// `clients` users, each taking the next question and submitting it through the batcher, waiting for the
+// answer before taking another.
+StatusOr<std::vector<Answer>> answer_concurrently(const brisk::Runtime& rt, const FaqIndex& index,
+                                                  const std::vector<std::string>& questions, int clients) {
+  std::vector<Answer> answers(questions.size());
+  std::vector<Status> errors(questions.size());
+  std::atomic<size_t> next{0};
+  auto client = [&] {
+    for (size_t i; (i = next++) < questions.size();) {
+      const auto t0 = Clock::now();
+      std::promise<StatusOr<std::vector<float>>> promise;
+      auto future = promise.get_future();
+      auto id = rt.submit(questions[i], {}, [&promise](uint64_t, StatusOr<std::vector<float>> e) {
+        promise.set_value(std::move(e));
+      });
+      StatusOr<std::vector<float>> embedding = id.ok() ? future.get() : StatusOr<std::vector<float>>(id.status());
+      if (!embedding.ok()) {
+        errors[i] = embedding.status();
+        continue;
+      }
+      answers[i] = {nearest(index, *embedding), ms_since(t0)};
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) threads.emplace_back(client);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < questions.size(); ++i) {
+    if (!errors[i].ok()) {
+      return absl::Status(errors[i].code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
+                                                        std::string(errors[i].message())));
+    }
+  }
+  return answers;
+}
+
+void print_batching_report(const brisk::Runtime& rt) {
+  const brisk::batch::BatcherStats s = rt.batch_stats();
+  fmt::print("batching       {} batches, {:.1f} questions per batch (max {}), queue p50 {:.2f} ms p99 {:.2f} ms, "
+             "forward pass p50 {:.2f} ms\n",
+             s.batches, s.batch_size.mean(), s.batch_size.max(), s.queue_time.percentile(50) / 1e6,
+             s.queue_time.percentile(99) / 1e6, s.compute_time.percentile(50) / 1e6);
+}
+
 Status run(const Options& opt) {
   BRISK_ASSIGN_OR_RETURN(std::vector<FaqEntry> faq, load_faq(opt.faq_path));
   BRISK_ASSIGN_OR_RETURN(std::vector<std::string> questions, load_questions(opt.questions_path, opt.limit));
@@ -229,25 +303,20 @@ Status run(const Options& opt) {
                info.model_dir, info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
   }
 
+  const auto t_all = Clock::now();
+  BRISK_ASSIGN_OR_RETURN(std::vector<Answer> answers, opt.clients == 0
+                                                          ? answer_one_at_a_time(*rt, index, questions)
+                                                          : answer_concurrently(*rt, index, questions, opt.clients));
+  const double total_ms = ms_since(t_all);
   std::vector<double> latency_ms;
   latency_ms.reserve(questions.size());
-  std::vector<float> query(static_cast<size_t>(index.dim));
   size_t answered = 0;
-  const auto t_all = Clock::now();
   for (size_t i = 0; i < questions.size(); ++i) {
-    const auto t0 = Clock::now();
-    const std::string_view text = questions[i];
-    if (Status s = rt->embed(std::span<const std::string_view>(&text, 1), query); !s.ok()) {
-      return absl::Status(s.code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
-                                                std::string(s.message())));
-    }
-    const Match m = nearest(index, query);
-    const double ms = ms_since(t0);
-    latency_ms.push_back(ms);
-    if (m.score >= opt.threshold) ++answered;
-    if (!opt.quiet) print_answer(i, questions[i], faq[m.entry], m, opt.threshold, ms);
+    const Answer& a = answers[i];
+    latency_ms.push_back(a.ms);
+    if (a.match.score >= opt.threshold) ++answered;
+    if (!opt.quiet) print_answer(i, questions[i], faq[a.match.entry], a.match, opt.threshold, a.ms);
   }
-  const double total_ms = ms_since(t_all);
 
   double mean = 0;
   for (double v : latency_ms) mean += v;
@@ -262,8 +331,11 @@ Status run(const Options& opt) {
              "embed + search)\n",
              percentile(latency_ms, 50), percentile(latency_ms, 95), percentile(latency_ms, 99), mean,
              *std::max_element(latency_ms.begin(), latency_ms.end()));
-  fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, one at a time)\n",
-             questions.size() / (total_ms / 1e3), questions.size(), total_ms);
+  fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, {})\n",
+             questions.size() / (total_ms / 1e3), questions.size(), total_ms,
+             opt.clients == 0 ? "one at a time" : fmt::format("{} concurrent clients", opt.clients));
+  if (opt.clients > 0) print_batching_report(*rt);
+  if (opt.metrics) fmt::print("\n{}", rt->metrics_prometheus());
   return brisk::ok_status();
 }
 
@@ -291,6 +363,11 @@ int main(int argc, char** argv) {
   app.add_option("--index-batch", opt.index_batch, "FAQ questions per embed call while indexing")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app.add_option("--clients", opt.clients,
+                 "concurrent users submitting through the dynamic batcher; 0 = one question at a time")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_flag("--metrics", opt.metrics, "print the runtime's Prometheus metrics after the report");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
