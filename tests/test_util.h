@@ -17,6 +17,17 @@ namespace brisk::testing {
 
 inline std::filesystem::path test_data_dir() { return BRISK_TEST_DATA_DIR; }
 
+// Compute threads for tests that run the model. Under ThreadSanitizer one: libgomp is not instrumented, so the
+// synchronisation of an OpenMP team is invisible to TSan and every parallel region would be reported as a race;
+// with one thread the regions run inline and TSan checks brisk's own threads (batcher, concurrent callers).
+inline int compute_threads() {
+#if defined(__SANITIZE_THREAD__)
+  return 1;
+#else
+  return 2;
+#endif
+}
+
 // The all-MiniLM-L6-v2 directory that scripts/setup installs (BRISK_MODEL_DIR overrides it).
 inline std::filesystem::path model_dir() { return brisk::default_model_dir(); }
 

@@ -35,7 +35,7 @@ std::vector<GoldenItem> load_golden() {
 std::unique_ptr<brisk::Runtime> make_runtime(int max_batch_size = 64) {
   brisk::RuntimeOptions opts;
   opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = 2;
+  opts.num_threads = brisk::testing::compute_threads();
   opts.max_batch_size = max_batch_size;
   opts.max_seq_len = 512;  // the golden data is transformers' truncation at 512, not sentence-transformers' 256
   auto rt = brisk::Runtime::create(opts);

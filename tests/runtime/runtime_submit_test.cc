@@ -23,7 +23,7 @@ using Embedding = brisk::StatusOr<std::vector<float>>;
 brisk::RuntimeOptions options() {
   brisk::RuntimeOptions opts;
   opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = 2;
+  opts.num_threads = brisk::testing::compute_threads();
   return opts;
 }
 

@@ -16,7 +16,7 @@ namespace {
 brisk::RuntimeOptions default_options() {
   brisk::RuntimeOptions opts;
   opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = 2;
+  opts.num_threads = brisk::testing::compute_threads();
   return opts;
 }
 
