@@ -2,17 +2,29 @@
 """A ctypes client of libbrisk's C API: embeds texts and ranks them by similarity to the first.
 
     python3 examples/python/brisk_client.py --lib build/release/lib/libbrisk.so "reset my PIN" "forgot my PIN" "opening hours"
+    python3 examples/python/brisk_client.py --submit ...   # one request per text through the dynamic batcher
 """
 import argparse
+import concurrent.futures
 import ctypes
+import itertools
 import os
 import sys
+import threading
 
 
 class RuntimeOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("model_dir", ctypes.c_char_p), ("num_threads", ctypes.c_int32),
                 ("max_seq_len", ctypes.c_int32), ("pooling", ctypes.c_int32), ("normalize", ctypes.c_int32),
-                ("device", ctypes.c_int32), ("max_batch_size", ctypes.c_int32)]
+                ("device", ctypes.c_int32), ("max_batch_size", ctypes.c_int32),
+                ("batch_max_size", ctypes.c_int32), ("batch_max_delay_us", ctypes.c_int32),
+                ("batch_max_queue", ctypes.c_int32), ("batch_p99_target_ms", ctypes.c_int32)]
+
+
+# void (*)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,
+#          const char* error)
+EMBED_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                                  ctypes.c_size_t, ctypes.c_char_p)
 
 
 class BriskError(RuntimeError):
@@ -33,6 +45,17 @@ class Brisk:
         lib.brisk_embedding_dim.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
         lib.brisk_embed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_size_t]
+        lib.brisk_submit_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64,
+                                           EMBED_CALLBACK, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+        lib.brisk_cancel.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+        lib.brisk_stats_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                         ctypes.POINTER(ctypes.c_size_t)]
+        # Futures of submitted requests by slot (the callback's user_data); registered before the submit call,
+        # since the callback may run on a batcher thread before brisk_submit_embed returns.
+        self._pending = {}
+        self._pending_lock = threading.Lock()
+        self._slots = itertools.count(1)
+        self._callback = EMBED_CALLBACK(self._on_done)  # kept alive as long as the runtime
         opts = RuntimeOptions()
         lib.brisk_runtime_options_init(ctypes.byref(opts), ctypes.sizeof(opts))
         self._model_dir = model_dir.encode()  # kept alive for the call
@@ -55,6 +78,34 @@ class Brisk:
         self._check(self._lib.brisk_embed(self._rt, encoded, len(texts), out, len(out)))
         return [list(out[i * self.dim:(i + 1) * self.dim]) for i in range(len(texts))]
 
+    def submit(self, text: str, priority: int = 0, deadline_ms: int = 0) -> concurrent.futures.Future:
+        """Queues one text for the batcher; the future resolves to its embedding or raises BriskError."""
+        slot = next(self._slots)
+        future = concurrent.futures.Future()
+        with self._pending_lock:
+            self._pending[slot] = future
+        status = self._lib.brisk_submit_embed(self._rt, text.encode(), priority, deadline_ms, self._callback, slot, None)
+        if status != 0:
+            with self._pending_lock:
+                del self._pending[slot]
+            self._check(status)
+        return future
+
+    def _on_done(self, user_data, request_id, status, embedding, dim, error):
+        with self._pending_lock:
+            future = self._pending.pop(user_data)
+        if status == 0:
+            future.set_result(embedding[:dim])
+        else:
+            future.set_exception(BriskError(f"request {request_id}: {error.decode(errors='replace')}"))
+
+    def stats_json(self) -> str:
+        needed = ctypes.c_size_t()
+        self._lib.brisk_stats_json(self._rt, None, 0, ctypes.byref(needed))
+        buf = ctypes.create_string_buffer(needed.value)
+        self._check(self._lib.brisk_stats_json(self._rt, buf, needed.value, None))
+        return buf.value.decode()
+
     def close(self) -> None:
         if self._rt:
             self._lib.brisk_runtime_destroy(self._rt)
@@ -72,11 +123,16 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", default="build/release/lib/libbrisk.so")
     p.add_argument("--model", default=default_model)
+    p.add_argument("--submit", action="store_true", help="submit each text through the dynamic batcher")
     p.add_argument("texts", nargs="+")
     args = p.parse_args()
     try:
         with Brisk(args.lib, args.model) as brisk:
-            vectors = brisk.embed(args.texts)
+            if args.submit:
+                futures = [brisk.submit(t) for t in args.texts]
+                vectors = [f.result(timeout=60) for f in futures]
+            else:
+                vectors = brisk.embed(args.texts)
     except (OSError, BriskError) as e:
         print(f"brisk_client: {e}", file=sys.stderr)
         return 1
