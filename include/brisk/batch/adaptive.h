@@ -4,10 +4,12 @@
 //   - when the P99 is well under the target (below 70% of it), grows them by 15%;
 //   - in between, leaves them alone. That dead band is what keeps it stable: under steady load it settles
 //     on one value or alternates between two neighbouring steps, never wider.
+// A latency measured under an older setting (a batch formed before the last change) is dropped, so a window
+// that straddles a change cannot push the controller a second step on stale data.
 // Batch limits stay multiples of `multiple` (e.g. 8) between `min_batch_size` and the policy's maximum.
 //
 //   AdaptiveSizer sizer(policy.adaptive, /*max_batch=*/64, /*max_delay=*/2ms, /*multiple=*/8);
-//   sizer.record(latency);            // per completed request
+//   sizer.record(latency, generation);  // per completed request; generation() when its batch was formed
 //   size_t limit = sizer.batch_limit();
 //
 // Thread safety: none; the batcher calls it under its own lock.
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "brisk/batch/clock.h"
@@ -49,12 +52,18 @@ class AdaptiveSizer {
   size_t batch_limit() const { return batch_limit_; }
   Duration queue_delay() const { return delay_; }
   size_t decisions() const { return decisions_; }
+  // Changes whenever the limit or the delay changes.
+  uint64_t generation() const { return generation_; }
   Duration last_window_p99() const { return last_p99_; }
 
   void record(Duration latency) {
     if (!policy_.enabled) return;
     window_.push_back(latency);
     if (window_.size() >= std::max<size_t>(1, policy_.window)) decide();
+  }
+  // The same for a request whose batch was formed under `generation`: dropped when the setting has changed since.
+  void record(Duration latency, uint64_t generation) {
+    if (generation == generation_) record(latency);
   }
 
  private:
@@ -64,6 +73,8 @@ class AdaptiveSizer {
     last_p99_ = window_[rank];
     window_.clear();
     ++decisions_;
+    const size_t old_limit = batch_limit_;
+    const Duration old_delay = delay_;
     if (last_p99_ > policy_.p99_target) {
       batch_limit_ = step_down(batch_limit_);
       delay_ = std::max(policy_.min_queue_delay,
@@ -73,6 +84,7 @@ class AdaptiveSizer {
       const auto grown = Duration(static_cast<int64_t>(std::ceil(delay_.count() * policy_.increase_factor)));
       delay_ = std::min(max_delay_, std::max(grown, delay_ + Duration(1000)));
     }
+    if (batch_limit_ != old_limit || delay_ != old_delay) ++generation_;
   }
 
   // The ladder of sizes: multiples of `multiple_` (plus the bounds). Every step moves at least one rung.
@@ -97,6 +109,7 @@ class AdaptiveSizer {
   std::vector<Duration> window_;
   Duration last_p99_{0};
   size_t decisions_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace brisk::batch

@@ -189,7 +189,8 @@ class Batcher {
   }
 
   // Stops accepting requests and completes every queued one (kDrain: by running it; kCancel: with SHUTDOWN),
-  // waits for running batches and joins the threads. Idempotent. With executor_threads == 0 and kDrain, the
+  // waits for running batches and joins the threads. Idempotent; when it returns every admitted request is
+  // complete, also while other threads call it at the same time. With executor_threads == 0 and kDrain, the
   // queue is run on the calling thread.
   absl::Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
     if (current_batcher_ == this) {
@@ -201,12 +202,18 @@ class Batcher {
       std::unique_lock lock(mu_);
       stopping_ = true;
       if (mode == ShutdownMode::kCancel) cancelled = take_all_queued();
+      if (!cancelled.empty()) ++shutdown_completing_;
       work_cv_.notify_all();
       timer_cv_.notify_all();
     }
     for (auto& e : cancelled) {
       metrics_.shutdown.add(1);
       complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
+    }
+    if (!cancelled.empty()) {
+      std::lock_guard lock(mu_);
+      --shutdown_completing_;
+      shutdown_cv_.notify_all();
     }
     std::lock_guard join_lock(join_mu_);
     if (policy_.executor_threads == 0) {
@@ -231,6 +238,9 @@ class Batcher {
       metrics_.shutdown.add(1);
       complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
     }
+    // A concurrent shutdown(kCancel) may still be completing the requests it took: wait for it.
+    std::unique_lock lock(mu_);
+    shutdown_cv_.wait(lock, [&] { return shutdown_completing_ == 0; });
     return absl::OkStatus();
   }
 
@@ -406,6 +416,7 @@ class Batcher {
     std::vector<Entry*> entries;
     uint64_t sequence = 0;
     TimePoint formed_at;
+    uint64_t sizer_generation = 0;  // the adaptive setting the batch was formed under
   };
 
   // Called with mu_ held. Empty when no executor slot is free or no batch is ready; otherwise the batch counts
@@ -454,6 +465,7 @@ class Batcher {
       ++inflight_;
       formed.sequence = batch_sequence_++;
       formed.formed_at = now;
+      formed.sizer_generation = sizer_.generation();
     }
     return formed;
   }
@@ -617,7 +629,9 @@ class Batcher {
     }
     std::vector<ResultOr> results;
     absl::Status batch_status;
-    const TimePoint started = clock_->now();
+    // The instant of the deadline check above: no kReject request runs with deadline <= started_at, even when
+    // completing the dropped ones took time.
+    const TimePoint started = checked_at;
     if (!runnable.empty()) {
       results.reserve(runnable.size());
       for (size_t i = 0; i < runnable.size(); ++i) {
@@ -625,6 +639,7 @@ class Batcher {
       }
       BatchInfo info{batch.sequence, batch.formed_at, started, shape, shape.size * shape.max_cost, infos};
       try {
+        InsideScope inside(this);
         batch_status = functions_.run(info, std::span<Request>(requests), std::span<ResultOr>(results));
       } catch (const std::exception& ex) {
         batch_status = absl::InternalError(absl::StrCat("the batch function threw: ", ex.what()));
@@ -640,7 +655,7 @@ class Batcher {
       std::unique_lock lock(mu_);
       --inflight_;
       for (Entry* e : runnable) {
-        sizer_.record(finished - e->info.enqueued_at);
+        sizer_.record(finished - e->info.enqueued_at, batch.sizer_generation);
         owned.push_back(std::move(entries_.extract(e->info.id).mapped()));
       }
       if (stopping_) {
@@ -697,6 +712,7 @@ class Batcher {
   }
 
   void invoke(RequestId id, Callback& callback, ResultOr result) {
+    InsideScope inside(this);  // whichever thread delivers it (run_ready, cancel, shutdown): shutdown() refuses
     try {
       callback(id, std::move(result));
     } catch (...) {
@@ -732,6 +748,8 @@ class Batcher {
   int idle_executors_ = 0;
   bool stopping_ = false;
   bool timer_stop_ = false;
+  int shutdown_completing_ = 0;  // shutdown() calls completing the requests they took
+  std::condition_variable shutdown_cv_;
 
   std::mutex order_mu_;
   absl::flat_hash_map<RequestId, Pending> pending_;
@@ -743,6 +761,18 @@ class Batcher {
   std::thread timer_;
 
   static inline thread_local const void* current_batcher_ = nullptr;
+
+  // Marks the calling thread as inside this batcher (a callback or the batch function) for shutdown().
+  class InsideScope {
+   public:
+    explicit InsideScope(const Batcher* b) : saved_(current_batcher_) { current_batcher_ = b; }
+    ~InsideScope() { current_batcher_ = saved_; }
+    InsideScope(const InsideScope&) = delete;
+    InsideScope& operator=(const InsideScope&) = delete;
+
+   private:
+    const void* saved_;
+  };
 };
 
 }  // namespace brisk::batch

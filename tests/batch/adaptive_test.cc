@@ -1,0 +1,251 @@
+// The AIMD batch sizer (alone and through the batcher) and the token bucket.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "batch/batch_test_util.h"
+#include "brisk/batch/adaptive.h"
+#include "brisk/batch/token_bucket.h"
+
+using namespace brisk::batch;
+using namespace brisk::batch::testing;
+
+namespace {
+
+AdaptivePolicy adaptive(Duration target, size_t window, size_t min_batch = 1) {
+  AdaptivePolicy a;
+  a.enabled = true;
+  a.p99_target = target;
+  a.window = window;
+  a.min_batch_size = min_batch;
+  return a;
+}
+
+void feed(AdaptiveSizer& s, Duration latency, size_t n) {
+  for (size_t i = 0; i < n; ++i) s.record(latency);
+}
+
+// The sizes the controller may take: the bounds and the multiples in between.
+std::vector<size_t> ladder(size_t min_batch, size_t max_batch, size_t multiple) {
+  std::set<size_t> l{min_batch, max_batch};
+  for (size_t k = multiple; k < max_batch; k += multiple) {
+    if (k > min_batch) l.insert(k);
+  }
+  return {l.begin(), l.end()};
+}
+
+// True when the values seen after convergence are one ladder value or two neighbouring ones.
+bool one_step_at_most(const std::set<size_t>& seen, const std::vector<size_t>& rungs) {
+  if (seen.size() == 1) return true;
+  if (seen.size() != 2) return false;
+  const auto lo = std::find(rungs.begin(), rungs.end(), *seen.begin());
+  const auto hi = std::find(rungs.begin(), rungs.end(), *seen.rbegin());
+  return lo != rungs.end() && hi != rungs.end() && hi - lo == 1;
+}
+
+}  // namespace
+
+TEST_CASE("AdaptiveSizer is inert when disabled", "[batch]") {
+  AdaptivePolicy a;
+  AdaptiveSizer s(a, 32, 2ms, 8);
+  feed(s, 1h, 10000);
+  CHECK(s.batch_limit() == 32);
+  CHECK(s.queue_delay() == 2ms);
+  CHECK(s.decisions() == 0);
+}
+
+TEST_CASE("AdaptiveSizer shrinks 20% over the target and grows 15% well under it", "[batch]") {
+  AdaptiveSizer s(adaptive(10ms, 4), 64, 2ms, 8);
+  CHECK(s.batch_limit() == 64);
+  feed(s, 20ms, 3);
+  CHECK(s.decisions() == 0);  // a window is 4 requests
+  feed(s, 20ms, 1);
+  CHECK(s.decisions() == 1);
+  CHECK(s.last_window_p99() == 20ms);
+  CHECK(s.batch_limit() == 48);  // 64 x 0.8 = 51.2, down to a multiple of 8
+  CHECK(s.queue_delay() == 1600us);
+  feed(s, 20ms, 4);
+  CHECK(s.batch_limit() == 32);  // 38.4 -> 32
+  CHECK(s.queue_delay() == 1280us);
+  feed(s, 8ms, 4);  // in the dead band [7, 10] ms: no change
+  CHECK(s.batch_limit() == 32);
+  CHECK(s.queue_delay() == 1280us);
+  feed(s, 10ms, 4);  // at the target is not over it
+  CHECK(s.batch_limit() == 32);
+  feed(s, 6999us, 4);  // just under 0.7 x target
+  CHECK(s.batch_limit() == 40);  // 36.8 -> 40
+  CHECK(s.queue_delay() == 1472us);
+  for (int i = 0; i < 10; ++i) feed(s, 1ms, 4);
+  CHECK(s.batch_limit() == 64);  // bounded by the maximum
+  CHECK(s.queue_delay() == 2ms);
+}
+
+TEST_CASE("AdaptiveSizer decides on the window's P99, not its maximum or mean", "[batch]") {
+  AdaptiveSizer s(adaptive(10ms, 100), 64, 2ms, 8);
+  feed(s, 1ms, 99);
+  feed(s, 50ms, 1);  // the 100th-ranked sample alone is above P99
+  CHECK(s.last_window_p99() == 1ms);
+  CHECK(s.batch_limit() == 64);
+  feed(s, 1ms, 98);
+  feed(s, 50ms, 2);  // now the 99th is
+  CHECK(s.last_window_p99() == 50ms);
+  CHECK(s.batch_limit() == 48);
+}
+
+TEST_CASE("AdaptiveSizer drops latencies measured under an older setting", "[batch]") {
+  AdaptiveSizer s(adaptive(10ms, 4), 64, 2ms, 8);
+  const uint64_t g0 = s.generation();
+  for (int i = 0; i < 4; ++i) s.record(20ms, g0);
+  CHECK(s.batch_limit() == 48);
+  const uint64_t g1 = s.generation();
+  CHECK(g1 != g0);
+  for (int i = 0; i < 8; ++i) s.record(20ms, g0);  // stale: from batches formed at 64
+  CHECK(s.decisions() == 1);
+  CHECK(s.batch_limit() == 48);
+  for (int i = 0; i < 4; ++i) s.record(8ms, g1);  // dead band: a decision, no change
+  CHECK(s.decisions() == 2);
+  CHECK(s.generation() == g1);
+}
+
+TEST_CASE("AdaptiveSizer stays on the ladder of multiples, between its bounds", "[batch]") {
+  const size_t max_batch = GENERATE(64, 60);
+  const size_t min_batch = GENERATE(1, 8);
+  AdaptiveSizer s(adaptive(10ms, 2, min_batch), max_batch, 2ms, 8);
+  const std::vector<size_t> rungs = ladder(min_batch, max_batch, 8);
+  uint32_t x = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    x = x * 1103515245u + 12345u;
+    feed(s, (x >> 16) % 3 == 0 ? 20ms : 1ms, 2);
+    INFO("limit " << s.batch_limit());
+    REQUIRE(std::find(rungs.begin(), rungs.end(), s.batch_limit()) != rungs.end());
+  }
+  for (int i = 0; i < 100; ++i) feed(s, 1h, 2);
+  CHECK(s.batch_limit() == min_batch);
+  CHECK(s.queue_delay() == Duration::zero());
+}
+
+TEST_CASE("AdaptiveSizer is stable under a steady latency model: at most two adjacent sizes", "[batch]") {
+  // latency = a + b x limit, fed one window at a time; after convergence the limit may alternate between two
+  // neighbouring ladder values, never wider.
+  const Duration target = 100ms;
+  const size_t window = 16;
+  const std::vector<size_t> rungs = ladder(1, 64, 8);
+  int alternating = 0, settled = 0;
+  for (double a : {0.0, 2.0, 5.0, 10.0, 20.0, 40.0, 69.0}) {
+    for (double b = 0.0; b <= 30.0; b += 0.1) {
+      AdaptiveSizer s(adaptive(target, window), 64, 2ms, 8);
+      auto latency = [&] { return Duration(static_cast<int64_t>((a + b * s.batch_limit()) * 1e6)); };
+      for (int i = 0; i < 100; ++i) feed(s, latency(), window);
+      std::set<size_t> seen;
+      for (int i = 0; i < 100; ++i) {
+        feed(s, latency(), window);
+        seen.insert(s.batch_limit());
+      }
+      INFO("a " << a << " b " << b << " sizes " << seen.size() << " from " << *seen.begin());
+      REQUIRE(one_step_at_most(seen, rungs));
+      (seen.size() == 2 ? alternating : settled) += 1;
+    }
+  }
+  CHECK(alternating > 0);  // the grid covers both outcomes
+  CHECK(settled > 0);
+}
+
+TEST_CASE("The batcher shrinks and grows its batch limit from observed latency", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 64;
+  p.preferred_batch_multiple = 8;
+  p.max_queue_delay = 2ms;
+  p.adaptive = adaptive(10ms, 64);
+  Duration compute = 20ms;
+  std::shared_ptr<ManualClock> clock;
+  BatchLog log;
+  TestFunctions f = echo_functions(&log);
+  auto echo = f.run;
+  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+    clock->advance(compute);
+    return echo(info, in, out);
+  };
+  Harness h(p, f);
+  clock = h.clock;
+  for (int i = 0; i < 64; ++i) h.submit(i);
+  CHECK(h.run() == 1);  // full: runs at once; every request takes 20 ms > 10 ms
+  CHECK(h.stats().batch_limit == 48);
+  CHECK(h.stats().queue_delay == 1600us);
+  compute = 1ms;
+  for (int i = 0; i < 64; ++i) h.submit(i);
+  CHECK(h.run() == 1);
+  CHECK(log.sizes() == std::vector<size_t>{64, 48});
+  h.advance(600us);  // the other 16 have now waited the (shrunk) delay of 1.6 ms
+  CHECK(h.run() == 1);  // 64 samples of at most 2.6 ms, under 0.7 x 10 ms
+  CHECK(log.sizes() == std::vector<size_t>{64, 48, 16});
+  CHECK(h.stats().batch_limit == 56);
+  for (int i = 0; i < 64; ++i) h.submit(i);
+  CHECK(h.run() == 1);
+  CHECK(log.sizes().back() == 56);
+}
+
+TEST_CASE("The batcher's adaptive limit is stable under a steady latency model", "[batch]") {
+  // Each batch is full at the current limit and takes a + b x size ms. The default window (256 requests) spans
+  // several batches and a decision falls in the middle of one; samples measured under an older limit must not
+  // push the controller a second step.
+  struct Model {
+    double a, b;
+  };
+  const Model model = GENERATE(Model{0, 1}, Model{0, 4.2}, Model{5, 4.0}, Model{0, 7}, Model{20, 6.2},
+                               Model{10, 12}, Model{40, 0.5}, Model{0, 30});
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 64;
+  p.preferred_batch_multiple = 8;
+  p.adaptive = adaptive(100ms, 256);
+  std::shared_ptr<ManualClock> clock;
+  BatchLog log;
+  TestFunctions f = echo_functions(&log);
+  auto echo = f.run;
+  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+    clock->advance(Duration(static_cast<int64_t>((model.a + model.b * in.size()) * 1e6)));
+    return echo(info, in, out);
+  };
+  Harness h(p, f);
+  clock = h.clock;
+  const std::vector<size_t> rungs = ladder(1, 64, 8);
+  std::set<size_t> seen;
+  for (int i = 0; i < 800; ++i) {
+    const size_t limit = h.stats().batch_limit;
+    REQUIRE(std::find(rungs.begin(), rungs.end(), limit) != rungs.end());
+    for (size_t k = 0; k < limit; ++k) h.submit(static_cast<int>(k));
+    REQUIRE(h.run() == 1);
+    if (i >= 400) seen.insert(log.batches().back().values.size());
+  }
+  INFO("a " << model.a << " b " << model.b << ": " << seen.size() << " sizes from " << *seen.begin() << " to "
+            << *seen.rbegin());
+  CHECK(one_step_at_most(seen, rungs));
+}
+
+TEST_CASE("TokenBucket admits rate per second with bursts up to its depth", "[batch]") {
+  const TimePoint t0(std::chrono::hours(1));
+  SECTION("unlimited") {
+    TokenBucket b(0, 0, t0);
+    CHECK_FALSE(b.limited());
+    for (int i = 0; i < 1000; ++i) REQUIRE(b.try_take(t0));
+  }
+  SECTION("default burst is max(1, rate)") {
+    CHECK(TokenBucket(100, 0, t0).burst() == 100);
+    CHECK(TokenBucket(0.5, 0, t0).burst() == 1);
+    TokenBucket b(0.5, 0, t0);
+    CHECK(b.try_take(t0));
+    CHECK_FALSE(b.try_take(t0 + 1s));   // half a token
+    CHECK(b.try_take(t0 + 2s));
+  }
+  SECTION("refill is capped at the burst, and time going back refills nothing") {
+    TokenBucket b(10, 3, t0);
+    for (int i = 0; i < 3; ++i) CHECK(b.try_take(t0));
+    CHECK_FALSE(b.try_take(t0));
+    CHECK_FALSE(b.try_take(t0 - 1h));
+    CHECK(b.try_take(t0 + 100ms));
+    CHECK_FALSE(b.try_take(t0 + 100ms));
+    int taken = 0;
+    while (b.try_take(t0 + 1h)) ++taken;
+    CHECK(taken == 3);
+  }
+}
