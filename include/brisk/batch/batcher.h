@@ -24,8 +24,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
-#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -47,7 +45,9 @@
 #include "brisk/batch/adaptive.h"
 #include "brisk/batch/batcher_metrics.h"
 #include "brisk/batch/clock.h"
+#include "brisk/batch/in_order_delivery.h"
 #include "brisk/batch/policy.h"
+#include "brisk/batch/request_queue.h"
 #include "brisk/batch/token_bucket.h"
 
 namespace brisk::batch {
@@ -97,7 +97,7 @@ class Batcher {
     entry->callback = std::move(callback);
     entry->info.priority = options.priority;
     entry->info.cost = cost;
-    entry->bucket = policy_.length_bucketing ? std::min(std::bit_width(cost), size_t{63}) : 0;
+    entry->bucket = policy_.length_bucketing ? Queue::bucket_of(cost) : 0;
     const PriorityLevel& level = policy_.levels[options.priority];
 
     std::unique_lock lock(mu_);
@@ -115,20 +115,20 @@ class Batcher {
       return reject(metrics_.rejected_deadline,
                     absl::DeadlineExceededError("submit: the request's deadline has already passed"));
     }
-    if (queued_ >= policy_.max_queue_size) {
+    if (queue_.size() >= policy_.max_queue_size) {
       return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queued_,
+                    absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queue_.size(),
                                                               " requests (BatchPolicy.max_queue_size ",
                                                               policy_.max_queue_size, "); retry later")));
     }
-    Level& lv = levels_[options.priority];
-    if (level.max_queue_size != 0 && lv.queued >= level.max_queue_size) {
+    const size_t level_size = queue_.size(options.priority);
+    if (level.max_queue_size != 0 && level_size >= level.max_queue_size) {
       return reject(metrics_.rejected_overloaded,
                     absl::ResourceExhaustedError(absl::StrCat(
-                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", lv.queued,
+                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", level_size,
                         " requests (levels[", options.priority, "].max_queue_size ", level.max_queue_size, ")")));
     }
-    if (!lv.rate.try_take(now)) {
+    if (!rates_[options.priority].try_take(now)) {
       return reject(metrics_.rejected_overloaded,
                     absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
                                                               level.name, ") is over its rate limit of ",
@@ -138,23 +138,15 @@ class Batcher {
     entry->info.id = id;
     Entry* e = entry.get();
     entries_.emplace(id, std::move(entry));
-    if (late) {
-      e->delayed = true;
-      delayed_.push_back(e);
-    } else {
-      lv.lists[e->bucket].push_back(e);
-      lv.nonempty |= uint64_t{1} << e->bucket;
-    }
-    ++lv.queued;
-    ++queued_;
-    queued_cost_ += cost;
+    e->delayed = late;
+    queue_.push_back(e);
     metrics_.submitted.add(1);
     if (e->info.deadline != kNoDeadline && !late) {
       const bool earliest = deadlines_.empty() || e->info.deadline < deadlines_.top().first;
       deadlines_.emplace(e->info.deadline, id);
       if (earliest) timer_cv_.notify_one();
     }
-    if (idle_executors_ > 0 && (queued_ == 1 || batch_ready(now))) work_cv_.notify_one();
+    if (idle_executors_ > 0 && (queue_.size() == 1 || batch_ready(now))) work_cv_.notify_one();
     return id;
   }
 
@@ -263,12 +255,11 @@ class Batcher {
   BatcherStats stats() const {
     BatcherStats s = metrics_.snapshot();
     std::unique_lock lock(mu_);
-    s.queued = queued_;
+    s.queued = queue_.size();
     s.inflight_batches = inflight_;
     s.batch_limit = sizer_.batch_limit();
     s.queue_delay = sizer_.queue_delay();
-    s.queued_per_level.reserve(levels_.size());
-    for (const Level& l : levels_) s.queued_per_level.push_back(l.queued);
+    for (size_t i = 0; i < policy_.levels.size(); ++i) s.queued_per_level.push_back(queue_.size(static_cast<int>(i)));
     return s;
   }
 
@@ -282,43 +273,11 @@ class Batcher {
     Callback callback;
     RequestInfo info;
     size_t bucket = 0;
-    bool delayed = false;    // in delayed_ (late under kDelay)
+    bool delayed = false;    // late under kDelay: queued behind every request that is not
     bool running = false;    // taken into a batch
     bool cancelled = false;  // cancel() was called while running
     Entry* prev = nullptr;
     Entry* next = nullptr;
-  };
-
-  // An intrusive FIFO, so cancellation and bucketed picks unlink from the middle in O(1).
-  struct List {
-    Entry* head = nullptr;
-    Entry* tail = nullptr;
-    void push_back(Entry* e) {
-      e->prev = tail;
-      e->next = nullptr;
-      (tail ? tail->next : head) = e;
-      tail = e;
-    }
-    void push_front(Entry* e) {
-      e->prev = nullptr;
-      e->next = head;
-      (head ? head->prev : tail) = e;
-      head = e;
-    }
-    void erase(Entry* e) {
-      (e->prev ? e->prev->next : head) = e->next;
-      (e->next ? e->next->prev : tail) = e->prev;
-      e->prev = e->next = nullptr;
-    }
-    bool empty() const { return head == nullptr; }
-  };
-
-  struct Level {
-    explicit Level(const PriorityLevel& p, TimePoint now) : rate(p.rate_limit, p.burst, now) {}
-    List lists[64];         // one per cost bucket (bit width of the cost)
-    uint64_t nonempty = 0;  // bit b set: lists[b] is not empty
-    size_t queued = 0;
-    TokenBucket rate;
   };
 
   Batcher(BatchPolicy policy, Functions functions, std::shared_ptr<Clock> clock)
@@ -326,10 +285,10 @@ class Batcher {
         functions_(std::move(functions)),
         clock_(std::move(clock)),
         metrics_(policy_.levels.size()),
+        queue_(policy_.levels.size(), policy_.aging_interval),
         sizer_(policy_.adaptive, policy_.max_batch_size, policy_.max_queue_delay, policy_.preferred_batch_multiple) {
     const TimePoint now = clock_->now();
-    levels_.reserve(policy_.levels.size());
-    for (const PriorityLevel& p : policy_.levels) levels_.emplace_back(p, now);
+    for (const PriorityLevel& p : policy_.levels) rates_.emplace_back(p.rate_limit, p.burst, now);
     max_inflight_ = policy_.max_inflight_batches > 0 ? policy_.max_inflight_batches
                                                       : std::max(1, policy_.executor_threads);
     // With no executors the caller drives everything through run_ready(), so nothing runs in the background.
@@ -363,53 +322,11 @@ class Batcher {
 
   size_t memory_limit() const { return static_cast<size_t>(policy_.memory_headroom * policy_.memory_budget_bytes); }
 
-  // The effective level: strict priority, improved by aging; late (kDelay) requests come after everything.
-  int effective_level(const Entry* e, TimePoint now) const {
-    if (e->delayed) return static_cast<int>(levels_.size());
-    if (policy_.aging_interval <= Duration::zero()) return e->info.priority;
-    const int64_t aged = std::max<int64_t>(0, (now - e->info.enqueued_at) / policy_.aging_interval);
-    return static_cast<int>(std::max<int64_t>(0, e->info.priority - aged));
-  }
-
-  TimePoint oldest_enqueued() const {
-    TimePoint oldest = kNoDeadline;
-    if (!delayed_.empty()) oldest = delayed_.head->info.enqueued_at;
-    for (const Level& l : levels_) {
-      for (uint64_t m = l.nonempty; m; m &= m - 1) {
-        oldest = std::min(oldest, l.lists[std::countr_zero(m)].head->info.enqueued_at);
-      }
-    }
-    return oldest;
-  }
-
   bool batch_ready(TimePoint now) const {
-    if (queued_ == 0) return false;
-    if (stopping_ || queued_ >= sizer_.batch_limit()) return true;
-    if (policy_.max_batch_tokens != 0 && queued_cost_ >= policy_.max_batch_tokens) return true;
-    return now - oldest_enqueued() >= sizer_.queue_delay();
-  }
-
-  // Picks the next request: lowest effective level, then nearest cost bucket to the batch's anchor, then oldest.
-  Entry* best_candidate(TimePoint now, int anchor_bucket, uint64_t skip_mask[], bool skip_delayed) const {
-    Entry* best = nullptr;
-    int best_level = 0, best_dist = 0;
-    auto consider = [&](Entry* e) {
-      const int lvl = effective_level(e, now);
-      const int dist = anchor_bucket < 0 ? 0 : std::abs(static_cast<int>(e->bucket) - anchor_bucket);
-      if (!best || lvl < best_level || (lvl == best_level && (dist < best_dist || (dist == best_dist &&
-                                         e->info.enqueued_at < best->info.enqueued_at)))) {
-        best = e;
-        best_level = lvl;
-        best_dist = dist;
-      }
-    };
-    for (size_t i = 0; i < levels_.size(); ++i) {
-      for (uint64_t m = levels_[i].nonempty & ~skip_mask[i]; m; m &= m - 1) {
-        consider(levels_[i].lists[std::countr_zero(m)].head);
-      }
-    }
-    if (!skip_delayed && !delayed_.empty()) consider(delayed_.head);
-    return best;
+    if (queue_.size() == 0) return false;
+    if (stopping_ || queue_.size() >= sizer_.batch_limit()) return true;
+    if (policy_.max_batch_tokens != 0 && queue_.cost() >= policy_.max_batch_tokens) return true;
+    return now - queue_.oldest_enqueued() >= sizer_.queue_delay();
   }
 
   struct FormedBatch {
@@ -426,39 +343,34 @@ class Batcher {
     if (inflight_ >= max_inflight_ || !batch_ready(now)) return formed;
     std::vector<Entry*>& batch = formed.entries;
     const size_t limit = sizer_.batch_limit();
-    std::vector<uint64_t> skip(levels_.size(), 0);
-    bool skip_delayed = false;
+    typename Queue::Exclusions skip(policy_.levels.size());
     int anchor_bucket = -1;
     BatchShape shape;
     while (batch.size() < limit) {
-      Entry* e = best_candidate(now, anchor_bucket, skip.data(), skip_delayed);
+      Entry* e = queue_.best(now, anchor_bucket, skip);
       if (!e) break;
       const BatchShape next{shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
       const bool over_tokens = policy_.max_batch_tokens != 0 && next.size * next.max_cost > policy_.max_batch_tokens;
       const bool over_memory = policy_.memory_budget_bytes != 0 && functions_.estimate_bytes &&
                                functions_.estimate_bytes(next) > memory_limit();
       if (over_tokens || over_memory) {  // this list's head does not fit; similar lengths will not either
-        if (e->delayed) {
-          skip_delayed = true;
-        } else {
-          skip[e->info.priority] |= uint64_t{1} << e->bucket;
-        }
+        skip.add(e);
         continue;
       }
       if (anchor_bucket < 0) anchor_bucket = static_cast<int>(e->bucket);
-      unlink(e);
+      queue_.erase(e);
       e->running = true;
       shape = next;
       batch.push_back(e);
     }
     // Round down to the preferred multiple when the queue is deep, putting the tail back at the list heads.
     const size_t multiple = policy_.preferred_batch_multiple;
-    if (multiple > 1 && queued_ > 0 && batch.size() > multiple && batch.size() % multiple != 0) {
+    if (multiple > 1 && queue_.size() > 0 && batch.size() > multiple && batch.size() % multiple != 0) {
       for (size_t keep = batch.size() / multiple * multiple; batch.size() > keep;) {
         Entry* e = batch.back();
         batch.pop_back();
         e->running = false;
-        relink_front(e);
+        queue_.push_front(e);
       }
     }
     if (!batch.empty()) {
@@ -470,48 +382,15 @@ class Batcher {
     return formed;
   }
 
-  void unlink(Entry* e) {
-    Level& l = levels_[e->info.priority];
-    if (e->delayed) {
-      delayed_.erase(e);
-    } else {
-      List& list = l.lists[e->bucket];
-      list.erase(e);
-      if (list.empty()) l.nonempty &= ~(uint64_t{1} << e->bucket);
-    }
-    --l.queued;
-    --queued_;
-    queued_cost_ -= e->info.cost;
-  }
-
-  void relink_front(Entry* e) {
-    Level& l = levels_[e->info.priority];
-    if (e->delayed) {
-      delayed_.push_front(e);
-    } else {
-      l.lists[e->bucket].push_front(e);
-      l.nonempty |= uint64_t{1} << e->bucket;
-    }
-    ++l.queued;
-    ++queued_;
-    queued_cost_ += e->info.cost;
-  }
-
   // Removes a queued entry from its list and from the id map, returning ownership.
   std::unique_ptr<Entry> unlink_and_take(Entry* e) {
-    unlink(e);
+    queue_.erase(e);
     auto node = entries_.extract(e->info.id);
     return std::move(node.mapped());
   }
 
   std::vector<std::unique_ptr<Entry>> take_all_queued() {
-    std::vector<Entry*> queued;
-    for (Level& l : levels_) {
-      for (List& list : l.lists) {
-        for (Entry* e = list.head; e; e = e->next) queued.push_back(e);
-      }
-    }
-    for (Entry* e = delayed_.head; e; e = e->next) queued.push_back(e);
+    const std::vector<Entry*> queued = queue_.all();
     std::vector<std::unique_ptr<Entry>> taken;
     taken.reserve(queued.size());
     for (Entry* e : queued) taken.push_back(unlink_and_take(e));
@@ -532,9 +411,7 @@ class Batcher {
         if (it == entries_.end() || it->second->running || it->second->delayed) continue;
         Entry* e = it->second.get();
         if (policy_.levels[e->info.priority].deadline_action == DeadlineAction::kDelay) {
-          unlink(e);
-          e->delayed = true;
-          relink_back_delayed(e);
+          queue_.make_late(e);
         } else {
           expired.push_back(unlink_and_take(e));
         }
@@ -549,22 +426,16 @@ class Batcher {
 
   // During shutdown, executors waiting for a free slot must learn that the queue emptied behind them.
   void wake_executors_if_drained() {
-    if (stopping_ && queued_ == 0) work_cv_.notify_all();
+    if (stopping_ && queue_.size() == 0) work_cv_.notify_all();
   }
 
-  void relink_back_delayed(Entry* e) {
-    delayed_.push_back(e);
-    Level& l = levels_[e->info.priority];
-    ++l.queued;
-    ++queued_;
-    queued_cost_ += e->info.cost;
-  }
+
 
   void executor_loop() {
     current_batcher_ = this;
     std::unique_lock lock(mu_);
     for (;;) {
-      if (stopping_ && queued_ == 0) break;
+      if (stopping_ && queue_.size() == 0) break;
       FormedBatch batch = form_batch(clock_->now());
       if (!batch.entries.empty()) {
         lock.unlock();
@@ -573,7 +444,7 @@ class Batcher {
         continue;
       }
       TimePoint wake = kNoDeadline;
-      if (queued_ > 0 && inflight_ < max_inflight_) wake = oldest_enqueued() + sizer_.queue_delay();
+      if (queue_.size() > 0 && inflight_ < max_inflight_) wake = queue_.oldest_enqueued() + sizer_.queue_delay();
       ++idle_executors_;
       clock_->wait_until(work_cv_, lock, wake);
       --idle_executors_;
@@ -660,7 +531,7 @@ class Batcher {
       }
       if (stopping_) {
         work_cv_.notify_all();
-      } else if (idle_executors_ > 0 && queued_ > 0) {
+      } else if (idle_executors_ > 0 && queue_.size() > 0) {
         work_cv_.notify_one();
       }
     }
@@ -682,32 +553,11 @@ class Batcher {
 
   // Delivers a completion: directly, or through the in-order sequencer.
   void complete(Entry& e, ResultOr result) {
-    if (!policy_.in_order_completion) {
+    if (policy_.in_order_completion) {
+      order_.deliver(e.info.id, std::move(e.callback), std::move(result),
+                     [this](RequestId id, Callback& cb, ResultOr r) { invoke(id, cb, std::move(r)); });
+    } else {
       invoke(e.info.id, e.callback, std::move(result));
-      return;
-    }
-    {
-      std::lock_guard lock(order_mu_);
-      pending_.emplace(e.info.id, Pending{std::move(e.callback), std::move(result)});
-      if (delivering_) return;  // the delivering thread will reach this id
-      delivering_ = true;
-    }
-    for (;;) {
-      Pending p;
-      RequestId id;
-      {
-        std::lock_guard lock(order_mu_);
-        auto it = pending_.find(next_to_deliver_);
-        if (it == pending_.end()) {
-          delivering_ = false;
-          return;
-        }
-        id = it->first;
-        p = std::move(it->second);
-        pending_.erase(it);
-        ++next_to_deliver_;
-      }
-      invoke(id, p.callback, std::move(p.result));
     }
   }
 
@@ -720,10 +570,6 @@ class Batcher {
     }
   }
 
-  struct Pending {
-    Callback callback;
-    ResultOr result = absl::UnknownError("unset");
-  };
 
   const BatchPolicy policy_;
   const Functions functions_;
@@ -734,15 +580,14 @@ class Batcher {
   std::condition_variable work_cv_;
   std::condition_variable timer_cv_;
   absl::flat_hash_map<RequestId, std::unique_ptr<Entry>> entries_;  // queued and running
-  std::vector<Level> levels_;
-  List delayed_;
+  using Queue = RequestQueue<Entry>;
+  Queue queue_;
+  std::vector<TokenBucket> rates_;  // per level
   using DeadlineItem = std::pair<TimePoint, RequestId>;
   std::priority_queue<DeadlineItem, std::vector<DeadlineItem>, std::greater<>> deadlines_;  // lazily pruned
   AdaptiveSizer sizer_;
   RequestId next_id_ = 1;
   uint64_t batch_sequence_ = 0;
-  size_t queued_ = 0;
-  size_t queued_cost_ = 0;
   int inflight_ = 0;
   int max_inflight_ = 1;
   int idle_executors_ = 0;
@@ -751,10 +596,7 @@ class Batcher {
   int shutdown_completing_ = 0;  // shutdown() calls completing the requests they took
   std::condition_variable shutdown_cv_;
 
-  std::mutex order_mu_;
-  absl::flat_hash_map<RequestId, Pending> pending_;
-  RequestId next_to_deliver_ = 1;
-  bool delivering_ = false;
+  InOrderDelivery<Callback, ResultOr> order_;
 
   std::mutex join_mu_;
   std::vector<std::thread> executors_;
