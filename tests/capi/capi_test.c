@@ -7,19 +7,7 @@
 #include <string.h>
 
 #include "brisk.h"
-
-static int g_passed = 0;
-static int g_failed = 0;
-
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (cond) {                                                            \
-      ++g_passed;                                                          \
-    } else {                                                               \
-      ++g_failed;                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                      \
-  } while (0)
+#include "check.h"
 
 /* The call failed with `code` and left a message that mentions `needle`. */
 static int failed_with(brisk_status got, brisk_status code, const char* needle) {

@@ -44,16 +44,6 @@ std::unique_ptr<brisk::Runtime> make_runtime(int max_batch_size = 64) {
   return std::move(*rt);
 }
 
-double cosine(const float* a, const float* b, size_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
 }  // namespace
 
 TEST_CASE("embeddings match Hugging Face transformers", "[runtime][golden]") {
@@ -68,7 +58,7 @@ TEST_CASE("embeddings match Hugging Face transformers", "[runtime][golden]") {
     auto emb = rt->embed(std::span<const std::string_view>(&text, 1));
     REQUIRE(emb.ok());
     REQUIRE(item.embedding.size() == dim);
-    const double cos = cosine(emb->data(), item.embedding.data(), dim);
+    const double cos = brisk::testing::cosine(emb->data(), item.embedding.data(), dim);
     double max_diff = 0;
     for (size_t i = 0; i < dim; ++i) max_diff = std::max(max_diff, double(std::fabs((*emb)[i] - item.embedding[i])));
     INFO("text: " << item.text.substr(0, 80));
@@ -92,6 +82,6 @@ TEST_CASE("an embedding is the same alone and inside a mixed-length batch", "[ru
     auto single = rt->embed(std::span<const std::string_view>(&texts[i], 1));
     REQUIRE(single.ok());
     INFO("text " << i << ": " << golden[i].text.substr(0, 80));
-    CHECK(cosine(single->data(), batch->data() + i * dim, dim) >= 0.99999);
+    CHECK(brisk::testing::cosine(single->data(), batch->data() + i * dim, dim) >= 0.99999);
   }
 }

@@ -50,16 +50,6 @@ struct Pending {
   }
 };
 
-double cosine(const std::vector<float>& a, const float* b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double(a[i]) * b[i];
-    na += double(a[i]) * a[i];
-    nb += double(b[i]) * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
-
 }  // namespace
 
 TEST_CASE("submit from many threads gives the embeddings embed() gives", "[runtime][batch]") {
@@ -90,7 +80,7 @@ TEST_CASE("submit from many threads gives the embeddings embed() gives", "[runti
           worst_bad++;
           continue;
         }
-        const double c = cosine(*e, reference->data() + ((i + t) % texts.size()) * dim);
+        const double c = brisk::testing::cosine(e->data(), reference->data() + ((i + t) % texts.size()) * dim, dim);
         std::lock_guard lock(mu);
         worst_cosine = std::min(worst_cosine, c);
       }
