@@ -11,6 +11,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,17 @@ struct Harness {
 
 inline bool contains(const absl::Status& s, const std::string& needle) {
   return std::string(s.message()).find(needle) != std::string::npos;
+}
+
+// Polls `done` until it holds or `limit` passes. A liveness bound for threaded tests, never a timing assertion.
+template <typename Pred>
+bool eventually(Pred done, Duration limit = std::chrono::seconds(60)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
 }
 
 }  // namespace brisk::batch::testing

@@ -13,17 +13,6 @@ using namespace brisk::batch::testing;
 
 namespace {
 
-// Polls `done` until it holds or `limit` passes. A liveness bound for threaded tests, never a timing assertion.
-template <typename Pred>
-bool eventually(Pred done, Duration limit = std::chrono::seconds(60)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
-
 // A gate the batch function blocks on until the test opens it.
 struct Gate {
   std::mutex mu;

@@ -12,20 +12,6 @@
 using namespace brisk::batch;
 using namespace brisk::batch::testing;
 
-namespace {
-
-template <typename Pred>
-bool eventually(Pred done, Duration limit = std::chrono::seconds(60)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("K executors never run more than max_inflight_batches batch functions at once", "[batch]") {
   const int threads = 4;
   const int limit = GENERATE(1, 2, 0);  // 0: as many as executor threads
