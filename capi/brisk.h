@@ -85,7 +85,8 @@ typedef struct brisk_runtime_options {
   int32_t batch_max_size;      /* requests per batch (default 32) */
   int32_t batch_max_delay_us;  /* how long a free executor waits for a batch to fill (default 0: no wait) */
   int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096) */
-  int32_t batch_p99_target_ms; /* > 0: adapt batch size and delay to keep P99 latency under it (default 0: off) */
+  int32_t batch_p99_target_ms; /* > 0: adapt batch size (compute <= half of it) and queue delay to keep P99
+                                  latency under it (default 0: off) */
 } brisk_runtime_options;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,
@@ -120,8 +121,8 @@ BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* 
 /* Queues one NUL-terminated UTF-8 text for batched embedding and returns at once. priority: 0 (most urgent) to 2.
  * deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED instead of
  * running; 0 means none; negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
- * When this returns an error (BRISK_OVERLOADED for a full queue, BRISK_INVALID_ARGUMENT, ...) callback is never
- * called; otherwise it is called exactly once. */
+ * When this returns an error (BRISK_OVERLOADED for a full queue or a deadline the queued work ahead cannot meet,
+ * BRISK_INVALID_ARGUMENT, ...) callback is never called; otherwise it is called exactly once. */
 BRISK_C_API brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority,
                                             int64_t deadline_ms, brisk_embed_callback callback, void* user_data,
                                             uint64_t* request_id);

@@ -243,3 +243,39 @@ TEST_CASE("Cancelling an unknown id is NOT_FOUND", "[batch]") {
   }
   CHECK(h.stats().cancelled == 0);
 }
+
+TEST_CASE("reject_predicted_late refuses at submit what the queue ahead cannot clear by the deadline", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 4;
+  p.max_queue_delay = 1h;  // batches run only when full, so the test decides what is queued
+  p.reject_predicted_late = true;
+  std::shared_ptr<ManualClock> clock;
+  BatchLog log;
+  TestFunctions f = echo_functions(&log);
+  auto echo = f.run;
+  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+    clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
+    return echo(info, in, out);
+  };
+  Harness h(p, f);
+  clock = h.clock;
+  // Before 8 batches have been measured there is no estimate: a request it would refuse is admitted (and then
+  // expires in the queue, behind the short ones its bucket comes after).
+  auto early = h.try_submit(0, {.priority = 1, .deadline = h.now() + 1ms}, 100);
+  CHECK(early.ok());
+  for (int i = 0; i < 35; ++i) h.submit(i, {.priority = 1});
+  REQUIRE(h.run() == 9);  // 35 short requests: 9 batches measured
+  CHECK(h.stats().completed == 35);
+  CHECK(h.stats().expired == 1);
+
+  for (int i = 0; i < 3; ++i) h.submit(i, {.priority = 1}, 6);  // 18 cost units queued at priority 1: ~18 ms
+  auto late = h.try_submit(9, {.priority = 1, .deadline = h.now() + 10ms}, 1);
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(contains(late.status(), "the work queued ahead needs about 19 ms, past the request's deadline in 10 ms"));
+  CHECK(contains(late.status(), "reject_predicted_late"));
+  CHECK(h.stats().rejected_overloaded == 1);
+  // The same deadline at priority 0 has nothing ahead of it; a later deadline at priority 1 can be met.
+  CHECK(h.try_submit(10, {.priority = 0, .deadline = h.now() + 10ms}, 1).ok());
+  CHECK(h.try_submit(11, {.priority = 1, .deadline = h.now() + 50ms}, 1).ok());
+}

@@ -128,6 +128,21 @@ class Batcher {
                         "overloaded: priority ", options.priority, " (", level.name, ") holds ", level_size,
                         " requests (levels[", options.priority, "].max_queue_size ", level.max_queue_size, ")")));
     }
+    if (policy_.reject_predicted_late && entry->info.deadline != kNoDeadline && !late) {
+      const double rate = throughput_.cost_per_second() * max_inflight_;
+      if (rate > 0) {
+        const double ahead = static_cast<double>(queue_.cost_up_to(options.priority) + cost);
+        const auto wait = std::chrono::duration<double>(ahead / rate);
+        if (now + std::chrono::duration_cast<Duration>(wait) > entry->info.deadline) {
+          return reject(metrics_.rejected_overloaded,
+                        absl::ResourceExhaustedError(absl::StrCat(
+                            "overloaded: the work queued ahead needs about ",
+                            static_cast<int64_t>(wait.count() * 1e3), " ms, past the request's deadline in ",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(entry->info.deadline - now).count(),
+                            " ms (BatchPolicy.reject_predicted_late)")));
+        }
+      }
+    }
     if (!rates_[options.priority].try_take(now)) {
       return reject(metrics_.rejected_overloaded,
                     absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
@@ -526,8 +541,12 @@ class Batcher {
       std::unique_lock lock(mu_);
       --inflight_;
       for (Entry* e : runnable) {
-        sizer_.record(finished - e->info.enqueued_at, batch.sizer_generation);
+        sizer_.record_latency(finished - e->info.enqueued_at, batch.sizer_generation);
         owned.push_back(std::move(entries_.extract(e->info.id).mapped()));
+      }
+      if (!runnable.empty()) {
+        sizer_.record_batch(runnable.size(), finished - started, batch.sizer_generation);
+        throughput_.record(shape.total_cost, finished - started);
       }
       if (stopping_) {
         work_cv_.notify_all();
@@ -586,6 +605,18 @@ class Batcher {
   using DeadlineItem = std::pair<TimePoint, RequestId>;
   std::priority_queue<DeadlineItem, std::vector<DeadlineItem>, std::greater<>> deadlines_;  // lazily pruned
   AdaptiveSizer sizer_;
+  // Cost per second the batch function sustains, for reject_predicted_late.
+  struct Throughput {
+    void record(size_t cost, Duration compute) {
+      if (compute <= Duration::zero() || cost == 0) return;
+      const double rate = static_cast<double>(cost) / std::chrono::duration<double>(compute).count();
+      ewma = batches == 0 ? rate : 0.8 * ewma + 0.2 * rate;
+      ++batches;
+    }
+    double cost_per_second() const { return batches >= 8 ? ewma : 0; }
+    double ewma = 0;
+    uint64_t batches = 0;
+  } throughput_;
   RequestId next_id_ = 1;
   uint64_t batch_sequence_ = 0;
   int inflight_ = 0;

@@ -48,6 +48,12 @@ class RequestQueue {
   size_t size() const { return size_; }
   size_t size(int level) const { return levels_[level].size; }
   size_t cost() const { return cost_; }  // summed request costs
+  // Summed costs at levels 0..level: the work a new request of that level waits behind.
+  size_t cost_up_to(int level) const {
+    size_t c = 0;
+    for (int i = 0; i <= level; ++i) c += levels_[i].cost;
+    return c;
+  }
 
   // The bucket of a cost: its bit width, so 8..15 share one and 128..255 another.
   static size_t bucket_of(size_t cost) { return std::min<size_t>(std::bit_width(cost), kBuckets - 1); }
@@ -65,6 +71,7 @@ class RequestQueue {
       if (list.empty()) l.nonempty &= ~(uint64_t{1} << e->bucket);
     }
     --l.size;
+    l.cost -= e->info.cost;
     --size_;
     cost_ -= e->info.cost;
   }
@@ -160,6 +167,7 @@ class RequestQueue {
     List lists[kBuckets];
     uint64_t nonempty = 0;  // bit b set: lists[b] is not empty
     size_t size = 0;
+    size_t cost = 0;
   };
 
   void link(Entry* e, bool front) {
@@ -168,6 +176,7 @@ class RequestQueue {
     front ? list.push_front(e) : list.push_back(e);
     if (!e->delayed) l.nonempty |= uint64_t{1} << e->bucket;
     ++l.size;
+    l.cost += e->info.cost;
     ++size_;
     cost_ += e->info.cost;
   }
