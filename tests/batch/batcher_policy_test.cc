@@ -161,6 +161,33 @@ TEST_CASE("Length bucketing groups similar lengths and cuts padding against FIFO
   CHECK(fifo.batch_padded_tokens.sum() == fifo.padded_tokens);
 }
 
+TEST_CASE("A bucketed batch does not pad short requests to a far longer one; they wait for their own batch",
+          "[batch]") {
+  const int spread = GENERATE(0, 1, 4);
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 8;
+  p.bucket_spread = spread;
+  Harness h(p);
+  h.submit(0, {.priority = 1}, 8);
+  h.submit(1, {.priority = 1}, 16);  // the next bucket up
+  h.submit(2, {.priority = 1}, 8);
+  h.submit(3, {.priority = 0}, 128);  // the most urgent: it anchors the first batch
+  h.submit(4, {.priority = 1}, 128);
+  h.advance(1ms);
+  while (h.run() > 0) {
+  }
+  REQUIRE(h.out.size() == 5);
+  std::vector<std::vector<int>> batches;
+  for (const SeenBatch& b : h.log.batches()) batches.push_back(b.values);
+  if (spread == 4) {  // 8..15 and 128..255 are 4 buckets apart: one batch, nearest lengths first
+    CHECK(batches == std::vector<std::vector<int>>{{3, 4, 1, 0, 2}});
+  } else if (spread == 1) {
+    CHECK(batches == std::vector<std::vector<int>>{{3, 4}, {0, 2, 1}});
+  } else {
+    CHECK(batches == std::vector<std::vector<int>>{{3, 4}, {0, 2}, {1}});
+  }
+}
+
 TEST_CASE("Batcher keeps every batch's memory estimate within headroom x budget", "[batch]") {
   BatchPolicy p = manual_policy();
   p.max_batch_size = 64;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -364,6 +365,9 @@ class Batcher {
     while (batch.size() < limit) {
       Entry* e = queue_.best(now, anchor_bucket, skip);
       if (!e) break;
+      // Candidates come in (effective level, bucket distance, age) order, so the first one too far from the
+      // anchor's length means every later one is too far or less urgent: stop rather than pad to it.
+      if (anchor_bucket >= 0 && std::abs(static_cast<int>(e->bucket) - anchor_bucket) > policy_.bucket_spread) break;
       const BatchShape next{shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
       const bool over_tokens = policy_.max_batch_tokens != 0 && next.size * next.max_cost > policy_.max_batch_tokens;
       const bool over_memory = policy_.memory_budget_bytes != 0 && functions_.estimate_bytes &&

@@ -62,8 +62,12 @@ struct BatchPolicy {
   // Padded cost per batch, batch size x the largest request cost; 0: unlimited. A request whose cost alone
   // exceeds it is rejected at submit.
   size_t max_batch_tokens = 0;
-  // Group requests whose costs fall in the same power-of-two bucket, to cut padding. Off: FIFO within a level.
+  // Group requests whose costs fall in the same power-of-two bucket, to cut padding: a batch is anchored on
+  // its most urgent request and takes others only from buckets within bucket_spread of the anchor's (1: costs
+  // up to about 4x apart); the rest wait for a batch of their own length. Off: FIFO within a level, any mix.
+  // For a padding-free batch function (brisk's packed encoder) padding costs nothing; turn it off there.
   bool length_bucketing = true;
+  int bucket_spread = 1;
   // Bytes estimate per batch (BatchFunctions::estimate_bytes) must stay <= memory_headroom x memory_budget_bytes.
   size_t memory_budget_bytes = 0;      // 0: no memory limit
   double memory_headroom = 0.8;
@@ -122,6 +126,7 @@ inline absl::Status BatchPolicy::validate() const {
   if (memory_headroom <= 0 || memory_headroom > 1)
     return bad("memory_headroom is " + std::to_string(memory_headroom) + "; expected in (0, 1]");
   if (levels.empty()) return bad("levels is empty; expected at least one priority level");
+  if (bucket_spread < 0) return bad("bucket_spread is negative; expected >= 0 (0: one bucket per batch)");
   if (aging_interval < Duration::zero()) return bad("aging_interval is negative; expected >= 0 (0: no aging)");
   if (max_queue_size == 0) return bad("max_queue_size is 0; expected at least 1");
   if (executor_threads < 0 || executor_threads > 256)

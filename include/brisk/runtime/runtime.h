@@ -37,7 +37,7 @@ enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
 
 // The batcher policy submit() uses by default. One executor: a forward pass already uses every core, and
 // batches fill while it runs, so no queue delay is needed (0: a free executor takes what is queued at once).
-// Cost is tokens per text; 8192 padded tokens and ~1 GiB of estimated activations per batch at most. A request
+// Cost is tokens per text; no length bucketing (the packed encoder pads nothing); 8192 padded tokens and ~1 GiB of estimated activations per batch at most. A request
 // with a deadline the queue ahead cannot meet is refused at submit (reject_predicted_late).
 inline batch::BatchPolicy default_runtime_batching() {
   batch::BatchPolicy p;
@@ -45,6 +45,7 @@ inline batch::BatchPolicy default_runtime_batching() {
   p.max_queue_delay = batch::Duration::zero();
   p.preferred_batch_multiple = 8;
   p.max_batch_tokens = 8192;
+  p.length_bucketing = false;  // the encoder packs sequences without padding: any mix of lengths is free
   p.memory_budget_bytes = size_t{1} << 30;
   p.executor_threads = 1;
   p.reject_predicted_late = true;
