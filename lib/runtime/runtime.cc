@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
@@ -106,8 +107,17 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 
   impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
   {
-    ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
-    BRISK_ASSIGN_OR_RETURN(impl->encoder, BertEncoder::create(config, std::move(weights), options.device));
+    // Packing the weights runs OpenMP regions. On the caller's thread they would leave it an OpenMP pool of
+    // its own for the rest of its life, and once libgomp manages more threads than there are cores it stops
+    // spinning between regions, which made every forward pass on the batcher's thread 2.5x slower. A thread
+    // that exits takes its pool with it.
+    StatusOr<std::unique_ptr<BertEncoder>> encoder = absl::InternalError("encoder not created");
+    std::thread([&] {
+      ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
+      encoder = BertEncoder::create(config, std::move(weights), options.device);
+    }).join();
+    if (!encoder.ok()) return encoder.status();
+    impl->encoder = std::move(*encoder);
   }
   BRISK_RETURN_IF_ERROR(start_batcher(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
@@ -128,22 +138,30 @@ Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> 
     return absl::InvalidArgumentError(absl::StrCat("Runtime::embed: output holds ", out.size(),
                                                    " floats; expected at least ", texts.size(), " x ", dim));
   }
-  ScopedNumThreads threads(impl_->options.num_threads);
   const size_t chunk = static_cast<size_t>(impl_->options.max_batch_size);
+  std::vector<std::vector<int32_t>> ids;
   for (size_t begin = 0; begin < texts.size(); begin += chunk) {
     const size_t end = std::min(texts.size(), begin + chunk);
-    PackedSequences batch;
+    ids.clear();
     for (size_t i = begin; i < end; ++i) {
-      auto ids = impl_->tokenize(texts[i]);
-      if (!ids.ok()) {
-        return absl::Status(ids.status().code(), absl::StrCat("text ", i, ": ", ids.status().message()));
+      auto encoded = impl_->tokenize(texts[i]);
+      if (!encoded.ok()) {
+        return absl::Status(encoded.status().code(), absl::StrCat("text ", i, ": ", encoded.status().message()));
       }
-      batch.add(*ids);
+      ids.push_back(std::move(*encoded));
     }
-    BRISK_RETURN_IF_ERROR(impl_->encoder->embed(batch, impl_->pooling, impl_->options.normalize,
-                                                out.data() + begin * dim));
+    if (Status s = impl_->embed_ids(ids, out.data() + begin * dim); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("texts ", begin, "..", end - 1, ": ", s.message()));
+    }
   }
   return absl::OkStatus();
+}
+
+Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* out) const {
+  ScopedNumThreads threads(options.num_threads);
+  PackedSequences packed;
+  for (const std::vector<int32_t>& seq : ids) packed.add(seq);
+  return encoder->embed(packed, pooling, options.normalize, out);
 }
 
 StatusOr<std::vector<int32_t>> Runtime::Impl::tokenize(std::string_view text) {

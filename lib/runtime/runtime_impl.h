@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct Runtime::Impl {
 
   // Tokenizes one text with the runtime's truncation, recording the time.
   StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
+  // One forward pass over packed sequences on the calling thread: ids.size() x hidden_size floats into out.
+  Status encode(std::span<const std::vector<int32_t>> ids, float* out) const;
+  // Embeds tokenized texts for embed(): through the batcher's thread, so that every forward pass runs on one
+  // thread (one OpenMP pool) and joins concurrent submit() traffic; on the calling thread when the batcher has
+  // no executor, is the caller, or is full.
+  Status embed_ids(std::span<const std::vector<int32_t>> ids, float* out);
 };
 
 // Builds impl.batcher from impl.options.batching around impl.encoder.

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
 
 #include "brisk/core/parallel.h"
@@ -26,12 +28,12 @@ size_t estimate_activation_bytes(const ModelInfo& info, const batch::BatchShape&
 
 Status run_batch(Runtime::Impl& impl, std::span<EmbedRequest> requests,
                  std::span<StatusOr<std::vector<float>>> results) {
-  ScopedNumThreads threads(impl.options.num_threads);
-  PackedSequences packed;
-  for (const EmbedRequest& r : requests) packed.add(r.ids);
+  std::vector<std::vector<int32_t>> ids;
+  ids.reserve(requests.size());
+  for (EmbedRequest& r : requests) ids.push_back(std::move(r.ids));
   const size_t dim = static_cast<size_t>(impl.info.hidden_size);
   std::vector<float> out(requests.size() * dim);
-  BRISK_RETURN_IF_ERROR(impl.encoder->embed(packed, impl.pooling, impl.options.normalize, out.data()));
+  BRISK_RETURN_IF_ERROR(impl.encode(ids, out.data()));
   for (size_t i = 0; i < requests.size(); ++i) {
     results[i] = std::vector<float>(out.begin() + static_cast<ptrdiff_t>(i * dim),
                                     out.begin() + static_cast<ptrdiff_t>((i + 1) * dim));
@@ -71,6 +73,42 @@ Status start_batcher(Runtime::Impl& impl) {
   }
   impl.batcher = std::move(*batcher);
   return absl::OkStatus();
+}
+
+Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, float* out) {
+  if (options.batching.executor_threads == 0 || batcher->on_batcher_thread()) return encode(ids, out);
+  const size_t dim = static_cast<size_t>(info.hidden_size);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+  Status first_error;
+  size_t submitted = 0;
+  for (; submitted < ids.size(); ++submitted) {
+    float* row = out + submitted * dim;
+    auto done = [&, row](uint64_t, StatusOr<std::vector<float>> e) {
+      std::lock_guard lock(mu);
+      if (e.ok()) {
+        std::copy(e->begin(), e->end(), row);
+      } else if (first_error.ok()) {
+        first_error = e.status();
+      }
+      if (--pending == 0) cv.notify_all();
+    };
+    {
+      std::lock_guard lock(mu);
+      ++pending;
+    }
+    if (!batcher->submit(EmbedRequest{ids[submitted]}, {}, std::move(done)).ok()) {
+      std::lock_guard lock(mu);
+      --pending;
+      break;  // queue full: the rest run here
+    }
+  }
+  Status rest;
+  if (submitted < ids.size()) rest = encode(ids.subspan(submitted), out + submitted * dim);
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return pending == 0; });
+  return first_error.ok() ? rest : first_error;
 }
 
 StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,

@@ -281,6 +281,8 @@ class Batcher {
 
   const BatcherMetrics& metrics() const { return metrics_; }
   const BatchPolicy& policy() const { return policy_; }
+  // True inside the batch function or a callback of this batcher, where waiting for it would deadlock.
+  bool on_batcher_thread() const { return current_batcher_ == this; }
   Clock& clock() const { return *clock_; }
 
  private:
