@@ -105,7 +105,9 @@ class BRISK_API Runtime {
   const ModelInfo& info() const;
 
   // Embeds texts (UTF-8; invalid UTF-8 is an error naming the text index) into a row-major
-  // texts.size() x embedding_dim() matrix.
+  // texts.size() x embedding_dim() matrix. The forward passes run on the batcher's executor thread (sharing
+  // batches with submit() traffic) and the call waits for them; it computes on the calling thread instead when
+  // the batching policy has no executor threads, when called from a batcher callback, or when the queue is full.
   StatusOr<std::vector<float>> embed(std::span<const std::string_view> texts) const;
   // The same, writing into `out`, which must hold texts.size() * embedding_dim() floats.
   Status embed(std::span<const std::string_view> texts, std::span<float> out) const;
