@@ -20,7 +20,8 @@ void write_prometheus(metrics::PrometheusWriter& w, const BatcherStats& s, const
   const std::pair<const char*, uint64_t> outcomes[] = {
       {"completed", s.completed},           {"failed", s.failed},
       {"expired", s.expired},               {"cancelled", s.cancelled},
-      {"shutdown", s.shutdown},             {"rejected_overloaded", s.rejected_overloaded},
+      {"shutdown", s.shutdown},             {"evicted", s.evicted},
+      {"rejected_overloaded", s.rejected_overloaded},
       {"rejected_deadline", s.rejected_deadline}, {"rejected_invalid", s.rejected_invalid},
       {"rejected_shutdown", s.rejected_shutdown}};
   for (const auto& [outcome, count] : outcomes) w.counter(requests, requests_help, with("outcome", outcome), count);

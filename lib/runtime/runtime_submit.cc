@@ -141,6 +141,7 @@ std::string Runtime::stats_json() const {
       {"expired", s.expired},
       {"cancelled", s.cancelled},
       {"shutdown", s.shutdown},
+      {"evicted", s.evicted},
       {"rejected",
        {{"overloaded", s.rejected_overloaded},
         {"deadline", s.rejected_deadline},

@@ -358,3 +358,35 @@ TEST_CASE("Queue limits per level and in total reject at once, naming the limit"
   CHECK(h.try_submit(1, {.priority = 1}).ok());  // the level drained too
   CHECK(h.out.size() == 6);
 }
+
+TEST_CASE("evict_lower_priority makes room in a full queue for a more urgent request", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 8;
+  p.max_queue_delay = 1h;
+  p.max_queue_size = 3;
+  p.evict_lower_priority = GENERATE(false, true);
+  Harness h(p);
+  const RequestId low_old = h.submit(0, {.priority = 2});
+  h.advance(1ms);
+  const RequestId low_new = h.submit(1, {.priority = 2});
+  const RequestId mid = h.submit(2, {.priority = 1});
+  auto urgent = h.try_submit(3, {.priority = 0});
+  auto same = h.try_submit(4, {.priority = 2});  // never evicts its own level
+  CHECK_FALSE(same.ok());
+  if (!p.evict_lower_priority) {
+    REQUIRE_FALSE(urgent.ok());
+    CHECK(urgent.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK(h.out.size() == 0);
+    return;
+  }
+  REQUIRE(urgent.ok());
+  REQUIRE(h.out.size() == 1);  // the newest request of the least urgent level, completed at once
+  CHECK(h.out.code(low_new) == absl::StatusCode::kResourceExhausted);
+  CHECK(contains(h.out.get(low_new).status(), "evicted from the full queue for a more urgent one"));
+  CHECK(h.stats().evicted == 1);
+  CHECK(h.stats().queued == 3);
+  h.batcher->shutdown(ShutdownMode::kDrain).IgnoreError();
+  CHECK(*h.out.get(low_old) == 0);
+  CHECK(*h.out.get(mid) == 2);
+  CHECK(*h.out.get(*urgent) == 3);
+}

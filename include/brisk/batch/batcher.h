@@ -16,7 +16,8 @@
 // Completion: when submit() returns an error the request was never admitted and its callback is never called.
 // Otherwise the callback runs exactly once, with a result or one of: RESOURCE_EXHAUSTED (overloaded),
 // DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down), or the batch function's error. Callbacks run on the
-// executor, deadline-timer or cancelling thread; they must not block for long, may call submit() and
+// executor, deadline-timer or cancelling thread (or, for a request evicted by evict_lower_priority, the thread
+// of the submit() that evicted it); they must not block for long, may call submit() and
 // cancel(), and must not call shutdown() (it returns FAILED_PRECONDITION there).
 //
 // Thread safety: submit(), cancel(), stats() and shutdown() may be called from any number of threads.
@@ -116,7 +117,11 @@ class Batcher {
       return reject(metrics_.rejected_deadline,
                     absl::DeadlineExceededError("submit: the request's deadline has already passed"));
     }
-    if (queue_.size() >= policy_.max_queue_size) {
+    Entry* victim = nullptr;  // a less urgent queued request that makes room (evict_lower_priority)
+    if (queue_.size() >= policy_.max_queue_size && policy_.evict_lower_priority) {
+      victim = queue_.newest_less_urgent_than(options.priority);
+    }
+    if (queue_.size() >= policy_.max_queue_size && victim == nullptr) {
       return reject(metrics_.rejected_overloaded,
                     absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queue_.size(),
                                                               " requests (BatchPolicy.max_queue_size ",
@@ -150,6 +155,8 @@ class Batcher {
                                                               level.name, ") is over its rate limit of ",
                                                               level.rate_limit, " requests/s")));
     }
+    std::unique_ptr<Entry> evicted;
+    if (victim != nullptr) evicted = unlink_and_take(victim);
     const RequestId id = next_id_++;
     entry->info.id = id;
     Entry* e = entry.get();
@@ -163,6 +170,13 @@ class Batcher {
       if (earliest) timer_cv_.notify_one();
     }
     if (idle_executors_ > 0 && (queue_.size() == 1 || batch_ready(now))) work_cv_.notify_one();
+    lock.unlock();
+    if (evicted) {
+      metrics_.evicted.add(1);
+      complete(*evicted, absl::ResourceExhaustedError(absl::StrCat(
+                             "overloaded: request ", evicted->info.id, " (priority ", evicted->info.priority,
+                             ") was evicted from the full queue for a more urgent one")));
+    }
     return id;
   }
 

@@ -27,7 +27,7 @@ namespace brisk::batch {
 
 struct BatcherStats {
   // Requests.
-  uint64_t submitted = 0, completed = 0, failed = 0, expired = 0, cancelled = 0, shutdown = 0;
+  uint64_t submitted = 0, completed = 0, failed = 0, expired = 0, cancelled = 0, shutdown = 0, evicted = 0;
   uint64_t rejected_overloaded = 0, rejected_deadline = 0, rejected_invalid = 0, rejected_shutdown = 0;
   uint64_t callback_exceptions = 0;
   // Batches and tokens.
@@ -50,7 +50,7 @@ class BatcherMetrics {
  public:
   explicit BatcherMetrics(size_t levels) : queue_time_per_level_(levels) {}
 
-  metrics::Counter submitted, completed, failed, expired, cancelled, shutdown;
+  metrics::Counter submitted, completed, failed, expired, cancelled, shutdown, evicted;
   metrics::Counter rejected_overloaded, rejected_deadline, rejected_invalid, rejected_shutdown;
   metrics::Counter callback_exceptions;
 
@@ -84,6 +84,7 @@ class BatcherMetrics {
     s.expired = expired.value();
     s.cancelled = cancelled.value();
     s.shutdown = shutdown.value();
+    s.evicted = evicted.value();
     s.rejected_overloaded = rejected_overloaded.value();
     s.rejected_deadline = rejected_deadline.value();
     s.rejected_invalid = rejected_invalid.value();

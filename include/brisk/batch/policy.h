@@ -76,6 +76,10 @@ struct BatchPolicy {
   // so a level-p request waits at most p x aging_interval before it competes as level 0. 0: no aging.
   Duration aging_interval = std::chrono::milliseconds(100);
   size_t max_queue_size = 4096;        // queued requests over all levels
+  // When the total queue is full, a request evicts the newest queued request of the least urgent level below
+  // its own (which completes with RESOURCE_EXHAUSTED) instead of being refused, so low-priority traffic cannot
+  // lock high-priority traffic out of a shared queue.
+  bool evict_lower_priority = false;
   int executor_threads = 1;            // 0: no threads; the caller drives run_ready() (tests, single loops)
   int max_inflight_batches = 0;        // batches running at once; 0: executor_threads
   bool in_order_completion = false;    // callbacks in admission order (a slow request holds back later ones)

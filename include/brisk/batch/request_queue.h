@@ -126,6 +126,20 @@ class RequestQueue {
     return best;
   }
 
+  // The most recently queued request of the least urgent level below `priority` (late requests aside), or
+  // nullptr: the one to give up when a more urgent request finds the queue full.
+  Entry* newest_less_urgent_than(int priority) const {
+    for (int level = static_cast<int>(levels_.size()) - 1; level > priority; --level) {
+      Entry* newest = nullptr;
+      for (uint64_t m = levels_[level].nonempty; m; m &= m - 1) {
+        Entry* tail = levels_[level].lists[std::countr_zero(m)].tail;
+        if (!newest || tail->info.enqueued_at >= newest->info.enqueued_at) newest = tail;
+      }
+      if (newest) return newest;
+    }
+    return nullptr;
+  }
+
   // Every queued request, in no particular order.
   std::vector<Entry*> all() const {
     std::vector<Entry*> out;
