@@ -98,6 +98,7 @@ Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, float
       std::lock_guard lock(mu);
       ++pending;
     }
+    // A copy: a refused submit destroys its request, and this text then runs here from ids.
     if (!batcher->submit(EmbedRequest{ids[submitted]}, {}, std::move(done)).ok()) {
       std::lock_guard lock(mu);
       --pending;

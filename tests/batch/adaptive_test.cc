@@ -190,12 +190,9 @@ TEST_CASE("The batcher shrinks and grows its batch limit from observed compute t
   Duration compute = 20ms;
   std::shared_ptr<ManualClock> clock;
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     clock->advance(compute);
-    return echo(info, in, out);
-  };
+  });
   Harness h(p, f);
   clock = h.clock;
   for (int i = 0; i < 64; ++i) h.submit(i);
@@ -229,12 +226,9 @@ TEST_CASE("The batcher's adaptive limit is stable under a steady latency model",
   p.adaptive = adaptive(100ms, 4);
   std::shared_ptr<ManualClock> clock;
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
-    clock->advance(Duration(static_cast<int64_t>((model.a + model.b * in.size()) * 1e6)));
-    return echo(info, in, out);
-  };
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
+    clock->advance(Duration(static_cast<int64_t>((model.a + model.b * info.shape.size) * 1e6)));
+  });
   Harness h(p, f);
   clock = h.clock;
   const std::vector<size_t> rungs = ladder(1, 64, 8);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,6 +137,17 @@ inline TestFunctions echo_functions(BatchLog* log) {
     return absl::OkStatus();
   };
   f.cost = [](const Req& r) { return r.cost; };
+  return f;
+}
+
+// The same, calling `before` (advance a clock, block on a gate, inspect the batch) ahead of each echo.
+inline TestFunctions echo_functions(BatchLog* log, std::function<void(const BatchInfo&)> before) {
+  TestFunctions f = echo_functions(log);
+  f.run = [echo = std::move(f.run), before = std::move(before)](const BatchInfo& info, std::span<Req> in,
+                                                                 std::span<absl::StatusOr<int>> out) {
+    before(info);
+    return echo(info, in, out);
+  };
   return f;
 }
 

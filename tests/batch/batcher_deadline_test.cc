@@ -78,14 +78,11 @@ TEST_CASE("No kReject request reaches the batch function at or after its deadlin
   std::shared_ptr<ManualClock> clock;
   BatchLog log;
   size_t late_seen = 0;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     for (const RequestInfo& r : info.requests) {
       if (r.deadline <= info.started_at) ++late_seen;
     }
-    return echo(info, in, out);
-  };
+  });
   BatchPolicy p = manual_policy();
   p.max_queue_delay = 1ms;
   Harness h(p, f);
@@ -252,12 +249,9 @@ TEST_CASE("reject_predicted_late refuses at submit what the queue ahead cannot c
   p.length_bucketing = false;  // FIFO: the test decides the order batches take requests in
   std::shared_ptr<ManualClock> clock;
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
-    return echo(info, in, out);
-  };
+  });
   Harness h(p, f);
   clock = h.clock;
   // Before 8 batches have been measured there is no estimate: a request it would refuse is admitted.

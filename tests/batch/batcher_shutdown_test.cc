@@ -77,12 +77,9 @@ TEST_CASE("shutdown with a batch in flight neither hangs nor loses a request", "
   const ShutdownMode mode = GENERATE(ShutdownMode::kDrain, ShutdownMode::kCancel);
   Gate gate;
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     gate.pass();
-    return echo(info, in, out);
-  };
+  });
   BatchPolicy p;
   p.executor_threads = 2;
   p.max_inflight_batches = 1;
@@ -194,12 +191,9 @@ TEST_CASE("shutdown from inside a callback or the batch function is FAILED_PRECO
     inside.push_back(std::move(s));
   };
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     record("batch function", self->shutdown(ShutdownMode::kCancel));
-    return echo(info, in, out);
-  };
+  });
   auto clock = std::make_shared<ManualClock>();
   auto made = TestBatcher::create(p, f, clock);
   REQUIRE(made.ok());
@@ -262,12 +256,9 @@ TEST_CASE("The destructor completes every pending request", "[batch]") {
 TEST_CASE("The destructor waits for a batch in flight", "[batch]") {
   Gate gate;
   BatchLog log;
-  TestFunctions f = echo_functions(&log);
-  auto echo = f.run;
-  f.run = [&](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) {
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
     gate.pass();
-    return echo(info, in, out);
-  };
+  });
   BatchPolicy p;
   p.executor_threads = 1;
   p.max_batch_size = 1;
