@@ -51,16 +51,23 @@ void set_counters(benchmark::State& state, double seconds, int64_t requests, con
   if (failures != 0) state.SkipWithError("some requests were rejected or failed");
 }
 
-// args: producers, executor_threads, max_batch_size. One iteration = one round of kRoundRequests requests.
-void BM_SubmitComplete(benchmark::State& state) {
-  const int producers = static_cast<int>(state.range(0));
+// The batcher for args (producers, executor_threads, max_batch_size); nullptr after SkipWithError.
+std::unique_ptr<IntBatcher> saturated_batcher(benchmark::State& state) {
   auto batcher = IntBatcher::create(saturation_policy(static_cast<int>(state.range(1)), state.range(2)),
                                     noop_functions());
   if (!batcher.ok()) {
     state.SkipWithError(std::string(batcher.status().message()).c_str());
-    return;
+    return nullptr;
   }
-  IntBatcher& b = **batcher;
+  return std::move(*batcher);
+}
+
+// args: producers, executor_threads, max_batch_size. One iteration = one round of kRoundRequests requests.
+void BM_SubmitComplete(benchmark::State& state) {
+  const int producers = static_cast<int>(state.range(0));
+  std::unique_ptr<IntBatcher> batcher = saturated_batcher(state);
+  if (!batcher) return;
+  IntBatcher& b = *batcher;
   std::atomic<int64_t> failures{0};
   double seconds = 0;
   int64_t requests = 0;
@@ -102,13 +109,9 @@ BENCHMARK(BM_SubmitComplete)
 // of the round (a shared state and a promise per request).
 void BM_SubmitCompleteFuture(benchmark::State& state) {
   const int producers = static_cast<int>(state.range(0));
-  auto batcher = IntBatcher::create(saturation_policy(static_cast<int>(state.range(1)), state.range(2)),
-                                    noop_functions());
-  if (!batcher.ok()) {
-    state.SkipWithError(std::string(batcher.status().message()).c_str());
-    return;
-  }
-  IntBatcher& b = **batcher;
+  std::unique_ptr<IntBatcher> batcher = saturated_batcher(state);
+  if (!batcher) return;
+  IntBatcher& b = *batcher;
   std::atomic<int64_t> failures{0};
   double seconds = 0;
   int64_t requests = 0;
