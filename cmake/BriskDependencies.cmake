@@ -8,6 +8,13 @@ find_package(nlohmann_json REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)  # header-only (libhnswlib-dev)
+
+set(BRISK_REDIS_ENABLED OFF)
+if(BRISK_WITH_REDIS)
+  pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+  set(BRISK_REDIS_ENABLED ON)
+endif()
 
 set(BRISK_CUDA_ENABLED OFF)
 if(NOT BRISK_WITH_CUDA STREQUAL "OFF")
