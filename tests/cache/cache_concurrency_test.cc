@@ -1,0 +1,328 @@
+// brisk::cache::Cache under threads: single-flight loading, errors and exceptions shared by every waiter,
+// XFetch refresh-ahead, and a mixed stress with invariant checks (run under TSan and ASan too).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/cache/cache.h"
+#include "brisk/core/clock.h"
+
+using brisk::ManualClock;
+using brisk::StatusOr;
+using namespace brisk::cache;
+using namespace std::chrono_literals;
+
+namespace {
+
+using IntCache = Cache<uint64_t, uint64_t>;
+
+std::unique_ptr<IntCache> make(CacheOptions<uint64_t, uint64_t> o) {
+  auto c = IntCache::create(std::move(o));
+  REQUIRE(c.ok());
+  return std::move(*c);
+}
+
+CacheOptions<uint64_t, uint64_t> entries(size_t n, int shards) {
+  CacheOptions<uint64_t, uint64_t> o;
+  o.max_entries = n;
+  o.shards = shards;
+  o.seed = 3;
+  return o;
+}
+
+// Waits (polling, bounded by a generous real-time limit so a bug fails instead of hanging) until pred holds.
+template <typename Pred>
+bool wait_for(Pred pred, std::chrono::seconds limit = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(200us);
+  }
+  return true;
+}
+
+// Runs n threads that all call get_or_load(key, loader) at once; returns their results.
+std::vector<StatusOr<uint64_t>> load_together(IntCache& cache, uint64_t key, const IntCache::Loader& loader, int n) {
+  std::vector<StatusOr<uint64_t>> results(n);
+  std::latch start(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      results[i] = cache.get_or_load(key, loader);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+}  // namespace
+
+TEST_CASE("Cache: 64 concurrent misses on one key load it once", "[cache][cache-core][singleflight]") {
+  auto cache = make(entries(1000, 4));
+  std::atomic<int> calls{0};
+  bool all_missed = false;
+  const IntCache::Loader loader = [&](const uint64_t& k) -> StatusOr<uint64_t> {
+    ++calls;
+    // Hold the load until all 64 callers have missed, so they really overlap.
+    all_missed = wait_for([&] { return cache->stats().misses == 64; });
+    return k * 10;
+  };
+  const auto results = load_together(*cache, 7, loader, 64);
+  CHECK(all_missed);
+  CHECK(calls == 1);
+  for (const auto& r : results) {
+    REQUIRE(r.ok());
+    CHECK(*r == 70);
+  }
+  const CacheStats st = cache->stats();
+  CHECK(st.loads == 1);
+  CHECK(st.misses == 64);
+  CHECK(cache->get(7) == std::optional<uint64_t>(70));
+}
+
+TEST_CASE("Cache: a loader error reaches every waiter and is not cached", "[cache][cache-core][singleflight]") {
+  auto cache = make(entries(1000, 4));
+  std::atomic<int> calls{0};
+  const IntCache::Loader failing = [&](const uint64_t&) -> StatusOr<uint64_t> {
+    ++calls;
+    wait_for([&] { return cache->stats().misses >= 16; });
+    return absl::UnavailableError("backend down");
+  };
+  auto results = load_together(*cache, 1, failing, 16);
+  CHECK(calls == 1);
+  for (const auto& r : results) {
+    CHECK(r.status().code() == absl::StatusCode::kUnavailable);
+    CHECK(r.status().message() == "backend down");
+  }
+  CHECK_FALSE(cache->contains(1));
+  CHECK(cache->stats().load_failures == 1);
+
+  // A throwing loader: every waiter gets INTERNAL and nobody deadlocks.
+  calls = 0;
+  const IntCache::Loader throwing = [&](const uint64_t&) -> StatusOr<uint64_t> {
+    ++calls;
+    wait_for([&] { return cache->stats().misses >= 32; });
+    throw std::runtime_error("loader exploded");
+  };
+  results = load_together(*cache, 1, throwing, 16);
+  CHECK(calls == 1);
+  for (const auto& r : results) {
+    CHECK(r.status().code() == absl::StatusCode::kInternal);
+    CHECK_THAT(std::string(r.status().message()), Catch::Contains("loader exploded"));
+  }
+  CHECK_FALSE(cache->contains(1));
+  // The key is not stuck: the next load works.
+  CHECK(*cache->get_or_load(1, [](const uint64_t& k) -> StatusOr<uint64_t> { return k; }) == 1);
+}
+
+TEST_CASE("Cache: an invalidation during a load keeps the loaded value out", "[cache][cache-core][singleflight]") {
+  auto cache = make(entries(100, 1));
+  std::latch loading(1), release(1);
+  StatusOr<uint64_t> r;
+  std::thread loader_thread([&] {
+    r = cache->get_or_load(5, [&](const uint64_t&) -> StatusOr<uint64_t> {
+      loading.count_down();
+      release.wait();
+      return 1;  // computed from data that the invalidation declared stale
+    });
+  });
+  loading.wait();
+  CHECK_FALSE(cache->invalidate(5));
+  release.count_down();
+  loader_thread.join();
+  CHECK(*r == 1);  // the caller still gets what it asked for
+  CHECK_FALSE(cache->contains(5));
+}
+
+TEST_CASE("Cache: XFetch refreshes a hot entry before it expires", "[cache][cache-core][refresh]") {
+  auto clock = std::make_shared<ManualClock>();
+  auto o = entries(100, 1);
+  o.clock = clock;
+  o.expire_after_write = 10s;
+  o.refresh_ahead_beta = 1.0;
+  auto cache = make(o);
+  uint64_t version = 0;
+  const IntCache::Loader loader = [&](const uint64_t&) -> StatusOr<uint64_t> {
+    clock->advance(1s);  // delta = 1 s
+    return ++version;
+  };
+  REQUIRE(*cache->get_or_load(1, loader) == 1);  // written at t0 + 1 s, deadline t0 + 11 s
+  // 9 s before the deadline a refresh needs U <= e^-9: practically never.
+  for (int i = 0; i < 100; ++i) CHECK(*cache->get_or_load(1, loader) == 1);
+  CHECK(cache->stats().refreshes == 0);
+  // 0.2 s before the deadline each hit refreshes with probability e^-0.2 = 82%.
+  clock->advance(9800ms);
+  uint64_t seen = 1;
+  for (int i = 0; i < 20 && seen == 1; ++i) seen = *cache->get_or_load(1, loader);
+  CHECK(seen == 2);
+  CHECK(cache->stats().refreshes == 1);
+  CHECK(cache->stats().loads == 2);
+  // The refreshed entry has a new deadline, 10 s after its reload.
+  clock->advance(5s);
+  CHECK(cache->get(1) == std::optional<uint64_t>(2));
+  // get() never refreshes; puts have no load time, so they are never refreshed early.
+  cache->put(2, 100);
+  clock->advance(9900ms);
+  for (int i = 0; i < 50; ++i) CHECK(*cache->get_or_load(2, loader) == 100);
+}
+
+TEST_CASE("Cache: during a refresh other callers keep the current value", "[cache][cache-core][refresh]") {
+  auto clock = std::make_shared<ManualClock>();
+  auto o = entries(100, 1);
+  o.clock = clock;
+  o.expire_after_write = 10s;
+  o.refresh_ahead_beta = 1e6;  // with delta = 1 s every hit in the last ~1e6 s refreshes: certain
+  auto cache = make(o);
+  REQUIRE(*cache->get_or_load(1, [&](const uint64_t&) -> StatusOr<uint64_t> {
+    clock->advance(1s);
+    return 1;
+  }) == 1);
+  std::latch refreshing(1), release(1);
+  std::atomic<int> calls{0};
+  StatusOr<uint64_t> refreshed;
+  std::thread refresher([&] {
+    refreshed = cache->get_or_load(1, [&](const uint64_t&) -> StatusOr<uint64_t> {
+      ++calls;
+      refreshing.count_down();
+      release.wait();
+      return 2;
+    });
+  });
+  refreshing.wait();
+  // While the refresh runs, other callers get the current value at once and do not reload.
+  for (int i = 0; i < 10; ++i) {
+    CHECK(*cache->get_or_load(1, [&](const uint64_t&) -> StatusOr<uint64_t> {
+      ++calls;
+      return 99;
+    }) == 1);
+  }
+  release.count_down();
+  refresher.join();
+  CHECK(*refreshed == 2);
+  CHECK(calls == 1);
+  CHECK(cache->get(1) == std::optional<uint64_t>(2));
+
+  // A failed refresh keeps the current (unexpired) value for the refresher too.
+  const auto r = cache->get_or_load(1, [](const uint64_t&) -> StatusOr<uint64_t> {
+    return absl::UnavailableError("down");
+  });
+  CHECK(*r == 2);
+  CHECK(cache->get(1) == std::optional<uint64_t>(2));
+}
+
+TEST_CASE("Cache: 8-thread stress keeps every invariant", "[cache][cache-core][stress]") {
+  for (const auto policy : {EvictionPolicy::kWTinyLfu, EvictionPolicy::kLru}) {
+    CAPTURE(static_cast<int>(policy));
+    auto clock = std::make_shared<ManualClock>();
+    std::mutex causes_mu;
+    std::map<RemovalCause, uint64_t> causes;
+    std::map<RemovalCause, uint64_t> cause_weight;
+    CacheOptions<uint64_t, uint64_t> o;
+    o.max_weight = 3000;
+    o.shards = 4;
+    o.policy = policy;
+    o.clock = clock;
+    o.expire_after_write = 50ms;
+    o.refresh_ahead_beta = 1.0;
+    o.seed = 17;
+    // Values encode their key: value = key * 1000 + weight.
+    o.weigher = [](const uint64_t&, const uint64_t& v) { return v % 1000; };
+    std::atomic<bool> bad_removal{false};
+    o.on_removal = [&](const uint64_t& k, const uint64_t& v, RemovalCause c) {
+      if (v / 1000 != k) bad_removal = true;  // Catch2 assertions are not thread-safe: check after the join
+      std::lock_guard<std::mutex> l(causes_mu);
+      ++causes[c];
+      cause_weight[c] += v % 1000;
+    };
+    auto cache = make(o);
+    std::atomic<uint64_t> lookups{0}, loader_calls{0};
+    std::atomic<bool> bad_value{false}, over_weight{false};
+    const int kThreads = 8;
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    const int kOps = 4000;
+#else
+    const int kOps = 25000;
+#endif
+    std::latch start(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(100 + t);
+        start.arrive_and_wait();
+        for (int i = 0; i < kOps; ++i) {
+          const uint64_t key = rng() % 400;
+          const uint64_t w = 1 + rng() % 40;
+          const uint32_t op = rng() % 100;
+          if (op < 40) {
+            ++lookups;
+            if (auto v = cache->get(key); v && *v / 1000 != key) bad_value = true;
+          } else if (op < 60) {
+            PutOptions p;
+            if (rng() % 4 == 0) p.tags = {absl::StrCat("t", key % 5)};
+            if (rng() % 4 == 0) p.ttl = std::chrono::milliseconds(1 + rng() % 20);
+            cache->put(key, key * 1000 + w, p);
+          } else if (op < 85) {
+            ++lookups;
+            auto r = cache->get_or_load(key, [&](const uint64_t& k) -> StatusOr<uint64_t> {
+              ++loader_calls;
+              if (k % 13 == 0) return absl::NotFoundError("no");
+              if (k % 17 == 0) throw std::runtime_error("thrown");
+              return k * 1000 + 1 + k % 40;
+            });
+            if (r.ok() && *r / 1000 != key) bad_value = true;
+          } else if (op < 95) {
+            cache->invalidate(key);
+          } else if (op < 97) {
+            cache->invalidate_tag(absl::StrCat("t", rng() % 5));
+          } else if (op < 98) {
+            cache->cleanup();
+          } else if (t == 0) {
+            clock->advance(1ms);  // expiry and refresh-ahead happen during the run
+          } else {
+            if (cache->weight() > 3000) over_weight = true;
+            const CacheStats st = cache->stats();
+            if (st.weight > 3000) over_weight = true;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    cache->cleanup();  // shards untouched since the last clock advance may still hold expired entries
+    CHECK_FALSE(bad_value);
+    CHECK_FALSE(bad_removal);
+    CHECK_FALSE(over_weight);
+    const CacheStats st = cache->stats();
+    CHECK(st.weight <= 3000);
+    CHECK(st.hits + st.misses == lookups.load());
+    CHECK(st.loads == loader_calls.load());
+    CHECK(st.load_failures > 0);
+    std::lock_guard<std::mutex> l(causes_mu);
+    CHECK(st.evictions == causes[RemovalCause::kSize]);
+    CHECK(st.evicted_weight == cause_weight[RemovalCause::kSize]);
+    CHECK(st.expirations == causes[RemovalCause::kExpired]);
+    CHECK(st.invalidations == causes[RemovalCause::kExplicit] + causes[RemovalCause::kTag]);
+    CHECK(st.expirations > 0);
+    CHECK(st.evictions > 0);
+    // The entries left are exactly those the cache reports, with the weight it reports.
+    uint64_t n = 0, weight = 0;
+    for (uint64_t k = 0; k < 400; ++k) {
+      if (auto v = cache->get(k)) {
+        ++n;
+        weight += *v % 1000;
+      }
+    }
+    CHECK(n == st.entries);
+    CHECK(weight == st.weight);
+  }
+}
