@@ -99,12 +99,18 @@ void BM_LayerNorm(benchmark::State& state) {
 BENCHMARK(BM_LayerNorm)->Arg(4096)->Arg(16)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The whole runtime (tokenize + encoder + pooling) on the real model; texts tokenize to exactly `seq` tokens.
+// Arg 2 (cached): 0 turns the caches off (the same text every time: measure the model); 1 keeps them on, so
+// every call after the first is a token-cache and result-cache hit.
 void BM_RuntimeEmbed(benchmark::State& state) {
   const int64_t batch = state.range(0), seq = state.range(1);
   brisk::RuntimeOptions opts;
   opts.model_dir = brisk::testing::model_dir().string();
   opts.num_threads = 2;
   opts.max_seq_len = static_cast<int>(seq);
+  if (state.range(2) == 0) {
+    opts.cache.result_cache_bytes = 0;
+    opts.cache.token_cache_entries = 0;
+  }
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) {
     state.SkipWithError(std::string(rt.status().message()).c_str());
@@ -120,7 +126,8 @@ void BM_RuntimeEmbed(benchmark::State& state) {
   state.counters["seq/s"] = benchmark::Counter(static_cast<double>(batch),
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_RuntimeEmbed)->ArgNames({"B", "T"})->Args({1, 16})->Args({1, 128})->Args({8, 64})->Args({32, 128})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RuntimeEmbed)->ArgNames({"B", "T", "cached"})->Args({1, 16, 0})->Args({1, 128, 0})->Args({8, 64, 0})
+    ->Args({32, 128, 0})->Args({1, 16, 1})->Args({1, 128, 1})->Args({32, 128, 1})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

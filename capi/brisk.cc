@@ -92,6 +92,29 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
   return BRISK_OK;
 }
 
+// The cache fields of brisk_runtime_options onto the C++ options.
+brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOptions& c) {
+  const auto bad = [](const char* field, int64_t value, const char* expected) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
+                                            std::to_string(value) + "; expected " + expected);
+  };
+  if (o.cache_result_bytes < 0) return bad("cache_result_bytes", o.cache_result_bytes, ">= 0 (0: no result cache)");
+  if (o.cache_ttl_ms < 0) return bad("cache_ttl_ms", o.cache_ttl_ms, ">= 0 (0: until evicted)");
+  if (o.cache_token_entries < 0) return bad("cache_token_entries", o.cache_token_entries, ">= 0 (0: off)");
+  c.result_cache_bytes = static_cast<uint64_t>(o.cache_result_bytes);
+  c.result_ttl = std::chrono::milliseconds(o.cache_ttl_ms);
+  c.token_cache_entries = static_cast<size_t>(o.cache_token_entries);
+  if (o.redis_host != nullptr) {
+    if (o.redis_port < 1 || o.redis_port > 65535) return bad("redis_port", o.redis_port, "a TCP port, 1 to 65535");
+    if (o.redis_timeout_ms < 1) return bad("redis_timeout_ms", o.redis_timeout_ms, "at least 1");
+    brisk::cache::RedisOptions& r = c.redis.emplace();
+    r.host = o.redis_host;
+    r.port = o.redis_port;
+    r.command_timeout = std::chrono::milliseconds(o.redis_timeout_ms);
+  }
+  return BRISK_OK;
+}
+
 // Copies text into buf when it fits (NUL included), reporting the size needed.
 brisk_status write_string(const char* function, const std::string& text, char* buf, size_t len, size_t* required) {
   const size_t need = text.size() + 1;
@@ -158,6 +181,15 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
       std::chrono::duration_cast<std::chrono::microseconds>(cpp.batching.max_queue_delay).count());
   defaults.batch_max_queue = static_cast<int32_t>(cpp.batching.max_queue_size);
   defaults.batch_p99_target_ms = 0;
+  defaults.cache_result_bytes = static_cast<int64_t>(cpp.cache.result_cache_bytes);
+  defaults.cache_ttl_ms = static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(cpp.cache.result_ttl).count());
+  defaults.cache_token_entries = static_cast<int32_t>(cpp.cache.token_cache_entries);
+  const brisk::cache::RedisOptions redis;
+  defaults.redis_host = nullptr;
+  defaults.redis_port = redis.port;
+  defaults.redis_timeout_ms = static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(redis.command_timeout).count());
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
@@ -198,6 +230,7 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
     ro.max_batch_size = o.max_batch_size;
     if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
+    if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);
     if (!rt.ok()) return from_status(rt.status());
     *out = new brisk_runtime{std::move(*rt)};
@@ -287,6 +320,25 @@ brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t 
   return guarded("brisk_metrics_prometheus", [&]() -> brisk_status {
     if (runtime == nullptr) return null_argument("brisk_metrics_prometheus", "runtime");
     return write_string("brisk_metrics_prometheus", runtime->runtime->metrics_prometheus(), buf, len, required);
+  });
+}
+
+brisk_status brisk_cache_invalidate_tag(brisk_runtime* runtime, const char* tag, size_t* removed) {
+  return guarded("brisk_cache_invalidate_tag", [&]() -> brisk_status {
+    if (removed != nullptr) *removed = 0;
+    if (runtime == nullptr) return null_argument("brisk_cache_invalidate_tag", "runtime");
+    if (tag == nullptr) return null_argument("brisk_cache_invalidate_tag", "tag");
+    auto n = runtime->runtime->cache_invalidate_tag(tag);
+    if (!n.ok()) return from_status(n.status());
+    if (removed != nullptr) *removed = *n;
+    return BRISK_OK;
+  });
+}
+
+brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required) {
+  return guarded("brisk_cache_stats_json", [&]() -> brisk_status {
+    if (runtime == nullptr) return null_argument("brisk_cache_stats_json", "runtime");
+    return write_string("brisk_cache_stats_json", runtime->runtime->cache_stats_json(), buf, len, required);
   });
 }
 

@@ -87,6 +87,15 @@ typedef struct brisk_runtime_options {
   int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096) */
   int32_t batch_p99_target_ms; /* > 0: adapt batch size (compute <= half of it) and queue delay to keep P99
                                   latency under it (default 0: off) */
+  /* The caches (appended in 0.3). Results are keyed by the text's token ids, so texts the model cannot tell
+   * apart (case, accents, spacing) share an entry. */
+  int64_t cache_result_bytes;  /* in-process result cache size in bytes (default 64 MiB; 0: no result cache) */
+  int32_t cache_ttl_ms;        /* how long a cached result lives (default 300000 = 5 min; 0: until evicted) */
+  int32_t cache_token_entries; /* token-id cache entries in front of the tokenizer (default 16384; 0: off) */
+  const char* redis_host;      /* non-NULL: a Redis server shared by processes as the L2 result cache */
+  int32_t redis_port;          /* default 6379 */
+  int32_t redis_timeout_ms;    /* per Redis command; past it (or while Redis is down) lookups fall back to the
+                                  model (default 20) */
 } brisk_runtime_options;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,
@@ -135,6 +144,14 @@ BRISK_C_API brisk_status brisk_cancel(brisk_runtime* runtime, uint64_t request_i
  * and BRISK_OUT_OF_RANGE is returned (buf may then be NULL, to ask for the size). */
 BRISK_C_API brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 BRISK_C_API brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
+
+/* Drops every cached result carrying tag, here and, with a Redis tier, in Redis and in the caches of every
+ * process sharing it. Results carry the tag "model:<id>" (id: brisk_cache_stats_json's "model_id"), which drops
+ * all of them. *removed (may be NULL) receives how many entries this process dropped. */
+BRISK_C_API brisk_status brisk_cache_invalidate_tag(brisk_runtime* runtime, const char* tag, size_t* removed);
+/* The caches' statistics (hits, misses, hit rate, loads, evictions, sizes; the Redis tier's hits, errors and
+ * breaker state) as JSON, written like brisk_stats_json. */
+BRISK_C_API brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 
 #ifdef __cplusplus
 }

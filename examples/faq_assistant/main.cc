@@ -6,12 +6,18 @@
 // answer; below --threshold it hands over to a human agent instead. The questions arrive from --clients
 // concurrent users, each submitting its next question once the last is answered; Runtime::submit sends them
 // through the dynamic batcher, which packs concurrent questions into shared forward passes (--clients 0: one
-// at a time through Runtime::embed). It ends with a report: FAQ indexing time, per-question latency
-// P50/P95/P99, throughput and the batcher's statistics.
+// at a time through Runtime::embed). Two caches spare work on repeated questions: the runtime's result cache
+// (the same text, up to case and spacing, is not embedded twice) and a semantic cache of answers
+// (brisk::cache::SemanticCache): a question close enough to one answered before, and not told apart by its
+// false-hit guards (negation, numbers, entities), gets that answer without searching the FAQ. It ends with a
+// report: FAQ indexing time, per-question latency P50/P95/P99, throughput, the batcher's and the caches'
+// statistics.
 //
 //   faq_assistant                                  # faq.tsv and questions.txt from the source folder
 //   faq_assistant --quiet --limit 100              # only the report, first 100 questions
 //   faq_assistant --clients 16 --metrics           # 16 concurrent users, then the Prometheus metrics
+//   faq_assistant --no-cache                       # every question embedded and searched
+//   faq_assistant --redis 127.0.0.1:6379           # results shared with other processes through Redis
 //   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
 //
 // FAQ file format: one entry per line, question<TAB>answer (UTF-8). Blank lines and lines starting with '#'
@@ -19,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "brisk/cache/semantic_cache.h"
 #include "brisk/core/status.h"
 #include "brisk/runtime/runtime.h"
 
@@ -64,7 +72,12 @@ struct Options {
   int index_batch = 32; // FAQ questions per embed call while indexing
   int clients = 8;      // concurrent users submitting through the batcher; 0: one at a time via embed()
   bool metrics = false; // print the Prometheus metrics after the report
+  bool cache = true;    // the runtime's result cache and the semantic answer cache
+  std::string redis;    // HOST:PORT of a Redis server for the shared result tier; empty: none
 };
+
+// The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
+constexpr std::string_view kTenant = "bank";
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -177,19 +190,44 @@ StatusOr<FaqIndex> build_index(const brisk::Runtime& rt, const std::vector<FaqEn
 struct Match {
   size_t entry = 0;
   float score = -2.0f;
+  bool cached = false;  // from the semantic cache, without a search
 };
+
+float dot(std::span<const float> a, const float* b) {
+  float s = 0.0f;
+  for (size_t k = 0; k < a.size(); ++k) s += a[k] * b[k];
+  return s;
+}
 
 // Exhaustive nearest neighbour by dot product; the FAQ is small (hundreds of rows), so a scan is the fastest.
 Match nearest(const FaqIndex& index, std::span<const float> query) {
   Match best;
   const size_t n = index.embeddings.size() / static_cast<size_t>(index.dim);
   for (size_t i = 0; i < n; ++i) {
-    const float* row = index.embeddings.data() + i * static_cast<size_t>(index.dim);
-    float dot = 0.0f;
-    for (int k = 0; k < index.dim; ++k) dot += row[k] * query[static_cast<size_t>(k)];
-    if (dot > best.score) best = {i, dot};
+    const float score = dot(query, index.embeddings.data() + i * static_cast<size_t>(index.dim));
+    if (score > best.score) best = {i, score, false};
   }
   return best;
+}
+
+// The FAQ entry that answers `question`: from the semantic cache when a question close to it was answered
+// before, else by searching the FAQ, caching a confident answer tagged with its FAQ line so that an edit of
+// that entry can drop it (invalidate_tag("faq:<line>")).
+Match answer(const FaqIndex& index, const std::vector<FaqEntry>& faq, brisk::cache::SemanticCache* cache,
+             std::string_view question, std::span<const float> embedding, double threshold) {
+  if (cache != nullptr) {
+    if (brisk::cache::SemanticLookup hit = cache->lookup(kTenant, question, embedding)) {
+      const size_t entry = std::stoul(hit.answer);
+      return {entry, dot(embedding, index.embeddings.data() + entry * static_cast<size_t>(index.dim)), true};
+    }
+  }
+  const Match m = nearest(index, embedding);
+  if (cache != nullptr && m.score >= threshold) {
+    // A failed insert only costs a later search.
+    (void)cache->insert(kTenant, question, embedding, std::to_string(m.entry),
+                        {.ttl = {}, .tags = {fmt::format("faq:{}", faq[m.entry].line)}});
+  }
+  return m;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -208,7 +246,7 @@ void print_answer(size_t i, const std::string& question, const FaqEntry& entry, 
                   double ms) {
   fmt::print("[{}] Q: {}\n", i + 1, question);
   if (m.score >= threshold) {
-    fmt::print("    matched ({:.3f}): {}\n", m.score, entry.question);
+    fmt::print("    matched ({:.3f}{}): {}\n", m.score, m.cached ? ", semantic cache" : "", entry.question);
     fmt::print("    A: {}\n", entry.answer);
   } else {
     fmt::print("    no confident match (best {:.3f} < {:.2f}: {})\n", m.score, threshold, entry.question);
@@ -223,8 +261,22 @@ struct Answer {
 };
 
 // One question at a time through the synchronous embed().
-StatusOr<std::vector<Answer>> answer_one_at_a_time(const brisk::Runtime& rt, const FaqIndex& index,
+// What answering needs besides the question.
+struct Responder {
+  const brisk::Runtime& rt;
+  const FaqIndex& index;
+  const std::vector<FaqEntry>& faq;
+  brisk::cache::SemanticCache* cache;  // null: --no-cache
+  double threshold;
+  Match operator()(std::string_view question, std::span<const float> embedding) const {
+    return answer(index, faq, cache, question, embedding, threshold);
+  }
+};
+
+StatusOr<std::vector<Answer>> answer_one_at_a_time(const Responder& respond,
                                                    const std::vector<std::string>& questions) {
+  const brisk::Runtime& rt = respond.rt;
+  const FaqIndex& index = respond.index;
   std::vector<Answer> answers(questions.size());
   std::vector<float> query(static_cast<size_t>(index.dim));
   for (size_t i = 0; i < questions.size(); ++i) {
@@ -234,15 +286,16 @@ StatusOr<std::vector<Answer>> answer_one_at_a_time(const brisk::Runtime& rt, con
       return absl::Status(s.code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
                                                 std::string(s.message())));
     }
-    answers[i] = {nearest(index, query), ms_since(t0)};
+    answers[i] = {respond(questions[i], query), ms_since(t0)};
   }
   return answers;
 }
 
 // `clients` users, each taking the next question and submitting it through the batcher, waiting for the
 // answer before taking another.
-StatusOr<std::vector<Answer>> answer_concurrently(const brisk::Runtime& rt, const FaqIndex& index,
+StatusOr<std::vector<Answer>> answer_concurrently(const Responder& respond,
                                                   const std::vector<std::string>& questions, int clients) {
+  const brisk::Runtime& rt = respond.rt;
   std::vector<Answer> answers(questions.size());
   std::vector<Status> errors(questions.size());
   std::atomic<size_t> next{0};
@@ -259,7 +312,7 @@ StatusOr<std::vector<Answer>> answer_concurrently(const brisk::Runtime& rt, cons
         errors[i] = embedding.status();
         continue;
       }
-      answers[i] = {nearest(index, *embedding), ms_since(t0)};
+      answers[i] = {respond(questions[i], *embedding), ms_since(t0)};
     }
   };
   std::vector<std::thread> threads;
@@ -282,6 +335,44 @@ void print_batching_report(const brisk::Runtime& rt) {
              s.queue_time.percentile(99) / 1e6, s.compute_time.percentile(50) / 1e6);
 }
 
+void print_cache_report(const brisk::Runtime& rt, const brisk::cache::SemanticCache* cache) {
+  if (cache == nullptr) {
+    fmt::print("caches         off (--no-cache)\n");
+    return;
+  }
+  const brisk::cache::SemanticCacheStats s = cache->stats();
+  std::string vetoes;
+  for (const auto& [guard, n] : s.rejections_by_guard) vetoes += fmt::format("{}{} {}", vetoes.empty() ? "" : ", ", guard, n);
+  fmt::print("semantic cache {} of {} questions answered without a search ({:.1f}%); {} entries; candidates vetoed "
+             "by the guards: {}\n",
+             s.hits, s.lookups, 100.0 * s.hit_rate(), s.entries, vetoes);
+  const nlohmann::json j = nlohmann::json::parse(rt.cache_stats_json());
+  const nlohmann::json& r = j["result"];
+  fmt::print("result cache   {} of {} texts not embedded again ({:.1f}%); {} entries, {:.1f} KiB{}\n",
+             r["hits"].get<uint64_t>(), r["hits"].get<uint64_t>() + r["misses"].get<uint64_t>(),
+             100.0 * r["hit_rate"].get<double>(), r["entries"].get<uint64_t>(), r["weight"].get<double>() / 1024,
+             j["redis"].is_null() ? "" : fmt::format("; Redis: {} hits, {} errors", j["redis"]["hits"].get<uint64_t>(),
+                                                     j["redis"]["errors"].get<uint64_t>()));
+}
+
+StatusOr<brisk::cache::RedisOptions> parse_redis(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  brisk::cache::RedisOptions r;
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError(fmt::format("--redis '{}': expected HOST:PORT, e.g. 127.0.0.1:6379", address));
+  }
+  r.host = address.substr(0, colon);
+  try {
+    r.port = std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+    r.port = 0;
+  }
+  if (r.port < 1 || r.port > 65535) {
+    return absl::InvalidArgumentError(fmt::format("--redis '{}': the port is not a number from 1 to 65535", address));
+  }
+  return r;
+}
+
 Status run(const Options& opt) {
   BRISK_ASSIGN_OR_RETURN(std::vector<FaqEntry> faq, load_faq(opt.faq_path));
   BRISK_ASSIGN_OR_RETURN(std::vector<std::string> questions, load_questions(opt.questions_path, opt.limit));
@@ -290,12 +381,25 @@ Status run(const Options& opt) {
   ro.model_dir = opt.model_dir;
   ro.num_threads = opt.threads;
   ro.normalize = true;  // cosine similarity = dot product
+  if (!opt.cache) {
+    ro.cache.result_cache_bytes = 0;
+    ro.cache.token_cache_entries = 0;
+  } else if (!opt.redis.empty()) {
+    BRISK_ASSIGN_OR_RETURN(ro.cache.redis, parse_redis(opt.redis));
+  }
   const auto t_load = Clock::now();
   BRISK_ASSIGN_OR_RETURN(std::unique_ptr<brisk::Runtime> rt, brisk::Runtime::create(ro));
   const double load_ms = ms_since(t_load);
   const brisk::ModelInfo& info = rt->info();
 
   BRISK_ASSIGN_OR_RETURN(FaqIndex index, build_index(*rt, faq, opt.index_batch));
+  std::unique_ptr<brisk::cache::SemanticCache> cache;
+  if (opt.cache) {
+    brisk::cache::SemanticCacheOptions so;
+    so.dim = static_cast<size_t>(rt->embedding_dim());
+    BRISK_ASSIGN_OR_RETURN(cache, brisk::cache::SemanticCache::create(so));
+  }
+  const Responder respond{*rt, index, faq, cache.get(), opt.threshold};
   if (!opt.quiet) {
     fmt::print("brisk FAQ assistant: {} FAQ entries from {}, {} questions from {}\n", faq.size(), opt.faq_path,
                questions.size(), opt.questions_path);
@@ -305,8 +409,8 @@ Status run(const Options& opt) {
 
   const auto t_all = Clock::now();
   BRISK_ASSIGN_OR_RETURN(std::vector<Answer> answers, opt.clients == 0
-                                                          ? answer_one_at_a_time(*rt, index, questions)
-                                                          : answer_concurrently(*rt, index, questions, opt.clients));
+                                                          ? answer_one_at_a_time(respond, questions)
+                                                          : answer_concurrently(respond, questions, opt.clients));
   const double total_ms = ms_since(t_all);
   std::vector<double> latency_ms;
   latency_ms.reserve(questions.size());
@@ -335,6 +439,7 @@ Status run(const Options& opt) {
              questions.size() / (total_ms / 1e3), questions.size(), total_ms,
              opt.clients == 0 ? "one at a time" : fmt::format("{} concurrent clients", opt.clients));
   if (opt.clients > 0) print_batching_report(*rt);
+  print_cache_report(*rt, cache.get());
   if (opt.metrics) fmt::print("\n{}", rt->metrics_prometheus());
   return brisk::ok_status();
 }
@@ -368,6 +473,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   app.add_flag("--metrics", opt.metrics, "print the runtime's Prometheus metrics after the report");
+  app.add_flag("--no-cache{false}", opt.cache, "no result cache and no semantic cache: embed and search every question");
+  app.add_option("--redis", opt.redis, "HOST:PORT of a Redis server that shares cached results between processes");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,7 +18,10 @@ class RuntimeOptions(ctypes.Structure):
                 ("max_seq_len", ctypes.c_int32), ("pooling", ctypes.c_int32), ("normalize", ctypes.c_int32),
                 ("device", ctypes.c_int32), ("max_batch_size", ctypes.c_int32),
                 ("batch_max_size", ctypes.c_int32), ("batch_max_delay_us", ctypes.c_int32),
-                ("batch_max_queue", ctypes.c_int32), ("batch_p99_target_ms", ctypes.c_int32)]
+                ("batch_max_queue", ctypes.c_int32), ("batch_p99_target_ms", ctypes.c_int32),
+                ("cache_result_bytes", ctypes.c_int64), ("cache_ttl_ms", ctypes.c_int32),
+                ("cache_token_entries", ctypes.c_int32), ("redis_host", ctypes.c_char_p), ("redis_port", ctypes.c_int32),
+                ("redis_timeout_ms", ctypes.c_int32)]
 
 
 # void (*)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,
@@ -50,6 +53,8 @@ class Brisk:
         lib.brisk_cancel.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
         lib.brisk_stats_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                          ctypes.POINTER(ctypes.c_size_t)]
+        lib.brisk_cache_stats_json.argtypes = lib.brisk_stats_json.argtypes
+        lib.brisk_cache_invalidate_tag.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]
         # Futures of submitted requests by slot (the callback's user_data); registered before the submit call,
         # since the callback may run on a batcher thread before brisk_submit_embed returns.
         self._pending = {}
@@ -99,12 +104,24 @@ class Brisk:
         else:
             future.set_exception(BriskError(f"request {request_id}: {error.decode(errors='replace')}"))
 
-    def stats_json(self) -> str:
+    def _json(self, function) -> str:
         needed = ctypes.c_size_t()
-        self._lib.brisk_stats_json(self._rt, None, 0, ctypes.byref(needed))
+        function(self._rt, None, 0, ctypes.byref(needed))
         buf = ctypes.create_string_buffer(needed.value)
-        self._check(self._lib.brisk_stats_json(self._rt, buf, needed.value, None))
+        self._check(function(self._rt, buf, needed.value, None))
         return buf.value.decode()
+
+    def stats_json(self) -> str:
+        return self._json(self._lib.brisk_stats_json)
+
+    def cache_stats_json(self) -> str:
+        return self._json(self._lib.brisk_cache_stats_json)
+
+    def cache_invalidate_tag(self, tag: str) -> int:
+        """Drops the cached results carrying tag; returns how many this process held."""
+        removed = ctypes.c_size_t()
+        self._check(self._lib.brisk_cache_invalidate_tag(self._rt, tag.encode(), ctypes.byref(removed)))
+        return removed.value
 
     def close(self) -> None:
         if self._rt:
@@ -124,6 +141,7 @@ def main() -> int:
     p.add_argument("--lib", default="build/release/lib/libbrisk.so")
     p.add_argument("--model", default=default_model)
     p.add_argument("--submit", action="store_true", help="submit each text through the dynamic batcher")
+    p.add_argument("--cache-stats", action="store_true", help="print the caches' statistics (JSON) at the end")
     p.add_argument("texts", nargs="+")
     args = p.parse_args()
     try:
@@ -133,11 +151,14 @@ def main() -> int:
                 vectors = [f.result(timeout=60) for f in futures]
             else:
                 vectors = brisk.embed(args.texts)
+            cache_stats = brisk.cache_stats_json() if args.cache_stats else None
     except (OSError, BriskError) as e:
         print(f"brisk_client: {e}", file=sys.stderr)
         return 1
     for text, v in zip(args.texts, vectors):
         print(f"{sum(a * b for a, b in zip(vectors[0], v)):.4f}  {text}")
+    if cache_stats:
+        print(cache_stats)
     return 0
 
 

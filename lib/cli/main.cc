@@ -239,6 +239,8 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   brisk::RuntimeOptions opts = flags.runtime_options();
   opts.max_seq_len = b.seq;                               // truncation at T keeps every row at exactly T tokens
   opts.max_batch_size = std::max(opts.max_batch_size, b.batch);  // one forward pass per call
+  opts.cache.result_cache_bytes = 0;  // the same text every time: measure the model, not the caches
+  opts.cache.token_cache_entries = 0;
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) return report_error(rt.status());
   if ((*rt)->info().max_seq_len < b.seq) {

@@ -119,11 +119,15 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     if (!encoder.ok()) return encoder.status();
     impl->encoder = std::move(*encoder);
   }
+  BRISK_ASSIGN_OR_RETURN(impl->caches, RuntimeCaches::create(options.cache, runtime_model_id(info)));
   BRISK_RETURN_IF_ERROR(start_batcher(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
 int Runtime::embedding_dim() const { return impl_->info.hidden_size; }
+const std::string& Runtime::cache_model_id() const { return impl_->caches->model_id(); }
+StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const { return impl_->caches->invalidate_tag(tag); }
+std::string Runtime::cache_stats_json() const { return impl_->caches->stats_json(); }
 const ModelInfo& Runtime::info() const { return impl_->info; }
 
 StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> texts) const {
@@ -139,36 +143,60 @@ Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> 
                                                    " floats; expected at least ", texts.size(), " x ", dim));
   }
   const size_t chunk = static_cast<size_t>(impl_->options.max_batch_size);
-  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<int32_t>> ids;  // the chunk's result-cache misses
+  std::vector<size_t> rows;               // their rows in `out`
+  std::vector<float> computed;
   for (size_t begin = 0; begin < texts.size(); begin += chunk) {
     const size_t end = std::min(texts.size(), begin + chunk);
     ids.clear();
+    rows.clear();
     for (size_t i = begin; i < end; ++i) {
       auto encoded = impl_->tokenize(texts[i]);
       if (!encoded.ok()) {
         return absl::Status(encoded.status().code(), absl::StrCat("text ", i, ": ", encoded.status().message()));
       }
+      if (std::optional<std::vector<float>> hit = impl_->caches->lookup(*encoded)) {
+        std::copy(hit->begin(), hit->end(), out.begin() + static_cast<ptrdiff_t>(i * dim));
+        continue;
+      }
       ids.push_back(std::move(*encoded));
+      rows.push_back(i);
     }
-    if (Status s = impl_->embed_ids(ids, out.data() + begin * dim); !s.ok()) {
+    if (ids.empty()) continue;
+    computed.resize(ids.size() * dim);
+    if (Status s = impl_->embed_ids(ids, computed.data()); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("texts ", begin, "..", end - 1, ": ", s.message()));
+    }
+    for (size_t k = 0; k < rows.size(); ++k) {
+      std::copy_n(computed.begin() + static_cast<ptrdiff_t>(k * dim), dim,
+                  out.begin() + static_cast<ptrdiff_t>(rows[k] * dim));
     }
   }
   return absl::OkStatus();
 }
 
-Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* out) const {
-  ScopedNumThreads threads(options.num_threads);
-  PackedSequences packed;
-  for (const std::vector<int32_t>& seq : ids) packed.add(seq);
-  return encoder->embed(packed, pooling, options.normalize, out);
+Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* out,
+                             std::span<const std::vector<std::string>> cache_tags) const {
+  {
+    ScopedNumThreads threads(options.num_threads);
+    PackedSequences packed;
+    for (const std::vector<int32_t>& seq : ids) packed.add(seq);
+    BRISK_RETURN_IF_ERROR(encoder->embed(packed, pooling, options.normalize, out));
+  }
+  const size_t dim = static_cast<size_t>(info.hidden_size);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    caches->store(ids[i], {out + i * dim, dim}, i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{});
+  }
+  return absl::OkStatus();
 }
 
 StatusOr<std::vector<int32_t>> Runtime::Impl::tokenize(std::string_view text) {
-  const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<std::vector<int32_t>> ids = tokenizer->encode(text, info.max_seq_len);
-  tokenize_ns.record(static_cast<uint64_t>((std::chrono::steady_clock::now() - t0).count()));
-  return ids;
+  return caches->tokens(text, [this](std::string_view t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    StatusOr<std::vector<int32_t>> ids = tokenizer->encode(t, info.max_seq_len);
+    tokenize_ns.record(static_cast<uint64_t>((std::chrono::steady_clock::now() - t0).count()));
+    return ids;
+  });
 }
 
 }  // namespace brisk

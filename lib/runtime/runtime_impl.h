@@ -1,6 +1,7 @@
 // What a Runtime owns, shared by runtime.cc (loading, embed) and runtime_submit.cc (the batched path).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -11,12 +12,14 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/runtime.h"
+#include "runtime_cache.h"
 
 namespace brisk {
 
 // One submitted text, tokenized at submit().
 struct EmbedRequest {
   std::vector<int32_t> ids;
+  std::vector<std::string> cache_tags;
 };
 
 using EmbedBatcher = batch::Batcher<EmbedRequest, std::vector<float>>;
@@ -27,14 +30,18 @@ struct Runtime::Impl {
   std::unique_ptr<WordPieceTokenizer> tokenizer;
   std::unique_ptr<BertEncoder> encoder;
   PoolingMode pooling = PoolingMode::kMean;
-  metrics::Histogram tokenize_ns;  // per text, both paths
+  metrics::Histogram tokenize_ns;  // per text, both paths, token-cache hits excluded
+  std::unique_ptr<RuntimeCaches> caches;
+  std::atomic<uint64_t> next_cached_request_id{0};
   // Declared last: destroyed first, so its threads stop before the encoder they call goes away.
   std::unique_ptr<EmbedBatcher> batcher;
 
-  // Tokenizes one text with the runtime's truncation, recording the time.
+  // Tokenizes one text with the runtime's truncation through the token cache, recording the tokenizer's time.
   StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
   // One forward pass over packed sequences on the calling thread: ids.size() x hidden_size floats into out.
-  Status encode(std::span<const std::vector<int32_t>> ids, float* out) const;
+  // The results go into the result cache, tagged with cache_tags[i] when given.
+  Status encode(std::span<const std::vector<int32_t>> ids, float* out,
+                std::span<const std::vector<std::string>> cache_tags = {}) const;
   // Embeds tokenized texts for embed(): through the batcher's thread, so that every forward pass runs on one
   // thread (one OpenMP pool) and joins concurrent submit() traffic; on the calling thread when the batcher has
   // no executor, is the caller, or is full.

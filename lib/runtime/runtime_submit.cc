@@ -29,11 +29,16 @@ size_t estimate_activation_bytes(const ModelInfo& info, const batch::BatchShape&
 Status run_batch(Runtime::Impl& impl, std::span<EmbedRequest> requests,
                  std::span<StatusOr<std::vector<float>>> results) {
   std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<std::string>> tags;
   ids.reserve(requests.size());
-  for (EmbedRequest& r : requests) ids.push_back(std::move(r.ids));
+  tags.reserve(requests.size());
+  for (EmbedRequest& r : requests) {
+    ids.push_back(std::move(r.ids));
+    tags.push_back(std::move(r.cache_tags));
+  }
   const size_t dim = static_cast<size_t>(impl.info.hidden_size);
   std::vector<float> out(requests.size() * dim);
-  BRISK_RETURN_IF_ERROR(impl.encode(ids, out.data()));
+  BRISK_RETURN_IF_ERROR(impl.encode(ids, out.data(), tags));
   for (size_t i = 0; i < requests.size(); ++i) {
     results[i] = std::vector<float>(out.begin() + static_cast<ptrdiff_t>(i * dim),
                                     out.begin() + static_cast<ptrdiff_t>((i + 1) * dim));
@@ -99,7 +104,7 @@ Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, float
       ++pending;
     }
     // A copy: a refused submit destroys its request, and this text then runs here from ids.
-    if (!batcher->submit(EmbedRequest{ids[submitted]}, {}, std::move(done)).ok()) {
+    if (!batcher->submit(EmbedRequest{ids[submitted], {}}, {}, std::move(done)).ok()) {
       std::lock_guard lock(mu);
       --pending;
       break;  // queue full: the rest run here
@@ -120,10 +125,16 @@ StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOpti
                                                    options.timeout.count(), " ns); expected >= 0 (0: none)"));
   }
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
+  if (std::optional<std::vector<float>> hit = impl_->caches->lookup(ids)) {
+    // Ids of cache hits have the top bit set, so they never name a batcher request.
+    const uint64_t id = (uint64_t{1} << 63) | impl_->next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+    done(id, std::move(*hit));
+    return id;
+  }
   batch::SubmitOptions so;
   so.priority = options.priority;
   if (options.timeout > std::chrono::nanoseconds::zero()) so.deadline = impl_->batcher->clock().now() + options.timeout;
-  return impl_->batcher->submit(EmbedRequest{std::move(ids)}, so, std::move(done));
+  return impl_->batcher->submit(EmbedRequest{std::move(ids), options.cache_tags}, so, std::move(done));
 }
 
 Status Runtime::cancel(uint64_t request_id) const { return impl_->batcher->cancel(request_id); }
@@ -135,6 +146,7 @@ std::string Runtime::stats_json() const {
   nlohmann::json j;
   j["model"] = impl_->info.model_dir;
   j["tokenize_ms"] = latency_json(impl_->tokenize_ns.snapshot());
+  j["cache"] = nlohmann::json::parse(impl_->caches->stats_json());
   j["batcher"] = {
       {"submitted", s.submitted},
       {"completed", s.completed},
@@ -174,6 +186,7 @@ std::string Runtime::metrics_prometheus() const {
   w.summary("brisk_runtime_tokenize_seconds", "Tokenization time per text.", {&model_label_pair, 1},
             impl_->tokenize_ns.snapshot(), 1e-9);
   batch::write_prometheus(w, batch_stats(), impl_->options.batching, "brisk_batcher", {{"model", model}});
+  impl_->caches->write_prometheus(w, model);
   if (!w.status().ok()) return absl::StrCat("# error: ", w.status().message(), "\n");
   return w.str();
 }

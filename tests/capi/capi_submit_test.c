@@ -59,6 +59,7 @@ static brisk_runtime* make_runtime(int max_queue, int delay_us) {
   opts.batch_max_queue = max_queue;
   opts.batch_max_delay_us = delay_us;
   opts.batch_max_size = 64;
+  opts.cache_result_bytes = 0; /* repeated texts must reach the batcher */
   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) {
     fprintf(stderr, "cannot load the default model: %s (run scripts/setup)\n", brisk_last_error());
     exit(1);

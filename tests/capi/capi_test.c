@@ -130,10 +130,63 @@ static void test_embed(void) {
   test_older_options_struct(dir);
 }
 
+/* The caches through the C API: a repeated text is a hit, tags drop entries, bad cache options and NULL
+ * arguments are refused with the field named. */
+static void test_cache(const char* dir) {
+  brisk_runtime* rt = NULL;
+  brisk_runtime_options opts;
+  char json[4096];
+  size_t need = 0, removed = 99;
+  float out[384];
+  const char* text[1] = {"How do I block my card?"};
+  brisk_runtime_options_init(&opts, sizeof opts);
+  CHECK(opts.cache_result_bytes == 64 << 20 && opts.cache_ttl_ms == 300000 && opts.cache_token_entries > 0);
+  CHECK(opts.redis_host == NULL && opts.redis_port == 6379 && opts.redis_timeout_ms > 0);
+  opts.model_dir = dir;
+  opts.num_threads = 2;
+  opts.cache_ttl_ms = -1;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_ttl_ms"));
+  opts.cache_ttl_ms = 1000;
+  opts.cache_result_bytes = -5;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_result_bytes"));
+  opts.cache_result_bytes = 1 << 20;
+  opts.redis_host = "127.0.0.1";
+  opts.redis_port = 70000;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_port"));
+  opts.redis_host = NULL;
+  CHECK(brisk_runtime_create(&opts, &rt) == BRISK_OK);
+  if (rt == NULL) return;
+  CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+  CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+  CHECK(brisk_cache_stats_json(rt, NULL, 0, &need) == BRISK_OUT_OF_RANGE && need > 1);
+  CHECK(brisk_cache_stats_json(rt, json, sizeof json, NULL) == BRISK_OK);
+  CHECK(strstr(json, "\"hits\":1") != NULL);
+  CHECK(failed_with(brisk_cache_stats_json(NULL, json, sizeof json, NULL), BRISK_INVALID_ARGUMENT, "runtime"));
+  CHECK(failed_with(brisk_cache_invalidate_tag(rt, NULL, &removed), BRISK_INVALID_ARGUMENT, "tag"));
+  CHECK(removed == 0);
+  CHECK(failed_with(brisk_cache_invalidate_tag(NULL, "x", NULL), BRISK_INVALID_ARGUMENT, "runtime"));
+  CHECK(failed_with(brisk_cache_invalidate_tag(rt, "", NULL), BRISK_INVALID_ARGUMENT, "tag"));
+  CHECK(brisk_cache_invalidate_tag(rt, "no-such-tag", &removed) == BRISK_OK && removed == 0);
+  {
+    /* Every result carries "model:<model_id>". */
+    char tag[512] = "model:";
+    const char* id = strstr(json, "\"model_id\":\"");
+    CHECK(id != NULL);
+    if (id != NULL) {
+      const char* begin = id + strlen("\"model_id\":\"");
+      const char* end = strchr(begin, '"');
+      if (end != NULL && (size_t)(end - begin) < sizeof tag - 7) strncat(tag, begin, (size_t)(end - begin));
+    }
+    CHECK(brisk_cache_invalidate_tag(rt, tag, &removed) == BRISK_OK && removed == 1);
+  }
+  brisk_runtime_destroy(rt);
+}
+
 int main(void) {
   test_null_arguments();
   test_bad_options();
   test_embed();
+  test_cache(brisk_default_model_dir());
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -13,6 +13,8 @@ V1_FUNCTIONS = {
     "brisk_embed",
     # added in 0.2 with the batcher
     "brisk_submit_embed", "brisk_cancel", "brisk_stats_json", "brisk_metrics_prometheus",
+    # added in 0.3 with the caches
+    "brisk_cache_invalidate_tag", "brisk_cache_stats_json",
 }
 
 

@@ -6,6 +6,7 @@ Prints 'N passed, N failed' and exits non-zero on any failure."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,24 @@ def test_faq_assistant(faq):
     check(r.returncode == 0, f"faq_assistant exits 0 (stderr: {r.stderr})")
     check("p99" in r.stdout and "questions/s" in r.stdout, "faq_assistant prints the latency report")
     check("matched (" in r.stdout, "faq_assistant prints matches with scores")
+    # Caches: a paraphrase and a repeat come from the semantic cache, the repeat's embedding from the result
+    # cache; "unlock" is close to "lock" but the polarity guard vetoes the cached answer.
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("How do I reset my PIN?\nhow do i reset my pin\nHow do I reset my PIN?\n"
+                "How do I lock my card?\nHow do I unlock my card?\n")
+    r = run([faq, "--questions", f.name, "--clients", "0", "--threads", "2"])
+    check(r.returncode == 0, f"faq_assistant with caches exits 0 (stderr: {r.stderr})")
+    check("semantic cache 2 of 5 questions answered without a search" in r.stdout, "two semantic-cache hits")
+    check("polarity 1" in r.stdout, "the polarity guard vetoes lock -> unlock")
+    check(", semantic cache)" in r.stdout, "semantic-cache answers are marked")
+    check(re.search(r"result cache   1 of \d+ texts not embedded again", r.stdout) is not None,
+          "the repeated question is not embedded again")
+    r = run([faq, "--questions", f.name, "--clients", "0", "--threads", "2", "--no-cache"])
+    os.unlink(f.name)
+    check(r.returncode == 0 and "caches         off" in r.stdout and ", semantic cache)" not in r.stdout,
+          "--no-cache turns both caches off")
+    r = run([faq, "--limit", "1", "--redis", "localhost"])
+    check(r.returncode == 1 and "HOST:PORT" in r.stderr, "a malformed --redis address is refused")
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False) as f:
         f.write("a question without an answer column\n")
     r = run([faq, "--faq", f.name, "--limit", "1"])

@@ -24,6 +24,7 @@ brisk::RuntimeOptions options() {
   brisk::RuntimeOptions opts;
   opts.model_dir = brisk::testing::model_dir().string();
   opts.num_threads = brisk::testing::compute_threads();
+  opts.cache.result_cache_bytes = 0;  // repeated texts must reach the batcher (runtime_cache_test.cc covers hits)
   return opts;
 }
 

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "absl/functional/any_invocable.h"
 #include "brisk/batch/batcher_metrics.h"
 #include "brisk/batch/policy.h"
+#include "brisk/cache/redis_tier.h"
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
@@ -52,6 +54,16 @@ inline batch::BatchPolicy default_runtime_batching() {
   return p;
 }
 
+// The caches in front of the model. A text is tokenized through the token cache (raw text -> token ids), and its
+// token ids, the normal form of the text for this model, key the result cache (ids -> embedding): texts that
+// differ only in case, accents or spacing share one entry, because the model cannot tell them apart either.
+struct RuntimeCacheOptions {
+  uint64_t result_cache_bytes = uint64_t{64} << 20;  // in-process result cache (L1); 0: no result cache
+  std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // as the seeds' result cache
+  size_t token_cache_entries = 16384;                 // texts of up to 1 KiB; 0: no token cache
+  std::optional<cache::RedisOptions> redis;           // the shared L2 tier; none by default
+};
+
 struct RuntimeOptions {
   std::string model_dir;      // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
                               // vocab.txt or tokenizer.json
@@ -64,11 +76,13 @@ struct RuntimeOptions {
   Device device = Device::kCPU;
   int max_batch_size = 64;    // texts per forward pass; embed() splits larger inputs
   batch::BatchPolicy batching = default_runtime_batching();  // for submit()
+  RuntimeCacheOptions cache;
 };
 
 struct EmbedRequestOptions {
   int priority = 0;                     // an index into RuntimeOptions::batching.levels; 0 is the most urgent
   std::chrono::nanoseconds timeout{0};  // from the submit() call; 0: the level's default_timeout (none by default)
+  std::vector<std::string> cache_tags = {};  // the result is cached with these tags (cache_invalidate_tag drops it)
 };
 
 // Receives a submitted request's embedding (embedding_dim() floats) or why it has none.
@@ -116,15 +130,26 @@ class BRISK_API Runtime {
   // and the other input errors come back at once; so do a full queue or rate limit (RESOURCE_EXHAUSTED), a
   // past deadline and an unknown priority. When submit() fails `done` is never called; otherwise exactly
   // once, on a batcher thread (or in cancel()), with the embedding or DEADLINE_EXCEEDED, CANCELLED or
-  // UNAVAILABLE (shut down).
+  // UNAVAILABLE (shut down). A result-cache hit completes at once: `done` runs on the calling thread before
+  // submit() returns.
   StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options, EmbeddingCallback done) const;
   // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
   Status cancel(uint64_t request_id) const;
 
+  // Drops every cached result carrying `tag`, in this process and (with a Redis tier) in Redis and in the L1
+  // caches of every process sharing it; returns how many entries this process dropped. Every result carries
+  // the tag "model:<model id>" (see cache_model_id()), so that tag drops all of this model's results.
+  StatusOr<size_t> cache_invalidate_tag(std::string_view tag) const;
+  // The caches' namespace in Redis and the suffix of the model's tag: model directory name, a hash of its
+  // config and weights size, pooling and normalisation.
+  const std::string& cache_model_id() const;
+  // Hits, misses, loads, evictions and sizes of the token and result caches (and the Redis tier) as JSON.
+  std::string cache_stats_json() const;
+
   // The batcher's counters, histograms and current limits.
   batch::BatcherStats batch_stats() const;
   // Stats of every stage as one JSON object: batcher counts, queue/compute/latency percentiles, batch sizes,
-  // padding, tokenization time.
+  // padding, tokenization time, cache hits and misses.
   std::string stats_json() const;
   // The same in Prometheus text exposition format (latencies in seconds).
   std::string metrics_prometheus() const;

@@ -1,0 +1,170 @@
+// The runtime's token and result caches: keys, model tag, stats.
+#include "runtime_cache.h"
+
+#include <xxhash.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_format.h"
+#include "brisk/cache/cache_metrics.h"
+
+namespace brisk {
+
+namespace {
+
+std::string hex128(const void* data, size_t bytes) {
+  const XXH128_hash_t h = XXH3_128bits(data, bytes);
+  return absl::StrFormat("%016x%016x", h.high64, h.low64);
+}
+
+}  // namespace
+
+std::string runtime_model_id(const ModelInfo& info) {
+  namespace fs = std::filesystem;
+  std::string identity;
+  std::ifstream config(fs::path(info.model_dir) / "config.json", std::ios::binary);
+  identity.assign(std::istreambuf_iterator<char>(config), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  absl::StrAppend(&identity, "|", fs::file_size(info.weights_file, ec), "|", info.max_seq_len);
+  const std::string dir = fs::path(info.model_dir).lexically_normal().filename().string();
+  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, XXH3_64bits(identity.data(), identity.size()),
+                         info.pooling == Pooling::kCls ? "cls" : "mean", info.normalize ? "-n" : "");
+}
+
+StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options,
+                                                               std::string model_id) {
+  if (options.result_ttl < std::chrono::nanoseconds::zero()) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is negative (",
+                                                   options.result_ttl.count(), " ns); expected >= 0 (0: no expiry)"));
+  }
+  if (options.redis && options.result_cache_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "RuntimeOptions::cache.redis is set but result_cache_bytes is 0; expected a result cache for the Redis "
+        "tier to sit behind (result_cache_bytes > 0)");
+  }
+  auto caches = std::unique_ptr<RuntimeCaches>(new RuntimeCaches());
+  caches->model_id_ = std::move(model_id);
+  caches->model_tag_ = absl::StrCat("model:", caches->model_id_);
+  if (options.token_cache_entries > 0) {
+    cache::CacheOptions<std::string, TokenIds> o;
+    o.max_entries = options.token_cache_entries;
+    auto c = cache::Cache<std::string, TokenIds>::create(std::move(o));
+    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache (token cache): ", c.status().message()));
+    caches->token_cache_ = std::move(*c);
+  }
+  if (options.result_cache_bytes > 0) {
+    cache::TieredCacheOptions<std::vector<float>> o;
+    o.l1.max_weight = options.result_cache_bytes;
+    // Key, floats and the node's bookkeeping (about 96 bytes).
+    o.l1.weigher = [](const std::string& key, const std::vector<float>& v) {
+      return uint64_t{key.size() + v.size() * sizeof(float) + 96};
+    };
+    o.l2 = options.redis;
+    o.model = caches->model_id_;
+    o.default_ttl = options.result_ttl;
+    auto c = ResultCache::create(std::move(o));
+    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache: ", c.status().message()));
+    caches->result_cache_ = std::move(*c);
+  }
+  caches->result_put_.ttl = options.result_ttl;
+  caches->result_put_.tags = {caches->model_tag_};
+  return caches;
+}
+
+StatusOr<std::vector<int32_t>> RuntimeCaches::tokens(std::string_view text, Tokenize tokenize) {
+  // Long texts rarely repeat verbatim, and keeping them would let a stream of huge texts fill memory.
+  if (!token_cache_ || text.size() > kMaxTokenCacheTextBytes) return tokenize(text);
+  std::string key(text);
+  if (std::optional<TokenIds> hit = token_cache_->get(key)) return **hit;
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenize(text));
+  token_cache_->put(key, std::make_shared<const std::vector<int32_t>>(ids));
+  return ids;
+}
+
+std::optional<std::vector<float>> RuntimeCaches::lookup(std::span<const int32_t> ids) {
+  if (!result_cache_) return std::nullopt;
+  return result_cache_->get("", hex128(ids.data(), ids.size_bytes()));
+}
+
+void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> embedding,
+                          std::span<const std::string> tags) {
+  if (!result_cache_) return;
+  cache::PutOptions put = result_put_;
+  put.tags.insert(put.tags.end(), tags.begin(), tags.end());
+  result_cache_->put("", hex128(ids.data(), ids.size_bytes()), std::vector<float>(embedding.begin(), embedding.end()),
+                     put);
+}
+
+StatusOr<size_t> RuntimeCaches::invalidate_tag(std::string_view tag) {
+  if (tag.empty()) return absl::InvalidArgumentError("cache tag is empty; expected a non-empty tag such as \"faq:42\"");
+  if (!result_cache_) return size_t{0};
+  // A Redis failure leaves its copies to their TTL; it shows in the stats (l2 errors), not here.
+  return result_cache_->invalidate_tag(tag).l1_removed;
+}
+
+namespace {
+
+nlohmann::json cache_json(const cache::CacheStats& s) {
+  return {{"hits", s.hits},
+          {"misses", s.misses},
+          {"hit_rate", s.hit_rate()},
+          {"loads", s.loads},
+          {"load_failures", s.load_failures},
+          {"load_ms", static_cast<double>(s.load_ns) * 1e-6},
+          {"evictions", s.evictions},
+          {"evicted_weight", s.evicted_weight},
+          {"expirations", s.expirations},
+          {"invalidations", s.invalidations},
+          {"entries", s.entries},
+          {"weight", s.weight},
+          {"capacity", s.capacity}};
+}
+
+}  // namespace
+
+std::string RuntimeCaches::stats_json() const {
+  nlohmann::json j;
+  j["model_id"] = model_id_;
+  j["token"] = token_cache_ ? cache_json(token_cache_->stats()) : nlohmann::json();
+  j["result"] = nlohmann::json();
+  j["redis"] = nlohmann::json();
+  if (result_cache_) {
+    const cache::TieredCacheStats s = result_cache_->stats();
+    j["result"] = cache_json(s.l1);
+    if (result_cache_->redis() != nullptr) {
+      j["redis"] = {{"hits", s.l2_hits},
+                    {"misses", s.l2_misses},
+                    {"errors", s.l2_errors},
+                    {"decode_errors", s.l2_decode_errors},
+                    {"backfills", s.backfills},
+                    {"remote_invalidations", s.remote_invalidations},
+                    {"writes", {{"written", s.write_behind.written},
+                                {"failed", s.write_behind.failed},
+                                {"dropped", s.write_behind.dropped},
+                                {"queued", s.write_behind.queued}}},
+                    {"timeouts", s.redis.timeouts},
+                    {"breaker_opens", s.redis.breaker_opens},
+                    {"short_circuited", s.redis.short_circuited},
+                    {"breaker_open", s.redis.breaker_state == cache::CircuitBreaker::State::kOpen},
+                    {"subscribed", s.redis.subscribed}};
+    }
+  }
+  return j.dump();
+}
+
+void RuntimeCaches::write_prometheus(metrics::PrometheusWriter& w, const std::string& model) const {
+  if (token_cache_) cache::write_prometheus(w, token_cache_->stats(), "brisk_cache", {{"model", model}, {"cache", "token"}});
+  if (!result_cache_) return;
+  const cache::MetricLabels labels = {{"model", model}, {"cache", "result"}};
+  if (result_cache_->redis() != nullptr) {
+    cache::write_prometheus(w, result_cache_->stats(), "brisk_cache", labels);
+  } else {
+    cache::write_prometheus(w, result_cache_->stats().l1, "brisk_cache", labels);
+  }
+}
+
+}  // namespace brisk

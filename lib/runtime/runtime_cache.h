@@ -1,0 +1,59 @@
+// The runtime's caches: a token cache (raw text -> token ids) in front of the tokenizer and a result cache
+// (token ids -> embedding; in-process L1, optionally a shared Redis L2) in front of the batcher.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "brisk/cache/cache.h"
+#include "brisk/cache/tiered_cache.h"
+#include "brisk/metrics/prometheus.h"
+#include "brisk/runtime/runtime.h"
+
+namespace brisk {
+
+// Thread safety: every member may be called from any thread at once.
+class RuntimeCaches {
+ public:
+  using Tokenize = absl::FunctionRef<StatusOr<std::vector<int32_t>>(std::string_view)>;
+
+  static StatusOr<std::unique_ptr<RuntimeCaches>> create(const RuntimeCacheOptions& options, std::string model_id);
+
+  // Texts longer than this (bytes) bypass the token cache.
+  static constexpr size_t kMaxTokenCacheTextBytes = 1024;
+
+  // The token ids of `text`, from the token cache or `tokenize` (whose errors are returned and not cached).
+  StatusOr<std::vector<int32_t>> tokens(std::string_view text, Tokenize tokenize);
+  // The cached embedding of these token ids, if any.
+  std::optional<std::vector<float>> lookup(std::span<const int32_t> ids);
+  // Caches an embedding under its token ids with the model tag and `tags`.
+  void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {});
+  StatusOr<size_t> invalidate_tag(std::string_view tag);
+
+  bool caches_results() const { return result_cache_ != nullptr; }
+  const std::string& model_id() const { return model_id_; }
+  std::string stats_json() const;
+  void write_prometheus(metrics::PrometheusWriter& w, const std::string& model) const;
+
+ private:
+  using TokenIds = std::shared_ptr<const std::vector<int32_t>>;
+  using ResultCache = cache::TieredCache<std::vector<float>, cache::FloatVectorCodec>;
+
+  RuntimeCaches() = default;
+  std::string model_id_;
+  std::string model_tag_;
+  cache::PutOptions result_put_;
+  std::unique_ptr<cache::Cache<std::string, TokenIds>> token_cache_;
+  std::unique_ptr<ResultCache> result_cache_;
+};
+
+// "<model directory name>-<hash of config.json and the weights' size>-<pooling><n if normalised>": what keys
+// results in a Redis tier shared by processes that load the same model with the same options.
+std::string runtime_model_id(const ModelInfo& info);
+
+}  // namespace brisk
