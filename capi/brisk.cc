@@ -105,6 +105,7 @@ brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOp
   c.result_ttl = std::chrono::milliseconds(o.cache_ttl_ms);
   c.token_cache_entries = static_cast<size_t>(o.cache_token_entries);
   if (o.redis_host != nullptr) {
+    if (o.cache_ttl_ms == 0) return bad("cache_ttl_ms", 0, "> 0 with redis_host (shared entries must expire)");
     if (o.redis_port < 1 || o.redis_port > 65535) return bad("redis_port", o.redis_port, "a TCP port, 1 to 65535");
     if (o.redis_timeout_ms < 1) return bad("redis_timeout_ms", o.redis_timeout_ms, "at least 1");
     brisk::cache::RedisOptions& r = c.redis.emplace();
@@ -212,6 +213,11 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     brisk_runtime_options o;
     brisk_runtime_options_init(&o, sizeof o);
     std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+    // Callers built before the caches existed keep their behaviour: no result cache, so every submit still
+    // calls back from a batcher thread.
+    if (options->struct_size < offsetof(brisk_runtime_options, cache_result_bytes) + sizeof(int64_t)) {
+      o.cache_result_bytes = 0;
+    }
     if (o.model_dir == nullptr) return null_argument("brisk_runtime_create", "options->model_dir");
     if (o.pooling < BRISK_POOLING_MODEL_DEFAULT || o.pooling > BRISK_POOLING_CLS) {
       return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_create: options->pooling is " + std::to_string(o.pooling) +

@@ -89,8 +89,10 @@ typedef struct brisk_runtime_options {
                                   latency under it (default 0: off) */
   /* The caches (appended in 0.3). Results are keyed by the text's token ids, so texts the model cannot tell
    * apart (case, accents, spacing) share an entry. */
-  int64_t cache_result_bytes;  /* in-process result cache size in bytes (default 64 MiB; 0: no result cache) */
-  int32_t cache_ttl_ms;        /* how long a cached result lives (default 300000 = 5 min; 0: until evicted) */
+  int64_t cache_result_bytes;  /* in-process result cache size in bytes (default 64 MiB; 0: no result cache;
+                                  a struct from before 0.3, without this field, gets 0) */
+  int32_t cache_ttl_ms;        /* how long a cached result lives (default 300000 = 5 min; 0: until evicted,
+                                  not allowed with redis_host) */
   int32_t cache_token_entries; /* token-id cache entries in front of the tokenizer (default 16384; 0: off) */
   const char* redis_host;      /* non-NULL: a Redis server shared by processes as the L2 result cache */
   int32_t redis_port;          /* default 6379 */
@@ -100,8 +102,9 @@ typedef struct brisk_runtime_options {
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,
  * embedding points at dim floats; otherwise it is NULL and error says why. Both pointers are valid only during
- * the call. It runs on a batcher thread (or inside brisk_cancel / brisk_runtime_destroy): keep it short and do
- * not call brisk_runtime_destroy from it. */
+ * the call. It runs on a batcher thread (or inside brisk_cancel / brisk_runtime_destroy), or, for a text found
+ * in the result cache, on the calling thread before brisk_submit_embed returns: keep it short, do not take a
+ * lock the caller holds around brisk_submit_embed, and do not call brisk_runtime_destroy from it. */
 typedef void (*brisk_embed_callback)(void* user_data, uint64_t request_id, brisk_status status,
                                      const float* embedding, size_t dim, const char* error);
 
@@ -127,7 +130,7 @@ BRISK_C_API brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_
 BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out,
                                      size_t out_len);
 
-/* Queues one NUL-terminated UTF-8 text for batched embedding and returns at once. priority: 0 (most urgent) to 2.
+/* Queues one NUL-terminated UTF-8 text for batched embedding and returns without waiting for the model. priority: 0 (most urgent) to 2.
  * deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED instead of
  * running; 0 means none; negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
  * When this returns an error (BRISK_OVERLOADED for a full queue or a deadline the queued work ahead cannot meet,

@@ -119,7 +119,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     if (!encoder.ok()) return encoder.status();
     impl->encoder = std::move(*encoder);
   }
-  BRISK_ASSIGN_OR_RETURN(impl->caches, RuntimeCaches::create(options.cache, runtime_model_id(info)));
+  BRISK_ASSIGN_OR_RETURN(impl->caches, RuntimeCaches::create(options.cache, runtime_model_id(info),
+                                                                     static_cast<size_t>(info.hidden_size)));
   BRISK_RETURN_IF_ERROR(start_batcher(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }

@@ -25,21 +25,36 @@ std::string hex128(const void* data, size_t bytes) {
 
 std::string runtime_model_id(const ModelInfo& info) {
   namespace fs = std::filesystem;
-  std::string identity;
-  std::ifstream config(fs::path(info.model_dir) / "config.json", std::ios::binary);
-  identity.assign(std::istreambuf_iterator<char>(config), std::istreambuf_iterator<char>());
-  std::error_code ec;
-  absl::StrAppend(&identity, "|", fs::file_size(info.weights_file, ec), "|", info.max_seq_len);
+  // The contents of config.json and of the weights: a fine-tune of the same shape, retrained in place, gets a
+  // new id (hashing ~90 MB costs tens of milliseconds at load).
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> chunk(size_t{1} << 20);
+  for (const fs::path& file : {fs::path(info.model_dir) / "config.json", fs::path(info.weights_file)}) {
+    std::ifstream in(file, std::ios::binary);
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      XXH3_64bits_update(state, chunk.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  const std::string shape = absl::StrCat("|", info.max_seq_len);
+  XXH3_64bits_update(state, shape.data(), shape.size());
+  const uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
   const std::string dir = fs::path(info.model_dir).lexically_normal().filename().string();
-  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, XXH3_64bits(identity.data(), identity.size()),
+  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, hash,
                          info.pooling == Pooling::kCls ? "cls" : "mean", info.normalize ? "-n" : "");
 }
 
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options,
-                                                               std::string model_id) {
+                                                               std::string model_id, size_t dim) {
   if (options.result_ttl < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is negative (",
                                                    options.result_ttl.count(), " ns); expected >= 0 (0: no expiry)"));
+  }
+  if (options.redis && options.result_ttl == std::chrono::nanoseconds::zero()) {
+    return absl::InvalidArgumentError(
+        "RuntimeOptions::cache.result_ttl is 0 (no expiry) with a Redis tier; expected > 0 so that shared "
+        "entries expire");
   }
   if (options.redis && options.result_cache_bytes == 0) {
     return absl::InvalidArgumentError(
@@ -48,6 +63,7 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
   }
   auto caches = std::unique_ptr<RuntimeCaches>(new RuntimeCaches());
   caches->model_id_ = std::move(model_id);
+  caches->dim_ = dim;
   caches->model_tag_ = absl::StrCat("model:", caches->model_id_);
   if (options.token_cache_entries > 0) {
     cache::CacheOptions<std::string, TokenIds> o;
@@ -71,7 +87,6 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
     caches->result_cache_ = std::move(*c);
   }
   caches->result_put_.ttl = options.result_ttl;
-  caches->result_put_.tags = {caches->model_tag_};
   return caches;
 }
 
@@ -87,7 +102,15 @@ StatusOr<std::vector<int32_t>> RuntimeCaches::tokens(std::string_view text, Toke
 
 std::optional<std::vector<float>> RuntimeCaches::lookup(std::span<const int32_t> ids) {
   if (!result_cache_) return std::nullopt;
-  return result_cache_->get("", hex128(ids.data(), ids.size_bytes()));
+  const std::string key = hex128(ids.data(), ids.size_bytes());
+  std::optional<std::vector<float>> hit = result_cache_->get("", key);
+  if (hit && hit->size() != dim_) {
+    // Only a foreign writer to the shared Redis tier can plant this: never let it reach a caller's buffer.
+    result_cache_->l1().invalidate(ResultCache::l1_key("", key));
+    wrong_length_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return hit;
 }
 
 void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> embedding,
@@ -102,6 +125,13 @@ void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> e
 StatusOr<size_t> RuntimeCaches::invalidate_tag(std::string_view tag) {
   if (tag.empty()) return absl::InvalidArgumentError("cache tag is empty; expected a non-empty tag such as \"faq:42\"");
   if (!result_cache_) return size_t{0};
+  if (tag == model_tag_) {
+    // Not a Redis tag (one Redis set naming every result would grow without bound): this process's results
+    // go; the shared ones are namespaced by the model's contents and expire after result_ttl.
+    const size_t n = result_cache_->l1().size();
+    result_cache_->l1().invalidate_all();
+    return n;
+  }
   // A Redis failure leaves its copies to their TTL; it shows in the stats (l2 errors), not here.
   return result_cache_->invalidate_tag(tag).l1_removed;
 }
@@ -140,6 +170,7 @@ std::string RuntimeCaches::stats_json() const {
                     {"misses", s.l2_misses},
                     {"errors", s.l2_errors},
                     {"decode_errors", s.l2_decode_errors},
+                    {"wrong_length", wrong_length_.load(std::memory_order_relaxed)},
                     {"backfills", s.backfills},
                     {"remote_invalidations", s.remote_invalidations},
                     {"writes", {{"written", s.write_behind.written},

@@ -2,6 +2,7 @@
 // (token ids -> embedding; in-process L1, optionally a shared Redis L2) in front of the batcher.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <span>
@@ -22,7 +23,9 @@ class RuntimeCaches {
  public:
   using Tokenize = absl::FunctionRef<StatusOr<std::vector<int32_t>>(std::string_view)>;
 
-  static StatusOr<std::unique_ptr<RuntimeCaches>> create(const RuntimeCacheOptions& options, std::string model_id);
+  // dim: the embedding length; a cached value of another length is dropped, never returned.
+  static StatusOr<std::unique_ptr<RuntimeCaches>> create(const RuntimeCacheOptions& options, std::string model_id,
+                                                         size_t dim);
 
   // Texts longer than this (bytes) bypass the token cache.
   static constexpr size_t kMaxTokenCacheTextBytes = 1024;
@@ -31,8 +34,9 @@ class RuntimeCaches {
   StatusOr<std::vector<int32_t>> tokens(std::string_view text, Tokenize tokenize);
   // The cached embedding of these token ids, if any.
   std::optional<std::vector<float>> lookup(std::span<const int32_t> ids);
-  // Caches an embedding under its token ids with the model tag and `tags`.
+  // Caches an embedding under its token ids with `tags`.
   void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {});
+  // "model:<model id>" drops every result in this process's L1 (the Redis copies expire with result_ttl).
   StatusOr<size_t> invalidate_tag(std::string_view tag);
 
   bool caches_results() const { return result_cache_ != nullptr; }
@@ -46,6 +50,8 @@ class RuntimeCaches {
 
   RuntimeCaches() = default;
   std::string model_id_;
+  size_t dim_ = 0;
+  std::atomic<uint64_t> wrong_length_{0};
   std::string model_tag_;
   cache::PutOptions result_put_;
   std::unique_ptr<cache::Cache<std::string, TokenIds>> token_cache_;

@@ -126,6 +126,13 @@ StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOpti
   }
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
   if (std::optional<std::vector<float>> hit = impl_->caches->lookup(ids)) {
+    // A hit refuses what the batcher would refuse on a miss.
+    const int levels = static_cast<int>(impl_->options.batching.levels.size());
+    if (options.priority < 0 || options.priority >= levels) {
+      return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: priority ", options.priority,
+                                                     " is out of range; expected 0..", levels - 1,
+                                                     " (0 is the most urgent)"));
+    }
     // Ids of cache hits have the top bit set, so they never name a batcher request.
     const uint64_t id = (uint64_t{1} << 63) | impl_->next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
     done(id, std::move(*hit));

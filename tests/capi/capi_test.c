@@ -153,6 +153,10 @@ static void test_cache(const char* dir) {
   opts.redis_host = "127.0.0.1";
   opts.redis_port = 70000;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_port"));
+  opts.redis_port = 6379;
+  opts.cache_ttl_ms = 0;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_ttl_ms"));
+  opts.cache_ttl_ms = 1000;
   opts.redis_host = NULL;
   CHECK(brisk_runtime_create(&opts, &rt) == BRISK_OK);
   if (rt == NULL) return;
@@ -160,7 +164,7 @@ static void test_cache(const char* dir) {
   CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
   CHECK(brisk_cache_stats_json(rt, NULL, 0, &need) == BRISK_OUT_OF_RANGE && need > 1);
   CHECK(brisk_cache_stats_json(rt, json, sizeof json, NULL) == BRISK_OK);
-  CHECK(strstr(json, "\"hits\":1") != NULL);
+  CHECK(strstr(json, "\"result\":{") != NULL && strstr(strstr(json, "\"result\":{"), "\"hits\":1") != NULL);
   CHECK(failed_with(brisk_cache_stats_json(NULL, json, sizeof json, NULL), BRISK_INVALID_ARGUMENT, "runtime"));
   CHECK(failed_with(brisk_cache_invalidate_tag(rt, NULL, &removed), BRISK_INVALID_ARGUMENT, "tag"));
   CHECK(removed == 0);

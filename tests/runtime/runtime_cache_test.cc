@@ -121,6 +121,15 @@ TEST_CASE("a submit that hits the result cache completes before submit returns",
   CHECK(*got == expected);
   CHECK((*id >> 63) == 1);  // never a batcher id
   CHECK(absl::IsNotFound(rt->cancel(*id)));
+
+  // A hit refuses what a miss refuses, and then never calls back.
+  called = false;
+  auto refused = rt->submit("card declined abroad", {.priority = 7, .timeout = {}}, [&](uint64_t, Embedding) {
+    called = true;
+  });
+  CHECK(absl::IsInvalidArgument(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("priority"));
+  CHECK_FALSE(called);
 }
 
 TEST_CASE("invalidating a tag drops the results that carry it", "[runtime][cache]") {

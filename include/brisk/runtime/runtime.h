@@ -136,12 +136,14 @@ class BRISK_API Runtime {
   // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
   Status cancel(uint64_t request_id) const;
 
-  // Drops every cached result carrying `tag`, in this process and (with a Redis tier) in Redis and in the L1
-  // caches of every process sharing it; returns how many entries this process dropped. Every result carries
-  // the tag "model:<model id>" (see cache_model_id()), so that tag drops all of this model's results.
+  // Drops every cached result carrying `tag` (EmbedRequestOptions::cache_tags), in this process and (with a
+  // Redis tier) in Redis and in the L1 caches of every process sharing it; returns how many entries this
+  // process dropped. A Redis failure is counted in the stats (redis.errors) and leaves the Redis copies to
+  // expire. The tag "model:<cache_model_id()>" drops all of this process's results (the Redis copies are
+  // namespaced by the model's contents and expire after result_ttl). A hit does not add tags to an entry.
   StatusOr<size_t> cache_invalidate_tag(std::string_view tag) const;
   // The caches' namespace in Redis and the suffix of the model's tag: model directory name, a hash of its
-  // config and weights size, pooling and normalisation.
+  // config.json and weights, pooling and normalisation.
   const std::string& cache_model_id() const;
   // Hits, misses, loads, evictions and sizes of the token and result caches (and the Redis tier) as JSON.
   std::string cache_stats_json() const;
