@@ -149,8 +149,9 @@ BRISK_C_API brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, siz
 BRISK_C_API brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 
 /* Drops every cached result carrying tag, here and, with a Redis tier, in Redis and in the caches of every
- * process sharing it. Results carry the tag "model:<id>" (id: brisk_cache_stats_json's "model_id"), which drops
- * all of them. *removed (may be NULL) receives how many entries this process dropped. */
+ * process sharing it (results are tagged through the C++ API). The tag "model:<id>" (id: brisk_cache_stats_json's
+ * "model_id") drops all of this process's results. *removed (may be NULL) receives how many entries this process
+ * dropped. A Redis failure is counted in the stats, and its copies then expire with cache_ttl_ms. */
 BRISK_C_API brisk_status brisk_cache_invalidate_tag(brisk_runtime* runtime, const char* tag, size_t* removed);
 /* The caches' statistics (hits, misses, hit rate, loads, evictions, sizes; the Redis tier's hits, errors and
  * breaker state) as JSON, written like brisk_stats_json. */
