@@ -26,6 +26,7 @@
 #include "brisk/cache/semantic_cache.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/runtime.h"
+#include "test_util.h"
 
 #ifndef BRISK_SOURCE_DIR
 #define BRISK_SOURCE_DIR "."
@@ -42,15 +43,7 @@ struct PairRow {
   std::vector<bool> guard_accepts;  // per guard in `guards`
 };
 
-double cosine(const float* a, const float* b, size_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using brisk::testing::cosine;
 
 struct Score {
   int tp = 0, fp = 0, positives = 0, negatives = 0;

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "brisk/runtime/runtime.h"
@@ -50,6 +53,17 @@ inline double cosine(const float* a, const float* b, size_t n) {
     bb += double(b[i]) * b[i];
   }
   return ab / std::sqrt(aa * bb);
+}
+
+// Polls `cond` every 5 ms until it holds or `limit` passes (for asynchronous effects: pub/sub, write-behind).
+inline bool wait_until(const std::function<bool()>& cond,
+                       std::chrono::nanoseconds limit = std::chrono::seconds(5)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
 }
 
 // A fresh directory under the system temp dir, removed with everything in it when the object dies.

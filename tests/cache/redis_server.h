@@ -33,6 +33,14 @@
 
 namespace brisk::testing {
 
+// Slack on top of connect_timeout + command_timeout for a bound on blocking (not a speed target): scheduling on
+// a shared 2-core machine, more under sanitizers.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(250);
+#else
+inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(100);
+#endif
+
 class RedisServer {
  public:
   RedisServer() {

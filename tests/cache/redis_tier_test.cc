@@ -24,17 +24,12 @@ using brisk::cache::RedisOptions;
 using brisk::cache::RedisTier;
 using brisk::cache::RedisWriteBehind;
 using brisk::testing::RedisServer;
+using brisk::testing::wait_until;
+using brisk::testing::kBlockingSlack;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Slack on top of connect_timeout + command_timeout for a bound on blocking (not a speed target): scheduling on
-// a shared 2-core machine, more under sanitizers.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr Duration kSlack = 250ms;
-#else
-constexpr Duration kSlack = 100ms;
-#endif
 
 // Lenient timeouts for the functional tests: a loaded 2-core machine can delay a loopback connect past the
 // default 50 ms. The tests of the bound on blocking set the defaults back (with_default_timeouts).
@@ -85,14 +80,6 @@ struct Inbox {
   }
 };
 
-bool wait_until(const std::function<bool()>& cond, Duration limit = 5s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
 
 }  // namespace
 
@@ -334,7 +321,7 @@ TEST_CASE("redis tier calls stay within the timeouts when the server stalls or d
   Inbox inbox;
   REQUIRE(r.subscribe([&](const Invalidation& i) { inbox(i); }).ok());
   REQUIRE(r.set("k", "v", 10s).ok());
-  const Duration bound = o.connect_timeout + o.command_timeout + kSlack;
+  const Duration bound = o.connect_timeout + o.command_timeout + kBlockingSlack;
 
   server.pause();
   // More callers than connections: the extra ones wait for a connection at most command_timeout.

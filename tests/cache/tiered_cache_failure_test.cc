@@ -24,15 +24,12 @@ using brisk::cache::StringCodec;
 using brisk::cache::TieredCache;
 using brisk::cache::TieredCacheOptions;
 using brisk::testing::RedisServer;
+using brisk::testing::wait_until;
+using brisk::testing::kBlockingSlack;
 using namespace std::chrono_literals;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr Duration kSlack = 250ms;
-#else
-constexpr Duration kSlack = 100ms;
-#endif
 
 using StringCache = TieredCache<std::string, StringCodec>;
 
@@ -79,15 +76,6 @@ void run_load(StringCache& cache, Load& load, uint32_t seed) {
   }
 }
 
-bool wait_until(const std::function<bool()>& cond, Duration limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
-
 }  // namespace
 
 TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under load", "[cache][tiered][failure]") {
@@ -105,7 +93,7 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
   auto created = StringCache::create(o);
   REQUIRE(created.ok());
   StringCache& cache = **created;
-  const Duration bound = r.connect_timeout + r.command_timeout + kSlack;
+  const Duration bound = r.connect_timeout + r.command_timeout + kBlockingSlack;
 
   Load load;
   std::vector<std::thread> threads;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "test_util.h"
 
 #if defined(BRISK_HAVE_REDIS)
 #include "cache/redis_server.h"
@@ -25,6 +26,7 @@ using brisk::cache::RedisOptions;
 using brisk::cache::StringCodec;
 using brisk::cache::TieredCache;
 using brisk::cache::TieredCacheOptions;
+using brisk::testing::wait_until;
 using namespace std::chrono_literals;
 
 namespace {
@@ -50,14 +52,6 @@ TieredCacheOptions<V> options_for(int port, const std::string& model = "minilm")
   return o;
 }
 
-bool wait_until(const std::function<bool()>& cond, Duration limit = 5s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
-}
 
 std::unique_ptr<StringCache> make_string_cache(int port, const std::string& model = "minilm") {
   auto c = StringCache::create(options_for<std::string>(port, model));
@@ -156,6 +150,7 @@ TEST_CASE("tiered cache options are validated, naming the field", "[cache][tiere
 
 #if defined(BRISK_HAVE_REDIS)
 
+using brisk::testing::kBlockingSlack;
 using brisk::testing::RedisServer;
 
 TEST_CASE("tiered cache L2 hit backfills L1 with TTL and tags", "[cache][tiered]") {

@@ -43,14 +43,6 @@ std::vector<float> embed_one(const brisk::Runtime& rt, std::string_view text) {
 
 nlohmann::json cache_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json()); }
 
-// Polls `done` for up to 5 s (write-behind and pub/sub are asynchronous).
-bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
 
 }  // namespace
 
@@ -60,8 +52,8 @@ TEST_CASE("two runtimes share results through Redis and see each other's invalid
   auto a = make_runtime(server.port());
   auto b = make_runtime(server.port());
   REQUIRE(a->cache_model_id() == b->cache_model_id());
-  REQUIRE(eventually([&] { return cache_stats(*a)["redis"]["subscribed"] == true; }));
-  REQUIRE(eventually([&] { return cache_stats(*b)["redis"]["subscribed"] == true; }));
+  REQUIRE(brisk::testing::wait_until([&] { return cache_stats(*a)["redis"]["subscribed"] == true; }));
+  REQUIRE(brisk::testing::wait_until([&] { return cache_stats(*b)["redis"]["subscribed"] == true; }));
 
   std::promise<brisk::StatusOr<std::vector<float>>> done;
   brisk::EmbedRequestOptions tagged;
@@ -72,7 +64,7 @@ TEST_CASE("two runtimes share results through Redis and see each other's invalid
   auto computed = done.get_future().get();
   REQUIRE(computed.ok());
   const std::vector<float> from_a = *computed;
-  REQUIRE(eventually([&] { return cache_stats(*a)["redis"]["writes"]["written"] == 1; }));
+  REQUIRE(brisk::testing::wait_until([&] { return cache_stats(*a)["redis"]["writes"]["written"] == 1; }));
 
   const uint64_t b_batches = b->batch_stats().batches;
   CHECK(embed_one(*b, "How do I dispute a card payment?") == from_a);
@@ -83,7 +75,7 @@ TEST_CASE("two runtimes share results through Redis and see each other's invalid
   auto removed = a->cache_invalidate_tag("faq:12");
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
-  CHECK(eventually([&] { return cache_stats(*b)["result"]["entries"] == 0; }));  // via pub/sub
+  CHECK(brisk::testing::wait_until([&] { return cache_stats(*b)["result"]["entries"] == 0; }));  // via pub/sub
   CHECK(server.raw({"DBSIZE"}) == std::optional<std::string>("0"));             // value and tag set gone
 }
 
@@ -93,7 +85,7 @@ TEST_CASE("a runtime keeps answering while Redis is killed and uses it again onc
   REQUIRE(server.ok());
   auto rt = make_runtime(server.port());
   embed_one(*rt, "first question");
-  REQUIRE(eventually([&] { return cache_stats(*rt)["redis"]["writes"]["written"] == 1; }));
+  REQUIRE(brisk::testing::wait_until([&] { return cache_stats(*rt)["redis"]["writes"]["written"] == 1; }));
 
   server.kill();
   const std::vector<std::string> texts = {"second question", "third question", "fourth question", "first question"};
@@ -110,7 +102,7 @@ TEST_CASE("a runtime keeps answering while Redis is killed and uses it again onc
 
   REQUIRE(server.restart());
   // Once the breaker lets a probe through, new results reach Redis again.
-  CHECK(eventually([&] {
+  CHECK(brisk::testing::wait_until([&] {
     embed_one(*rt, "a question after the restart " + std::to_string(std::rand()));
     return server.raw({"DBSIZE"}).value_or("0") != "0";
   }));
