@@ -74,12 +74,14 @@ static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kM
 // Fields of brisk_runtime_options a caller must provide at the least.
 constexpr size_t kMinOptionsSize = offsetof(brisk_runtime_options, model_dir) + sizeof(const char*);
 
+// An option field out of range, named as the caller wrote it.
+brisk_status bad(const char* field, int64_t value, const char* expected) {
+  return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
+                                          std::to_string(value) + "; expected " + expected);
+}
+
 // The batcher fields of brisk_runtime_options onto the C++ policy.
 brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::BatchPolicy& p) {
-  const auto bad = [](const char* field, int32_t value, const char* expected) {
-    return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
-                                            std::to_string(value) + "; expected " + expected);
-  };
   if (o.batch_max_size < 1) return bad("batch_max_size", o.batch_max_size, "at least 1");
   if (o.batch_max_delay_us < 0) return bad("batch_max_delay_us", o.batch_max_delay_us, ">= 0");
   if (o.batch_max_queue < 1) return bad("batch_max_queue", o.batch_max_queue, "at least 1");
@@ -94,10 +96,6 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
 
 // The cache fields of brisk_runtime_options onto the C++ options.
 brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOptions& c) {
-  const auto bad = [](const char* field, int64_t value, const char* expected) {
-    return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
-                                            std::to_string(value) + "; expected " + expected);
-  };
   if (o.cache_result_bytes < 0) return bad("cache_result_bytes", o.cache_result_bytes, ">= 0 (0: no result cache)");
   if (o.cache_ttl_ms < 0) return bad("cache_ttl_ms", o.cache_ttl_ms, ">= 0 (0: until evicted)");
   if (o.cache_token_entries < 0) return bad("cache_token_entries", o.cache_token_entries, ">= 0 (0: off)");

@@ -35,6 +35,14 @@ inline int compute_threads() {
 // The all-MiniLM-L6-v2 directory that scripts/setup installs (BRISK_MODEL_DIR overrides it).
 inline std::filesystem::path model_dir() { return brisk::default_model_dir(); }
 
+// Options for a runtime over the default model with the tests' compute threads.
+inline brisk::RuntimeOptions runtime_options() {
+  brisk::RuntimeOptions opts;
+  opts.model_dir = model_dir().string();
+  opts.num_threads = compute_threads();
+  return opts;
+}
+
 // n floats uniform in [lo, hi), reproducible for a given seed.
 inline std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);

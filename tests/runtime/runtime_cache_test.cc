@@ -18,12 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 using Embedding = brisk::StatusOr<std::vector<float>>;
 
-brisk::RuntimeOptions options() {
-  brisk::RuntimeOptions opts;
-  opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = brisk::testing::compute_threads();
-  return opts;
-}
+brisk::RuntimeOptions options() { return brisk::testing::runtime_options(); }
 
 std::unique_ptr<brisk::Runtime> make_runtime(const brisk::RuntimeOptions& opts) {
   auto rt = brisk::Runtime::create(opts);

@@ -23,9 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) {
-  brisk::RuntimeOptions opts;
-  opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = brisk::testing::compute_threads();
+  brisk::RuntimeOptions opts = brisk::testing::runtime_options();
   brisk::cache::RedisOptions& redis = opts.cache.redis.emplace();
   redis.port = redis_port;
   redis.command_timeout = 50ms;

@@ -21,9 +21,7 @@ using namespace std::chrono_literals;
 using Embedding = brisk::StatusOr<std::vector<float>>;
 
 brisk::RuntimeOptions options() {
-  brisk::RuntimeOptions opts;
-  opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = brisk::testing::compute_threads();
+  brisk::RuntimeOptions opts = brisk::testing::runtime_options();
   opts.cache.result_cache_bytes = 0;  // repeated texts must reach the batcher (runtime_cache_test.cc covers hits)
   return opts;
 }
