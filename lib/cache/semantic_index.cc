@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/cpu_features.h"
 
 // Every header hnswlib includes, first, so that the memcpy macro below reaches hnswlib's own code only.
 #include <assert.h>
@@ -107,11 +108,11 @@ float ip_distance(const void* a, const void* b, const void* dim) {
   return 1.0f - Dot(static_cast<const float*>(a), static_cast<const float*>(b), *static_cast<const size_t*>(dim));
 }
 
+// brisk's ISA level, so that BRISK_ISA and set_cpu_isa_cap() reach the index as they reach the kernels.
 hnswlib::DISTFUNC<float> pick_distance() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return &ip_distance<dot_avx512>;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &ip_distance<dot_avx2>;
+  if (cpu_isa() >= CpuIsa::kAvx512) return &ip_distance<dot_avx512>;
+  if (cpu_isa() >= CpuIsa::kAvx2) return &ip_distance<dot_avx2>;
 #endif
   return &ip_distance<dot_scalar>;
 }
