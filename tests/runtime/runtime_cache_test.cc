@@ -11,26 +11,17 @@
 #include <vector>
 
 #include "brisk/runtime/runtime.h"
+#include "runtime/runtime_test_util.h"
 #include "test_util.h"
 
 namespace {
 
+using brisk::testing::embed_one;
+using brisk::testing::make_runtime;
 using namespace std::chrono_literals;
 using Embedding = brisk::StatusOr<std::vector<float>>;
 
 brisk::RuntimeOptions options() { return brisk::testing::runtime_options(); }
-
-std::unique_ptr<brisk::Runtime> make_runtime(const brisk::RuntimeOptions& opts) {
-  auto rt = brisk::Runtime::create(opts);
-  REQUIRE(rt.ok());
-  return std::move(*rt);
-}
-
-std::vector<float> embed_one(const brisk::Runtime& rt, std::string_view text) {
-  auto e = rt.embed(std::span<const std::string_view>(&text, 1));
-  REQUIRE(e.ok());
-  return std::move(*e);
-}
 
 nlohmann::json result_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json())["result"]; }
 nlohmann::json token_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json())["token"]; }

@@ -16,10 +16,12 @@
 
 #include "brisk/runtime/runtime.h"
 #include "cache/redis_server.h"
+#include "runtime/runtime_test_util.h"
 #include "test_util.h"
 
 namespace {
 
+using brisk::testing::embed_one;
 using namespace std::chrono_literals;
 
 std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) {
@@ -31,12 +33,6 @@ std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) {
   auto rt = brisk::Runtime::create(opts);
   REQUIRE(rt.ok());
   return std::move(*rt);
-}
-
-std::vector<float> embed_one(const brisk::Runtime& rt, std::string_view text) {
-  auto e = rt.embed(std::span<const std::string_view>(&text, 1));
-  REQUIRE(e.ok());
-  return std::move(*e);
 }
 
 nlohmann::json cache_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json()); }

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "brisk/runtime/runtime.h"
+#include "runtime/runtime_test_util.h"
 #include "test_util.h"
 
 namespace {
 
+using brisk::testing::make_runtime;
 using namespace std::chrono_literals;
 using Embedding = brisk::StatusOr<std::vector<float>>;
 
@@ -24,12 +26,6 @@ brisk::RuntimeOptions options() {
   brisk::RuntimeOptions opts = brisk::testing::runtime_options();
   opts.cache.result_cache_bytes = 0;  // repeated texts must reach the batcher (runtime_cache_test.cc covers hits)
   return opts;
-}
-
-std::unique_ptr<brisk::Runtime> make_runtime(const brisk::RuntimeOptions& opts) {
-  auto rt = brisk::Runtime::create(opts);
-  REQUIRE(rt.ok());
-  return std::move(*rt);
 }
 
 // Options whose batcher holds requests queued (a long queue delay, batches far larger than the test fills).
