@@ -121,11 +121,15 @@ void BM_RuntimeEmbed(benchmark::State& state) {
   std::vector<std::string_view> texts(static_cast<size_t>(batch), text);
   std::vector<float> out(static_cast<size_t>(batch * kHidden));
   if (state.range(2) == 1 && !(*rt)->embed(texts, out).ok()) state.SkipWithError("embed failed");  // fill the caches
+  const uint64_t passes_before = (*rt)->forward_passes();
   for (auto _ : state) {
     if (!(*rt)->embed(texts, out).ok()) state.SkipWithError("embed failed");
   }
   state.counters["seq/s"] = benchmark::Counter(static_cast<double>(batch),
                                                benchmark::Counter::kIsIterationInvariantRate);
+  // 1 for every uncached row up to batching.max_batch_size (32): one call, one forward pass.
+  state.counters["passes/call"] = benchmark::Counter(static_cast<double>((*rt)->forward_passes() - passes_before),
+                                                     benchmark::Counter::kAvgIterations);
 }
 BENCHMARK(BM_RuntimeEmbed)->ArgNames({"B", "T", "cached"})->Args({1, 16, 0})->Args({1, 128, 0})->Args({8, 64, 0})
     ->Args({32, 128, 0})->Args({1, 16, 1})->Args({1, 128, 1})->Args({32, 128, 1})

@@ -39,6 +39,7 @@ brisk_status code_of(const absl::Status& s) {
     case absl::StatusCode::kDeadlineExceeded: code = BRISK_DEADLINE_EXCEEDED; break;
     case absl::StatusCode::kCancelled: code = BRISK_CANCELLED; break;
     case absl::StatusCode::kUnavailable: code = BRISK_SHUTDOWN; break;
+    case absl::StatusCode::kPermissionDenied: code = BRISK_PERMISSION_DENIED; break;
     default: break;
   }
   return code;
@@ -75,18 +76,22 @@ static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kM
 constexpr size_t kMinOptionsSize = offsetof(brisk_runtime_options, model_dir) + sizeof(const char*);
 
 // An option field out of range, named as the caller wrote it.
-brisk_status bad(const char* field, int64_t value, const char* expected) {
+brisk_status bad(const char* field, int64_t value, const std::string& expected) {
   return fail(BRISK_INVALID_ARGUMENT, std::string("brisk_runtime_create: options->") + field + " is " +
                                           std::to_string(value) + "; expected " + expected);
 }
 
 // The batcher fields of brisk_runtime_options onto the C++ policy.
 brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::BatchPolicy& p) {
-  if (o.batch_max_size < 1) return bad("batch_max_size", o.batch_max_size, "at least 1");
+  if (o.max_batch_size < 1 || static_cast<size_t>(o.max_batch_size) > brisk::kMaxBatchSize) {
+    return bad("max_batch_size", o.max_batch_size, "1 to " + std::to_string(brisk::kMaxBatchSize));
+  }
   if (o.batch_max_delay_us < 0) return bad("batch_max_delay_us", o.batch_max_delay_us, ">= 0");
-  if (o.batch_max_queue < 1) return bad("batch_max_queue", o.batch_max_queue, "at least 1");
+  if (o.batch_max_queue < 1 || static_cast<size_t>(o.batch_max_queue) > brisk::kMaxQueueSize) {
+    return bad("batch_max_queue", o.batch_max_queue, "1 to " + std::to_string(brisk::kMaxQueueSize));
+  }
   if (o.batch_p99_target_ms < 0) return bad("batch_p99_target_ms", o.batch_p99_target_ms, ">= 0 (0: off)");
-  p.max_batch_size = static_cast<size_t>(o.batch_max_size);
+  p.max_batch_size = static_cast<size_t>(o.max_batch_size);
   p.max_queue_delay = std::chrono::microseconds(o.batch_max_delay_us);
   p.max_queue_size = static_cast<size_t>(o.batch_max_queue);
   p.adaptive.enabled = o.batch_p99_target_ms > 0;
@@ -98,7 +103,10 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
 brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOptions& c) {
   if (o.cache_result_bytes < 0) return bad("cache_result_bytes", o.cache_result_bytes, ">= 0 (0: no result cache)");
   if (o.cache_ttl_ms < 0) return bad("cache_ttl_ms", o.cache_ttl_ms, ">= 0 (0: until evicted)");
-  if (o.cache_token_entries < 0) return bad("cache_token_entries", o.cache_token_entries, ">= 0 (0: off)");
+  if (o.cache_token_entries < 0 || static_cast<size_t>(o.cache_token_entries) > brisk::kMaxTokenCacheEntries) {
+    return bad("cache_token_entries", o.cache_token_entries,
+               "0 (off) to " + std::to_string(brisk::kMaxTokenCacheEntries));
+  }
   c.result_cache_bytes = static_cast<uint64_t>(o.cache_result_bytes);
   c.result_ttl = std::chrono::milliseconds(o.cache_ttl_ms);
   c.token_cache_entries = static_cast<size_t>(o.cache_token_entries);
@@ -151,6 +159,7 @@ const char* brisk_status_string(brisk_status status) {
     case BRISK_DEADLINE_EXCEEDED: return "deadline exceeded";
     case BRISK_CANCELLED: return "cancelled";
     case BRISK_SHUTDOWN: return "shut down";
+    case BRISK_PERMISSION_DENIED: return "permission denied";
   }
   return "unknown status";
 }
@@ -172,10 +181,9 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.num_threads = cpp.num_threads;
   defaults.max_seq_len = cpp.max_seq_len;
   defaults.pooling = static_cast<int32_t>(cpp.pooling);
-  defaults.normalize = cpp.normalize ? 1 : 0;
+  defaults.normalize = cpp.normalize ? (*cpp.normalize ? 1 : 0) : -1;
   defaults.device = cpp.device == brisk::Device::kCUDA ? BRISK_DEVICE_CUDA : BRISK_DEVICE_CPU;
-  defaults.max_batch_size = cpp.max_batch_size;
-  defaults.batch_max_size = static_cast<int32_t>(cpp.batching.max_batch_size);
+  defaults.max_batch_size = static_cast<int32_t>(cpp.batching.max_batch_size);
   defaults.batch_max_delay_us = static_cast<int32_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(cpp.batching.max_queue_delay).count());
   defaults.batch_max_queue = static_cast<int32_t>(cpp.batching.max_queue_size);
@@ -230,9 +238,14 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     ro.num_threads = o.num_threads;
     ro.max_seq_len = o.max_seq_len;
     ro.pooling = static_cast<brisk::Pooling>(o.pooling);
-    ro.normalize = o.normalize != 0;
+    if (o.num_threads < 0 || o.num_threads > brisk::kMaxThreads) {
+      return bad("num_threads", o.num_threads, "0 (one per core) to " + std::to_string(brisk::kMaxThreads));
+    }
+    if (o.normalize < -1 || o.normalize > 1) {
+      return bad("normalize", o.normalize, "1 (on), 0 (off) or -1 (as the model says)");
+    }
+    if (o.normalize >= 0) ro.normalize = o.normalize == 1;
     ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
-    ro.max_batch_size = o.max_batch_size;
     if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
     if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);
@@ -290,7 +303,10 @@ brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_
     }
     brisk::EmbedRequestOptions options;
     options.priority = priority;
-    options.timeout = std::chrono::milliseconds(deadline_ms);
+    // Saturating: milliseconds past the nanosecond range mean no deadline, never a signed overflow.
+    constexpr int64_t kMaxMs = std::chrono::nanoseconds::max().count() / 1'000'000;
+    options.timeout = deadline_ms > kMaxMs ? std::chrono::nanoseconds::max()
+                                           : std::chrono::nanoseconds(std::chrono::milliseconds(deadline_ms));
     auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r) {
       if (r.ok()) {
         callback(user_data, id, BRISK_OK, r->data(), r->size(), "");

@@ -59,6 +59,7 @@ typedef enum brisk_status {
   BRISK_DEADLINE_EXCEEDED = 9,  /* a submitted request's deadline passed before it ran */
   BRISK_CANCELLED = 10,         /* brisk_cancel was called for the request */
   BRISK_SHUTDOWN = 11,          /* the runtime shut down before the request ran */
+  BRISK_PERMISSION_DENIED = 12, /* e.g. a model file or a Redis server refused access */
   BRISK_OVERLOADED = BRISK_RESOURCE_EXHAUSTED
 } brisk_status;
 
@@ -75,16 +76,21 @@ typedef struct brisk_runtime brisk_runtime;
 typedef struct brisk_runtime_options {
   size_t struct_size;     /* the caller's sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
   const char* model_dir;  /* required: a Hugging Face model directory */
-  int32_t num_threads;    /* 0: one per core */
-  int32_t max_seq_len;    /* 0: the model's maximum (512 for BERT) */
+  int32_t num_threads;    /* 0: one per core; at most 1024 */
+  int32_t max_seq_len;    /* tokens per text, [CLS] and [SEP] included; 0: the model's default, which is
+                             sentence_bert_config.json's max_seq_length when present (256 for all-MiniLM-L6-v2),
+                             else config.json's max_position_embeddings */
   int32_t pooling;        /* a brisk_pooling */
-  int32_t normalize;      /* non-zero: L2-normalise embeddings (default 1) */
+  int32_t normalize;      /* 1: L2-normalise embeddings; 0: do not; -1 (default): as the model says (modules.json
+                             lists a Normalize module, as sentence-transformers decides) */
   int32_t device;         /* a brisk_device (default CPU) */
-  int32_t max_batch_size; /* texts per forward pass of brisk_embed (default 64) */
-  /* The dynamic batcher behind brisk_submit_embed (appended in 0.2). */
-  int32_t batch_max_size;      /* requests per batch (default 32) */
+  int32_t max_batch_size; /* texts per forward pass, for brisk_embed and brisk_submit_embed alike: a brisk_embed
+                             call is queued as one unit and runs as ceil(n / max_batch_size) passes when nothing
+                             else is queued (default 32; at most 4096) */
+  /* The dynamic batcher behind brisk_embed and brisk_submit_embed (appended in 0.2). */
+  int32_t reserved0;           /* ignored; was batch_max_size before 0.4 (max_batch_size is the one limit) */
   int32_t batch_max_delay_us;  /* how long a free executor waits for a batch to fill (default 0: no wait) */
-  int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096) */
+  int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096; at most 1048576) */
   int32_t batch_p99_target_ms; /* > 0: adapt batch size (compute <= half of it) and queue delay to keep P99
                                   latency under it (default 0: off) */
   /* The caches (appended in 0.3). Results are keyed by the text's token ids, so texts the model cannot tell
@@ -93,7 +99,8 @@ typedef struct brisk_runtime_options {
                                   a struct from before 0.3, without this field, gets 0) */
   int32_t cache_ttl_ms;        /* how long a cached result lives (default 300000 = 5 min; 0: until evicted,
                                   not allowed with redis_host) */
-  int32_t cache_token_entries; /* token-id cache entries in front of the tokenizer (default 16384; 0: off) */
+  int32_t cache_token_entries; /* token-id cache entries in front of the tokenizer (default 16384; 0: off; at
+                                  most 4194304) */
   const char* redis_host;      /* non-NULL: a Redis server shared by processes as the L2 result cache */
   int32_t redis_port;          /* default 6379 */
   int32_t redis_timeout_ms;    /* per Redis command; past it (or while Redis is down) lookups fall back to the
@@ -132,7 +139,7 @@ BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* 
 
 /* Queues one NUL-terminated UTF-8 text for batched embedding and returns without waiting for the model. priority: 0 (most urgent) to 2.
  * deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED instead of
- * running; 0 means none; negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
+ * running; 0 means none, and so does a deadline past the clock's range (INT64_MAX); negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
  * When this returns an error (BRISK_OVERLOADED for a full queue or a deadline the queued work ahead cannot meet,
  * BRISK_INVALID_ARGUMENT, ...) callback is never called; otherwise it is called exactly once. */
 BRISK_C_API brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority,

@@ -43,6 +43,15 @@ inline brisk::RuntimeOptions runtime_options() {
   return opts;
 }
 
+// The same with both caches off, so that every embedding comes from a forward pass: for tests of the model and
+// of concurrency, which a cache would otherwise answer.
+inline brisk::RuntimeOptions uncached_runtime_options() {
+  brisk::RuntimeOptions opts = runtime_options();
+  opts.cache.result_cache_bytes = 0;
+  opts.cache.token_cache_entries = 0;
+  return opts;
+}
+
 // n floats uniform in [lo, hi), reproducible for a given seed.
 inline std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);

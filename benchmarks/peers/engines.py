@@ -229,6 +229,7 @@ class BriskEngine:
         b, t = feeds["input_ids"].shape
         self.shape = (int(b), int(t))
         self.warmup = max(1, warmup)  # each samples() call is a fresh process, so it warms up every time
+        self.passes_per_call: list[float] = []  # forward passes per timed call, one value per samples() call
 
     def samples(self, n: int) -> list[float]:
         cmd = self.command(*self.shape, n, self.warmup)
@@ -239,8 +240,9 @@ class BriskEngine:
         if not lines:
             raise RuntimeError(f"{' '.join(cmd)} printed no JSON object; stdout was: {proc.stdout.strip()!r}")
         r = json.loads(lines[-1])
-        if "samples_ms" not in r:
-            raise RuntimeError(f"{' '.join(cmd)}: the JSON has no samples_ms; rebuild brisk (bench --samples)")
+        if "samples_ms" not in r or "passes_per_call" not in r:
+            raise RuntimeError(f"{' '.join(cmd)}: the JSON has no samples_ms or passes_per_call; rebuild brisk")
+        self.passes_per_call.append(float(r["passes_per_call"]))
         return [float(v) / 1e3 for v in r["samples_ms"]]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:

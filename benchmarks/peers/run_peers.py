@@ -220,6 +220,8 @@ def run(args) -> dict:
         row = {}
         for name in live:
             r = row[name] = engines.summarize(samples[name], b)
+            if name == "brisk":
+                r["passes_per_call"] = max(built[name].passes_per_call)
             log(f"{name:10s} B={b:<3d} T={t:<4d} {r['seq_per_s']:9.1f} seq/s  p50 {r['p50_ms']:8.2f} ms  "
                 f"p99 {r['p99_ms']:8.2f} ms  ({r['iters']} iters, {spent[name]:.1f} s)")
         results["shapes"][f"{b}x{t}"] = {"batch": b, "seq": t, "iters": iters, "results": row}
@@ -257,8 +259,8 @@ def render(args, results: dict, machine: dict, vers: dict, wall_s: float, comman
             f"{ENGINE_LABELS[k]} {v:.6f}" for k, v in results["agreement"].items()))
     lines += ["", "Throughput, seq/s (B / median call time; higher is better):", ""]
     lines.append("| B | T | iters | " + " | ".join(ENGINE_LABELS[n] for n in names) +
-                 (" | brisk / ORT fp32 | brisk / ORT int8 |" if "brisk" in names else " |"))
-    lines.append("|---|---|---|" + "---|" * len(names) + ("---|---|" if "brisk" in names else ""))
+                 (" | brisk / ORT fp32 | brisk / ORT int8 | brisk passes per call |" if "brisk" in names else " |"))
+    lines.append("|---|---|---|" + "---|" * len(names) + ("---|---|---|" if "brisk" in names else ""))
     for shape in results["shapes"].values():
         r = shape["results"]
         cells = [fmt_num(r.get(n, {}).get("seq_per_s")) for n in names]
@@ -269,6 +271,7 @@ def render(args, results: dict, machine: dict, vers: dict, wall_s: float, comman
                     line += f" {r['brisk']['seq_per_s'] / r[peer]['seq_per_s']:.2f}× |"
                 else:
                     line += " — |"
+            line += f" {r['brisk']['passes_per_call']:.2f} |" if "brisk" in r else " — |"
         lines.append(line)
     lat = results["shapes"].get("1x16", {}).get("results", {})
     if lat:

@@ -17,7 +17,7 @@ class RuntimeOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("model_dir", ctypes.c_char_p), ("num_threads", ctypes.c_int32),
                 ("max_seq_len", ctypes.c_int32), ("pooling", ctypes.c_int32), ("normalize", ctypes.c_int32),
                 ("device", ctypes.c_int32), ("max_batch_size", ctypes.c_int32),
-                ("batch_max_size", ctypes.c_int32), ("batch_max_delay_us", ctypes.c_int32),
+                ("reserved0", ctypes.c_int32), ("batch_max_delay_us", ctypes.c_int32),
                 ("batch_max_queue", ctypes.c_int32), ("batch_p99_target_ms", ctypes.c_int32),
                 ("cache_result_bytes", ctypes.c_int64), ("cache_ttl_ms", ctypes.c_int32),
                 ("cache_token_entries", ctypes.c_int32), ("redis_host", ctypes.c_char_p), ("redis_port", ctypes.c_int32),

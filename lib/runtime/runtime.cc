@@ -1,5 +1,5 @@
-// Runtime: model directory → config, tokenizer, weights and encoder; embed() tokenizes, packs and runs the
-// encoder in chunks of max_batch_size texts. The batched submit() path is in runtime_submit.cc.
+// Runtime: model directory → config, tokenizer, weights and encoder; embed() tokenizes, answers what it can from
+// the result cache and hands the rest to the batcher as one unit. The batched paths are in runtime_submit.cc.
 #include "brisk/runtime/runtime.h"
 
 #include <algorithm>
@@ -45,6 +45,12 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.model_dir.empty()) {
     return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
   }
+  if (fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("model directory '", options.model_dir,
+                                                   "' is a file; expected a directory with config.json, "
+                                                   "model.safetensors or pytorch_model.bin, and vocab.txt or "
+                                                   "tokenizer.json"));
+  }
   if (!fs::is_directory(options.model_dir, ec)) {
     return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
                                             "' does not exist; expected a directory with config.json, "
@@ -54,13 +60,24 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::max_seq_len is ", options.max_seq_len,
                                                    "; expected 0 (the model's default) or at least 2"));
   }
-  if (options.max_batch_size <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RuntimeOptions::max_batch_size is ", options.max_batch_size, "; expected at least 1"));
+  if (options.num_threads < 0 || options.num_threads > kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads,
+                                                   "; expected 0 (one per core) to ", kMaxThreads));
   }
-  if (options.num_threads < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads, "; expected 0 (all cores) or more"));
+  if (options.batching.max_batch_size > kMaxBatchSize) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_batch_size is ",
+                                                   options.batching.max_batch_size, "; expected 1 to ",
+                                                   kMaxBatchSize));
+  }
+  if (options.batching.max_queue_size > kMaxQueueSize) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_queue_size is ",
+                                                   options.batching.max_queue_size, "; expected 1 to ",
+                                                   kMaxQueueSize));
+  }
+  if (options.cache.token_cache_entries > kMaxTokenCacheEntries) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.token_cache_entries is ",
+                                                   options.cache.token_cache_entries, "; expected 0 (off) to ",
+                                                   kMaxTokenCacheEntries));
   }
   if (options.device != Device::kCPU) {
     return absl::UnimplementedError("RuntimeOptions::device is cuda, but this build runs the encoder on cpu only; "
@@ -102,7 +119,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                 : model_max;
   info.max_seq_len = options.max_seq_len == 0 ? model_default : std::min(options.max_seq_len, model_max);
   info.pooling = pooling == PoolingMode::kCls ? Pooling::kCls : Pooling::kMean;
-  info.normalize = options.normalize;
+  info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
 
   impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
@@ -126,6 +143,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 }
 
 int Runtime::embedding_dim() const { return impl_->info.hidden_size; }
+uint64_t Runtime::forward_passes() const { return impl_->forward_passes.value(); }
 const std::string& Runtime::cache_model_id() const { return impl_->caches->model_id(); }
 StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const { return impl_->caches->invalidate_tag(tag); }
 std::string Runtime::cache_stats_json() const { return impl_->caches->stats_json(); }
@@ -139,41 +157,26 @@ StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> te
 
 Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> out) const {
   const size_t dim = static_cast<size_t>(embedding_dim());
-  if (out.size() < texts.size() * dim) {
+  if (out.size() / dim < texts.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Runtime::embed: output holds ", out.size(),
                                                    " floats; expected at least ", texts.size(), " x ", dim));
   }
-  const size_t chunk = static_cast<size_t>(impl_->options.max_batch_size);
-  std::vector<std::vector<int32_t>> ids;  // the chunk's result-cache misses
-  std::vector<size_t> rows;               // their rows in `out`
-  std::vector<float> computed;
-  for (size_t begin = 0; begin < texts.size(); begin += chunk) {
-    const size_t end = std::min(texts.size(), begin + chunk);
-    ids.clear();
-    rows.clear();
-    for (size_t i = begin; i < end; ++i) {
-      auto encoded = impl_->tokenize(texts[i]);
-      if (!encoded.ok()) {
-        return absl::Status(encoded.status().code(), absl::StrCat("text ", i, ": ", encoded.status().message()));
-      }
-      if (std::optional<std::vector<float>> hit = impl_->caches->lookup(*encoded)) {
-        std::copy(hit->begin(), hit->end(), out.begin() + static_cast<ptrdiff_t>(i * dim));
-        continue;
-      }
-      ids.push_back(std::move(*encoded));
-      rows.push_back(i);
+  std::vector<std::vector<int32_t>> ids;  // the result-cache misses
+  std::vector<float*> rows;               // their rows in `out`
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto encoded = impl_->tokenize(texts[i]);
+    if (!encoded.ok()) {
+      return absl::Status(encoded.status().code(), absl::StrCat("text ", i, ": ", encoded.status().message()));
     }
-    if (ids.empty()) continue;
-    computed.resize(ids.size() * dim);
-    if (Status s = impl_->embed_ids(ids, computed.data()); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("texts ", begin, "..", end - 1, ": ", s.message()));
+    float* row = out.data() + i * dim;
+    if (std::optional<std::vector<float>> hit = impl_->caches->lookup(*encoded)) {
+      std::copy(hit->begin(), hit->end(), row);
+      continue;
     }
-    for (size_t k = 0; k < rows.size(); ++k) {
-      std::copy_n(computed.begin() + static_cast<ptrdiff_t>(k * dim), dim,
-                  out.begin() + static_cast<ptrdiff_t>(rows[k] * dim));
-    }
+    ids.push_back(std::move(*encoded));
+    rows.push_back(row);
   }
-  return absl::OkStatus();
+  return impl_->embed_ids(ids, rows);
 }
 
 Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* out,
@@ -182,7 +185,8 @@ Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* o
     ScopedNumThreads threads(options.num_threads);
     PackedSequences packed;
     for (const std::vector<int32_t>& seq : ids) packed.add(seq);
-    BRISK_RETURN_IF_ERROR(encoder->embed(packed, pooling, options.normalize, out));
+    BRISK_RETURN_IF_ERROR(encoder->embed(packed, pooling, info.normalize, out));
+    forward_passes.add(1);
   }
   const size_t dim = static_cast<size_t>(info.hidden_size);
   for (size_t i = 0; i < ids.size(); ++i) {

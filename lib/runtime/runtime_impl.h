@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "brisk/batch/batcher.h"
+#include "brisk/metrics/counter.h"
 #include "brisk/metrics/histogram.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
@@ -31,6 +32,7 @@ struct Runtime::Impl {
   std::unique_ptr<BertEncoder> encoder;
   PoolingMode pooling = PoolingMode::kMean;
   metrics::Histogram tokenize_ns;  // per text, both paths, token-cache hits excluded
+  mutable metrics::Counter forward_passes;  // encode() is const
   std::unique_ptr<RuntimeCaches> caches;
   std::atomic<uint64_t> next_cached_request_id{0};
   // Declared last: destroyed first, so its threads stop before the encoder they call goes away.
@@ -42,10 +44,14 @@ struct Runtime::Impl {
   // The results go into the result cache, tagged with cache_tags[i] when given.
   Status encode(std::span<const std::vector<int32_t>> ids, float* out,
                 std::span<const std::vector<std::string>> cache_tags = {}) const;
-  // Embeds tokenized texts for embed(): through the batcher's thread, so that every forward pass runs on one
-  // thread (one OpenMP pool) and joins concurrent submit() traffic; on the calling thread when the batcher has
-  // no executor, is the caller, or is full.
-  Status embed_ids(std::span<const std::vector<int32_t>> ids, float* out);
+  // Embeds tokenized texts for embed(), ids[i] into the dim floats at rows[i]: through the batcher's thread, so
+  // that every forward pass runs on one thread (one OpenMP pool) and joins concurrent submit() traffic. The texts
+  // enter the queue in groups of batching.max_batch_size, each one unit (Batcher::submit_all), at most two groups
+  // queued at a time. On the calling thread when the batcher has no executor, is the caller, or refuses a group
+  // while none of this call's groups is pending (a queue full of other work).
+  Status embed_ids(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows);
+  // Runs ids on the calling thread in passes of at most batching.max_batch_size texts.
+  Status encode_here(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows);
 };
 
 // Builds impl.batcher from impl.options.batching around impl.encoder.

@@ -80,41 +80,71 @@ Status start_batcher(Runtime::Impl& impl) {
   return absl::OkStatus();
 }
 
-Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, float* out) {
-  if (options.batching.executor_threads == 0 || batcher->on_batcher_thread()) return encode(ids, out);
+Status Runtime::Impl::encode_here(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows) {
   const size_t dim = static_cast<size_t>(info.hidden_size);
+  const size_t limit = options.batching.max_batch_size;
+  std::vector<float> out(std::min(limit, ids.size()) * dim);
+  for (size_t begin = 0; begin < ids.size(); begin += limit) {
+    const size_t n = std::min(limit, ids.size() - begin);
+    BRISK_RETURN_IF_ERROR(encode(ids.subspan(begin, n), out.data()));
+    for (size_t k = 0; k < n; ++k) std::copy_n(out.begin() + static_cast<ptrdiff_t>(k * dim), dim, rows[begin + k]);
+  }
+  return absl::OkStatus();
+}
+
+Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows) {
+  if (ids.empty()) return absl::OkStatus();
+  if (options.batching.executor_threads == 0 || batcher->on_batcher_thread()) return encode_here(ids, rows);
+  const size_t limit = options.batching.max_batch_size;
   std::mutex mu;
   std::condition_variable cv;
-  size_t pending = 0;
+  size_t pending = 0;  // this call's texts in the batcher
   Status first_error;
-  size_t submitted = 0;
-  for (; submitted < ids.size(); ++submitted) {
-    float* row = out + submitted * dim;
-    auto done = [&, row](uint64_t, StatusOr<std::vector<float>> e) {
-      std::lock_guard lock(mu);
-      if (e.ok()) {
-        std::copy(e->begin(), e->end(), row);
-      } else if (first_error.ok()) {
-        first_error = e.status();
-      }
-      if (--pending == 0) cv.notify_all();
-    };
+  Status here;
+  for (size_t begin = 0; begin < ids.size();) {
+    const size_t n = std::min(limit, ids.size() - begin);
     {
-      std::lock_guard lock(mu);
-      ++pending;
+      // At most two groups queued: the executor stays busy, and one call does not fill the queue.
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return pending <= limit; });
+      if (!first_error.ok()) break;
+      pending += n;
     }
-    // A copy: a refused submit destroys its request, and this text then runs here from ids.
-    if (!batcher->submit(EmbedRequest{ids[submitted], {}}, {}, std::move(done)).ok()) {
-      std::lock_guard lock(mu);
-      --pending;
-      break;  // queue full: the rest run here
+    std::vector<EmbedRequest> group;
+    std::vector<EmbedBatcher::Callback> callbacks;
+    group.reserve(n);
+    callbacks.reserve(n);
+    for (size_t k = begin; k < begin + n; ++k) {
+      group.push_back(EmbedRequest{ids[k], {}});  // a copy: a refused group is run here from ids
+      callbacks.push_back([&, row = rows[k]](uint64_t, StatusOr<std::vector<float>> e) {
+        std::lock_guard lock(mu);
+        if (e.ok()) {
+          std::copy(e->begin(), e->end(), row);
+        } else if (first_error.ok()) {
+          first_error = e.status();
+        }
+        --pending;
+        cv.notify_all();
+      });
     }
+    if (batcher->submit_all(std::move(group), {}, std::move(callbacks)).ok()) {
+      begin += n;
+      continue;
+    }
+    std::unique_lock lock(mu);
+    pending -= n;
+    if (pending > 0) {  // our own groups fill the queue: wait for them, then try again
+      cv.wait(lock, [&] { return pending == 0; });
+      continue;
+    }
+    lock.unlock();
+    here = encode_here(ids.subspan(begin, n), rows.subspan(begin, n));
+    if (!here.ok()) break;
+    begin += n;
   }
-  Status rest;
-  if (submitted < ids.size()) rest = encode(ids.subspan(submitted), out + submitted * dim);
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return pending == 0; });
-  return first_error.ok() ? rest : first_error;
+  return first_error.ok() ? here : first_error;
 }
 
 StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
@@ -140,7 +170,9 @@ StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOpti
   }
   batch::SubmitOptions so;
   so.priority = options.priority;
-  if (options.timeout > std::chrono::nanoseconds::zero()) so.deadline = impl_->batcher->clock().now() + options.timeout;
+  if (options.timeout > std::chrono::nanoseconds::zero()) {
+    so.deadline = deadline_after(impl_->batcher->clock().now(), options.timeout);
+  }
   return impl_->batcher->submit(EmbedRequest{std::move(ids), options.cache_tags}, so, std::move(done));
 }
 
@@ -152,6 +184,7 @@ std::string Runtime::stats_json() const {
   const batch::BatcherStats s = batch_stats();
   nlohmann::json j;
   j["model"] = impl_->info.model_dir;
+  j["forward_passes"] = forward_passes();
   j["tokenize_ms"] = latency_json(impl_->tokenize_ns.snapshot());
   j["cache"] = nlohmann::json::parse(impl_->caches->stats_json());
   j["batcher"] = {
@@ -190,6 +223,8 @@ std::string Runtime::metrics_prometheus() const {
   const std::string model = model_label(impl_->info);
   const metrics::Label model_label_pair{"model", model};
   w.gauge("brisk_runtime_info", "The loaded model (value 1).", {&model_label_pair, 1}, 1);
+  w.counter("brisk_runtime_forward_passes_total", "Forward passes of the encoder.", {&model_label_pair, 1},
+            forward_passes());
   w.summary("brisk_runtime_tokenize_seconds", "Tokenization time per text.", {&model_label_pair, 1},
             impl_->tokenize_ns.snapshot(), 1e-9);
   batch::write_prometheus(w, batch_stats(), impl_->options.batching, "brisk_batcher", {{"model", model}});

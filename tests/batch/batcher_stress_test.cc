@@ -1,8 +1,8 @@
 // The stress test: 8 producers, 200k requests with random priorities, deadlines (some short enough to expire),
 // cancels from another thread and a batch function that sometimes fails, on the real clock with 2 to 4
 // executors and a small queue. Checks exactly-once completion, that nothing is lost or duplicated, that no
-// kReject request runs past its deadline, that the counters match, and that no batch inverts priority beyond
-// the aging bound.
+// kReject request runs past its deadline, that every callback receives its own request's value (a swapped
+// result fails), that the counters match, and that no batch inverts priority beyond the aging bound.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -34,6 +34,7 @@ struct State {
   std::vector<uint64_t> batch_of = std::vector<uint64_t>(kMaxId, 0);
   std::vector<int> intended = std::vector<int>(kMaxId, 0);  // the status code the batch function gave it
   std::atomic<uint64_t> late_executed{0}, duplicate_executions{0}, batches_seen{0};
+  std::atomic<uint64_t> values_checked{0}, values_wrong{0};
 
   // Every batch the batch function saw, with the worst effective level among its members when it formed.
   struct Batch {
@@ -44,6 +45,18 @@ struct State {
   std::mutex batches_mu;
   std::vector<Batch> batches;
 };
+
+// A callback that records the outcome and checks that a result is the value its own request carried.
+TestBatcher::Callback checking_callback(State& st, int expected) {
+  return [&st, expected](RequestId id, absl::StatusOr<int> res) {
+    if (res.ok()) {
+      st.values_checked.fetch_add(1);
+      if (*res != expected) st.values_wrong.fetch_add(1);
+    }
+    st.code[id].store(static_cast<int>(res.status().code()));
+    st.callbacks[id].fetch_add(1);
+  };
+}
 
 // The effective level under aging: eff(r, t) = max(0, priority - floor((t - enqueued_at) / A)).
 int64_t eff(const RequestInfo& r, TimePoint t, Duration aging) {
@@ -135,10 +148,7 @@ TEST_CASE("Batcher stress: exactly-once completion, no loss, no late runs, bound
           o.deadline = now + std::chrono::seconds(30);
         }
         Req r{t * kPerProducer + i, 1 + static_cast<size_t>(rng() % 100)};
-        auto id = b.submit(r, o, [&st](RequestId id, absl::StatusOr<int> res) {
-          st.code[id].store(static_cast<int>(res.status().code()));
-          st.callbacks[id].fetch_add(1);
-        });
+        auto id = b.submit(r, o, checking_callback(st, r.value));
         if (id.ok()) {
           admitted.fetch_add(1);
           ring[ring_pos.fetch_add(1) % kRing].store(*id);
@@ -217,6 +227,8 @@ TEST_CASE("Batcher stress: exactly-once completion, no loss, no late runs, bound
   }
   CHECK(wrong_count == 0);
   CHECK(stray == 0);
+  CHECK(st.values_checked.load() == ok);
+  CHECK(st.values_wrong.load() == 0);
   CHECK(wrong_outcome == 0);
   CHECK(st.duplicate_executions.load() == 0);
   CHECK(st.late_executed.load() == 0);
@@ -267,4 +279,32 @@ TEST_CASE("Batcher stress: exactly-once completion, no loss, no late runs, bound
   CHECK(batches.size() == s.batches);
   CHECK(compared > 0);
   CHECK(inversions == 0);
+}
+
+TEST_CASE("Batcher stress: the value check catches a swapped result", "[batch][stress]") {
+  auto state = std::make_unique<State>();
+  State& st = *state;
+  BatchPolicy p;
+  p.executor_threads = 2;
+  p.max_batch_size = 16;
+  std::atomic<bool> swapped{false};
+  TestFunctions f;
+  f.run = [&](const BatchInfo&, std::span<Req> in, std::span<absl::StatusOr<int>> out) -> absl::Status {
+    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i].value;
+    if (in.size() >= 2 && !swapped.exchange(true)) std::swap(out[0], out[1]);  // once
+    return absl::OkStatus();
+  };
+  auto made = TestBatcher::create(p, f);
+  REQUIRE(made.ok());
+  std::vector<Req> group;
+  std::vector<TestBatcher::Callback> callbacks;
+  for (int i = 0; i < 64; ++i) {
+    group.push_back(Req{i, 1});
+    callbacks.push_back(checking_callback(st, i));
+  }
+  REQUIRE((*made)->submit_all(std::move(group), {}, std::move(callbacks)).ok());
+  REQUIRE((*made)->shutdown(ShutdownMode::kDrain).ok());
+  CHECK(swapped.load());
+  CHECK(st.values_checked.load() == 64);
+  CHECK(st.values_wrong.load() == 2);
 }

@@ -58,7 +58,7 @@ static brisk_runtime* make_runtime(int max_queue, int delay_us) {
   opts.num_threads = 2;
   opts.batch_max_queue = max_queue;
   opts.batch_max_delay_us = delay_us;
-  opts.batch_max_size = 64;
+  opts.max_batch_size = 64;
   opts.cache_result_bytes = 0; /* repeated texts must reach the batcher */
   if (brisk_runtime_create(&opts, &rt) != BRISK_OK) {
     fprintf(stderr, "cannot load the default model: %s (run scripts/setup)\n", brisk_last_error());
@@ -172,16 +172,32 @@ static void test_outcomes_and_bad_arguments(void) {
   CHECK(strcmp(brisk_status_string(BRISK_SHUTDOWN), "shut down") == 0);
 }
 
+/* Deadlines past the clock's range mean none: 9223372036854 ms was refused as "already passed" and INT64_MAX as
+ * "timeout is negative" (signed overflow converting to nanoseconds). */
+static void test_far_deadlines_mean_none(void) {
+  brisk_runtime* rt = make_runtime(16, 0);
+  int i;
+  const int64_t far[3] = {9223372036854LL, INT64_MAX, INT64_MAX / 2};
+  reset_outcomes();
+  for (i = 0; i < 3; ++i) {
+    CHECK(brisk_submit_embed(rt, "a far deadline", 0, far[i], on_done, (void*)(uintptr_t)i, NULL) == BRISK_OK);
+  }
+  wait_done(3);
+  for (i = 0; i < 3; ++i) CHECK(g_out.calls[i] == 1 && g_out.status[i] == BRISK_OK && g_out.dim[i] == 384);
+  brisk_runtime_destroy(rt);
+}
+
 static void test_bad_batch_options(void) {
   brisk_runtime_options opts;
   brisk_runtime* rt = NULL;
   brisk_runtime_options_init(&opts, sizeof opts);
-  CHECK(opts.batch_max_size == 32 && opts.batch_max_queue == 4096 && opts.batch_max_delay_us == 0);
+  CHECK(opts.max_batch_size == 32 && opts.batch_max_queue == 4096 && opts.batch_max_delay_us == 0);
+  CHECK(opts.normalize == -1); /* as the model says */
   opts.model_dir = brisk_default_model_dir();
-  opts.batch_max_size = 0;
+  opts.max_batch_size = 0;
   CHECK(brisk_runtime_create(&opts, &rt) == BRISK_INVALID_ARGUMENT && rt == NULL);
-  CHECK(strstr(brisk_last_error(), "batch_max_size is 0") != NULL);
-  opts.batch_max_size = 8;
+  CHECK(strstr(brisk_last_error(), "max_batch_size is 0") != NULL);
+  opts.max_batch_size = 8;
   opts.batch_p99_target_ms = -3;
   CHECK(brisk_runtime_create(&opts, &rt) == BRISK_INVALID_ARGUMENT);
   CHECK(strstr(brisk_last_error(), "batch_p99_target_ms is -3") != NULL);
@@ -192,6 +208,7 @@ int main(void) {
   pthread_cond_init(&g_out.cv, NULL);
   test_bad_batch_options();
   test_outcomes_and_bad_arguments();
+  test_far_deadlines_mean_none();
   test_concurrent_submit();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

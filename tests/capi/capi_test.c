@@ -56,6 +56,33 @@ static void test_bad_options(void) {
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "struct_size"));
 }
 
+/* Counts and sizes past their documented bounds are refused before anything is allocated or started: none of
+ * these may take the host process down (10^6 threads crashed it inside libgomp; 2^31-1 token-cache entries took
+ * 17 GB). */
+static void test_options_past_their_bounds(void) {
+  brisk_runtime* rt = NULL;
+  brisk_runtime_options opts;
+  brisk_runtime_options_init(&opts, sizeof opts);
+  opts.model_dir = brisk_default_model_dir();
+  opts.num_threads = 1000000;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "num_threads is 1000000"));
+  opts.num_threads = 1025;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "0 (one per core) to 1024"));
+  opts.num_threads = 2;
+  opts.cache_token_entries = 2147483647;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_token_entries is 2147483647"));
+  opts.cache_token_entries = 16;
+  opts.max_batch_size = 2147483647;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "max_batch_size is 2147483647"));
+  opts.max_batch_size = 32;
+  opts.batch_max_queue = 2147483647;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "batch_max_queue is 2147483647"));
+  opts.batch_max_queue = 16;
+  opts.normalize = 2;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "normalize is 2"));
+  CHECK(rt == NULL);
+}
+
 /* A caller built against an older, shorter brisk_runtime_options (one that ended before `normalize`): init
  * writes only its bytes, and create gives the missing fields their defaults. */
 static void test_older_options_struct(const char* dir) {
@@ -123,6 +150,7 @@ static void test_embed(void) {
   CHECK(failed_with(brisk_embed(rt, with_null, 2, out, 2 * dim), BRISK_INVALID_ARGUMENT, "texts[1]"));
   CHECK(failed_with(brisk_embed(rt, bad_utf8, 2, out, 2 * dim), BRISK_INVALID_ARGUMENT, "UTF-8"));
   CHECK(brisk_embed(rt, texts, 0, NULL, 0) == BRISK_OK); /* nothing to do */
+  CHECK(opts.normalize == -1 && strcmp(brisk_status_string(BRISK_PERMISSION_DENIED), "permission denied") == 0);
   /* The runtime still works after the errors. */
   CHECK(brisk_embed(rt, texts, 1, out, dim) == BRISK_OK && fabs(dot(out, out, dim) - 1.0) < 1e-4);
   free(out);
@@ -189,6 +217,7 @@ static void test_cache(const char* dir) {
 int main(void) {
   test_null_arguments();
   test_bad_options();
+  test_options_past_their_bounds();
   test_embed();
   test_cache(brisk_default_model_dir());
   printf("%d passed, %d failed\n", g_passed, g_failed);

@@ -32,11 +32,10 @@ std::vector<GoldenItem> load_golden() {
   return items;
 }
 
-std::unique_ptr<brisk::Runtime> make_runtime(int max_batch_size = 64) {
-  brisk::RuntimeOptions opts;
-  opts.model_dir = brisk::testing::model_dir().string();
-  opts.num_threads = brisk::testing::compute_threads();
-  opts.max_batch_size = max_batch_size;
+// Caches off: every embedding below comes from a forward pass.
+std::unique_ptr<brisk::Runtime> make_runtime(size_t max_batch_size = 32) {
+  brisk::RuntimeOptions opts = brisk::testing::uncached_runtime_options();
+  opts.batching.max_batch_size = max_batch_size;
   opts.max_seq_len = 512;  // the golden data is transformers' truncation at 512, not sentence-transformers' 256
   auto rt = brisk::Runtime::create(opts);
   INFO("model dir " << opts.model_dir << ": " << rt.status().message() << " (run scripts/setup)");
@@ -76,11 +75,16 @@ TEST_CASE("an embedding is the same alone and inside a mixed-length batch", "[ru
   const size_t dim = static_cast<size_t>(rt->embedding_dim());
   std::vector<std::string_view> texts;
   for (const auto& g : golden) texts.push_back(g.text);
+  const uint64_t passes_before = rt->forward_passes();
   auto batch = rt->embed(texts);
   REQUIRE(batch.ok());
+  // At least ceil(n / 16) passes (the padded-token budget may split one), each of mixed lengths.
+  CHECK(rt->forward_passes() - passes_before >= (texts.size() + 15) / 16);
   for (size_t i = 0; i < texts.size(); ++i) {
+    const uint64_t before = rt->forward_passes();
     auto single = rt->embed(std::span<const std::string_view>(&texts[i], 1));
     REQUIRE(single.ok());
+    REQUIRE(rt->forward_passes() == before + 1);  // computed alone, not answered by a cache
     INFO("text " << i << ": " << golden[i].text.substr(0, 80));
     CHECK(brisk::testing::cosine(single->data(), batch->data() + i * dim, dim) >= 0.99999);
   }

@@ -37,10 +37,16 @@ TEST_CASE("bad runtime options are rejected with the option named", "[runtime]")
   CHECK(short_seq.status().message().find("max_seq_len") != std::string::npos);
 
   opts = default_options();
-  opts.max_batch_size = 0;
+  opts.batching.max_batch_size = 0;
   auto no_batch = brisk::Runtime::create(opts);
   REQUIRE_FALSE(no_batch.ok());
   CHECK(no_batch.status().message().find("max_batch_size") != std::string::npos);
+
+  opts = default_options();
+  opts.model_dir = (brisk::testing::model_dir() / "config.json").string();
+  auto file = brisk::Runtime::create(opts);
+  REQUIRE_FALSE(file.ok());
+  CHECK(file.status().message().find("is a file; expected a directory") != std::string::npos);
 
   opts = default_options();
   opts.model_dir = "";
@@ -142,7 +148,8 @@ TEST_CASE("max_seq_len truncates and cls pooling differs from mean", "[runtime]"
 }
 
 TEST_CASE("concurrent embed calls on one runtime agree", "[runtime]") {
-  auto rt = brisk::Runtime::create(default_options());
+  // Caches off: every call below is a forward pass, so the passes of several threads really overlap the callers.
+  auto rt = brisk::Runtime::create(brisk::testing::uncached_runtime_options());
   REQUIRE(rt.ok());
   std::vector<std::string_view> texts = {"transfer money abroad", "what are the opening hours", "block my card"};
   const auto expected = (*rt)->embed(texts).value();
@@ -167,4 +174,8 @@ TEST_CASE("concurrent embed calls on one runtime agree", "[runtime]") {
   }
   for (auto& th : threads) th.join();
   CHECK(mismatches.load() == 0);
+  // 21 calls of 3 texts, none answered by a cache: at least one pass each when no two calls shared one, and at
+  // least 63 / 32 = 2 passes even if they all had.
+  CHECK((*rt)->forward_passes() >= 2);
+  CHECK((*rt)->batch_stats().submitted == 21 * texts.size());
 }

@@ -83,101 +83,27 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   absl::StatusOr<RequestId> submit(Request request, const SubmitOptions& options, Callback callback) {
-    if (!callback) return absl::InvalidArgumentError("submit: the callback is empty; expected a callable");
-    const int levels = static_cast<int>(policy_.levels.size());
-    if (options.priority < 0 || options.priority >= levels) {
-      return reject(metrics_.rejected_invalid,
-                    absl::InvalidArgumentError(absl::StrCat("submit: priority ", options.priority,
-                                                            " is out of range; expected 0..", levels - 1,
-                                                            " (0 is the most urgent)")));
-    }
-    const size_t cost = functions_.cost ? functions_.cost(request) : 1;
-    if (absl::Status s = check_fits_alone(cost); !s.ok()) return reject(metrics_.rejected_invalid, std::move(s));
+    std::vector<Request> requests;
+    requests.push_back(std::move(request));
+    std::vector<Callback> callbacks;
+    callbacks.push_back(std::move(callback));
+    absl::StatusOr<std::vector<RequestId>> ids = admit(requests, options, callbacks);
+    if (!ids.ok()) return ids.status();
+    return ids->front();
+  }
 
-    auto entry = std::make_unique<Entry>();
-    entry->request = std::move(request);
-    entry->callback = std::move(callback);
-    entry->info.priority = options.priority;
-    entry->info.cost = cost;
-    entry->bucket = policy_.length_bucketing ? Queue::bucket_of(cost) : 0;
-    const PriorityLevel& level = policy_.levels[options.priority];
-
-    std::unique_lock lock(mu_);
-    const TimePoint now = clock_->now();
-    entry->info.enqueued_at = now;
-    entry->info.deadline = options.deadline != kNoDeadline ? options.deadline
-                           : level.default_timeout > Duration::zero() ? now + level.default_timeout
-                                                                      : kNoDeadline;
-    if (stopping_) {
-      return reject(metrics_.rejected_shutdown,
-                    absl::UnavailableError("submit: the batcher is shut down; no new requests are accepted"));
+  // Queues requests as one unit: under one lock, in order, all of them or none (the error says why, and no
+  // callback runs). A free executor therefore finds them together, and up to max_batch_size of them share a
+  // batch instead of the first few starting a batch of their own. callbacks[i] completes requests[i]; the
+  // returned ids are in the same order. evict_lower_priority does not apply to groups.
+  absl::StatusOr<std::vector<RequestId>> submit_all(std::vector<Request> requests, const SubmitOptions& options,
+                                                    std::vector<Callback> callbacks) {
+    if (requests.size() != callbacks.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("submit_all: ", requests.size(), " requests but ",
+                                                     callbacks.size(), " callbacks; expected one callback each"));
     }
-    const bool late = entry->info.deadline <= now;
-    if (late && level.deadline_action == DeadlineAction::kReject) {
-      return reject(metrics_.rejected_deadline,
-                    absl::DeadlineExceededError("submit: the request's deadline has already passed"));
-    }
-    Entry* victim = nullptr;  // a less urgent queued request that makes room (evict_lower_priority)
-    if (queue_.size() >= policy_.max_queue_size && policy_.evict_lower_priority) {
-      victim = queue_.newest_less_urgent_than(options.priority);
-    }
-    if (queue_.size() >= policy_.max_queue_size && victim == nullptr) {
-      return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queue_.size(),
-                                                              " requests (BatchPolicy.max_queue_size ",
-                                                              policy_.max_queue_size, "); retry later")));
-    }
-    const size_t level_size = queue_.size(options.priority);
-    if (level.max_queue_size != 0 && level_size >= level.max_queue_size) {
-      return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat(
-                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", level_size,
-                        " requests (levels[", options.priority, "].max_queue_size ", level.max_queue_size, ")")));
-    }
-    if (policy_.reject_predicted_late && entry->info.deadline != kNoDeadline && !late) {
-      const double rate = throughput_.cost_per_second() * max_inflight_;
-      if (rate > 0) {
-        const double ahead = static_cast<double>(queue_.cost_up_to(options.priority) + cost);
-        const auto wait = std::chrono::duration<double>(ahead / rate);
-        if (now + std::chrono::duration_cast<Duration>(wait) > entry->info.deadline) {
-          return reject(metrics_.rejected_overloaded,
-                        absl::ResourceExhaustedError(absl::StrCat(
-                            "overloaded: the work queued ahead needs about ",
-                            static_cast<int64_t>(wait.count() * 1e3), " ms, past the request's deadline in ",
-                            std::chrono::duration_cast<std::chrono::milliseconds>(entry->info.deadline - now).count(),
-                            " ms (BatchPolicy.reject_predicted_late)")));
-        }
-      }
-    }
-    if (!rates_[options.priority].try_take(now)) {
-      return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
-                                                              level.name, ") is over its rate limit of ",
-                                                              level.rate_limit, " requests/s")));
-    }
-    std::unique_ptr<Entry> evicted;
-    if (victim != nullptr) evicted = unlink_and_take(victim);
-    const RequestId id = next_id_++;
-    entry->info.id = id;
-    Entry* e = entry.get();
-    entries_.emplace(id, std::move(entry));
-    e->delayed = late;
-    queue_.push_back(e);
-    metrics_.submitted.add(1);
-    if (e->info.deadline != kNoDeadline && !late) {
-      const bool earliest = deadlines_.empty() || e->info.deadline < deadlines_.top().first;
-      deadlines_.emplace(e->info.deadline, id);
-      if (earliest) timer_cv_.notify_one();
-    }
-    if (idle_executors_ > 0 && (queue_.size() == 1 || batch_ready(now))) work_cv_.notify_one();
-    lock.unlock();
-    if (evicted) {
-      metrics_.evicted.add(1);
-      complete(*evicted, absl::ResourceExhaustedError(absl::StrCat(
-                             "overloaded: request ", evicted->info.id, " (priority ", evicted->info.priority,
-                             ") was evicted from the full queue for a more urgent one")));
-    }
-    return id;
+    if (requests.empty()) return std::vector<RequestId>{};
+    return admit(requests, options, callbacks);
   }
 
   // The same, completing a future instead of calling back. On error no future exists.
@@ -330,9 +256,135 @@ class Batcher {
     }
   }
 
-  absl::StatusOr<RequestId> reject(metrics::Counter& counter, absl::Status status) {
-    counter.add(1);
+  absl::Status reject(metrics::Counter& counter, absl::Status status, size_t requests = 1) {
+    counter.add(requests);
     return status;
+  }
+
+  // Admits requests[i] with callbacks[i], all or none: the shared body of submit() and submit_all().
+  absl::StatusOr<std::vector<RequestId>> admit(std::vector<Request>& requests, const SubmitOptions& options,
+                                               std::vector<Callback>& callbacks) {
+    for (const Callback& callback : callbacks) {
+      if (!callback) return absl::InvalidArgumentError("submit: the callback is empty; expected a callable");
+    }
+    const size_t n = requests.size();
+    const int levels = static_cast<int>(policy_.levels.size());
+    if (options.priority < 0 || options.priority >= levels) {
+      return reject(metrics_.rejected_invalid,
+                    absl::InvalidArgumentError(absl::StrCat("submit: priority ", options.priority,
+                                                            " is out of range; expected 0..", levels - 1,
+                                                            " (0 is the most urgent)")),
+                    n);
+    }
+    std::vector<std::unique_ptr<Entry>> group;
+    group.reserve(n);
+    size_t group_cost = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t cost = functions_.cost ? functions_.cost(requests[i]) : 1;
+      if (absl::Status s = check_fits_alone(cost); !s.ok()) {
+        if (n > 1) s = absl::Status(s.code(), absl::StrCat("request ", i, " of the group: ", s.message()));
+        return reject(metrics_.rejected_invalid, std::move(s), n);
+      }
+      auto entry = std::make_unique<Entry>();
+      entry->request = std::move(requests[i]);
+      entry->callback = std::move(callbacks[i]);
+      entry->info.priority = options.priority;
+      entry->info.cost = cost;
+      entry->bucket = policy_.length_bucketing ? Queue::bucket_of(cost) : 0;
+      group_cost += cost;
+      group.push_back(std::move(entry));
+    }
+    const PriorityLevel& level = policy_.levels[options.priority];
+
+    std::unique_lock lock(mu_);
+    const TimePoint now = clock_->now();
+    const TimePoint deadline = options.deadline != kNoDeadline ? options.deadline
+                               : level.default_timeout > Duration::zero() ? deadline_after(now, level.default_timeout)
+                                                                          : kNoDeadline;
+    if (stopping_) {
+      return reject(metrics_.rejected_shutdown,
+                    absl::UnavailableError("submit: the batcher is shut down; no new requests are accepted"), n);
+    }
+    const bool late = deadline <= now;
+    if (late && level.deadline_action == DeadlineAction::kReject) {
+      return reject(metrics_.rejected_deadline,
+                    absl::DeadlineExceededError("submit: the request's deadline has already passed"), n);
+    }
+    const std::string group_note = n > 1 ? absl::StrCat(" and this group adds ", n) : std::string();
+    Entry* victim = nullptr;  // a less urgent queued request that makes room (evict_lower_priority)
+    if (n == 1 && queue_.size() >= policy_.max_queue_size && policy_.evict_lower_priority) {
+      victim = queue_.newest_less_urgent_than(options.priority);
+    }
+    if (queue_.size() + n > policy_.max_queue_size && victim == nullptr) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat("overloaded: the queue holds ", queue_.size(),
+                                                              " requests", group_note, " (BatchPolicy.max_queue_size ",
+                                                              policy_.max_queue_size, "); retry later")),
+                    n);
+    }
+    const size_t level_size = queue_.size(options.priority);
+    if (level.max_queue_size != 0 && level_size + n > level.max_queue_size) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat(
+                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", level_size,
+                        " requests", group_note, " (levels[", options.priority, "].max_queue_size ",
+                        level.max_queue_size, ")")),
+                    n);
+    }
+    if (policy_.reject_predicted_late && deadline != kNoDeadline && !late) {
+      const double rate = throughput_.cost_per_second() * max_inflight_;
+      if (rate > 0) {
+        const double ahead = static_cast<double>(queue_.cost_up_to(options.priority) + group_cost);
+        const auto wait = std::chrono::duration<double>(ahead / rate);
+        if (now + std::chrono::duration_cast<Duration>(wait) > deadline) {
+          return reject(metrics_.rejected_overloaded,
+                        absl::ResourceExhaustedError(absl::StrCat(
+                            "overloaded: the work queued ahead needs about ",
+                            static_cast<int64_t>(wait.count() * 1e3), " ms, past the request's deadline in ",
+                            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(),
+                            " ms (BatchPolicy.reject_predicted_late)")),
+                        n);
+        }
+      }
+    }
+    if (!rates_[options.priority].try_take(now, static_cast<double>(n))) {
+      return reject(metrics_.rejected_overloaded,
+                    absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
+                                                              level.name, ") is over its rate limit of ",
+                                                              level.rate_limit, " requests/s", group_note)),
+                    n);
+    }
+    std::unique_ptr<Entry> evicted;
+    if (victim != nullptr) evicted = unlink_and_take(victim);
+    std::vector<RequestId> ids;
+    ids.reserve(n);
+    bool earliest_deadline = false;
+    for (std::unique_ptr<Entry>& entry : group) {
+      const RequestId id = next_id_++;
+      entry->info.id = id;
+      entry->info.enqueued_at = now;
+      entry->info.deadline = deadline;
+      entry->delayed = late;
+      Entry* e = entry.get();
+      entries_.emplace(id, std::move(entry));
+      queue_.push_back(e);
+      ids.push_back(id);
+      if (deadline != kNoDeadline && !late) {
+        earliest_deadline |= deadlines_.empty() || deadline < deadlines_.top().first;
+        deadlines_.emplace(deadline, id);
+      }
+    }
+    metrics_.submitted.add(n);
+    if (earliest_deadline) timer_cv_.notify_one();
+    if (idle_executors_ > 0 && (queue_.size() == n || batch_ready(now))) work_cv_.notify_one();
+    lock.unlock();
+    if (evicted) {
+      metrics_.evicted.add(1);
+      complete(*evicted, absl::ResourceExhaustedError(absl::StrCat(
+                             "overloaded: request ", evicted->info.id, " (priority ", evicted->info.priority,
+                             ") was evicted from the full queue for a more urgent one")));
+    }
+    return ids;
   }
 
   absl::Status check_fits_alone(size_t cost) const {

@@ -21,15 +21,16 @@ class TokenBucket {
 
   bool limited() const { return rate_ > 0; }
 
-  // Takes one token if available. Time going backwards (another clock) is treated as no time passing.
-  bool try_take(TimePoint now) {
+  // Takes n tokens if all are available, else none. Time going backwards (another clock) is treated as no time
+  // passing.
+  bool try_take(TimePoint now, double n = 1.0) {
     if (!limited()) return true;
     if (now > last_) {
       tokens_ = std::min(burst_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
       last_ = now;
     }
-    if (tokens_ < 1.0) return false;
-    tokens_ -= 1.0;
+    if (tokens_ < n) return false;
+    tokens_ -= n;
     return true;
   }
 

@@ -22,6 +22,11 @@ using Duration = std::chrono::nanoseconds;
 using TimePoint = std::chrono::steady_clock::time_point;
 inline constexpr TimePoint kNoDeadline = TimePoint::max();
 
+// now + timeout, saturating: a timeout past the clock's range is no deadline rather than an overflow.
+inline TimePoint deadline_after(TimePoint now, Duration timeout) {
+  return timeout >= kNoDeadline - now ? kNoDeadline : now + timeout;
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;

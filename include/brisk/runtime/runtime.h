@@ -37,8 +37,11 @@ namespace brisk {
 
 enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
 
-// The batcher policy submit() uses by default. One executor: a forward pass already uses every core, and
-// batches fill while it runs, so no queue delay is needed (0: a free executor takes what is queued at once).
+// The batcher policy embed() and submit() use by default. One executor: a forward pass already uses every core,
+// and batches fill while it runs, so no queue delay is needed (0: a free executor takes what is queued at once).
+// max_batch_size is the one limit on texts per forward pass: an embed() call enters the queue as one unit and
+// runs as ceil(texts / max_batch_size) passes when nothing else is queued (more when max_batch_tokens or the
+// memory budget splits it).
 // Cost is tokens per text; no length bucketing (the packed encoder pads nothing); 8192 padded tokens and ~1 GiB of estimated activations per batch at most. A request
 // with a deadline the queue ahead cannot meet is refused at submit (reject_predicted_late).
 inline batch::BatchPolicy default_runtime_batching() {
@@ -60,28 +63,39 @@ inline batch::BatchPolicy default_runtime_batching() {
 struct RuntimeCacheOptions {
   uint64_t result_cache_bytes = uint64_t{64} << 20;  // in-process result cache (L1); 0: no result cache
   std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // as the seeds' result cache
-  size_t token_cache_entries = 16384;                 // texts of up to 1 KiB; 0: no token cache
+  size_t token_cache_entries = 16384;  // texts of up to 1 KiB; 0: no token cache; at most kMaxTokenCacheEntries
   std::optional<cache::RedisOptions> redis;           // the shared L2 tier; none by default
 };
+
+// Upper bounds of the count options: past them a value is refused at create(), so that no option can make the
+// library take its host's memory or threads.
+inline constexpr int kMaxThreads = 1024;                      // num_threads
+inline constexpr size_t kMaxBatchSize = 4096;                 // batching.max_batch_size
+inline constexpr size_t kMaxQueueSize = size_t{1} << 20;      // batching.max_queue_size
+inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token_cache_entries
 
 struct RuntimeOptions {
   std::string model_dir;      // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
                               // vocab.txt or tokenizer.json
-  int num_threads = 0;        // compute threads for this runtime's calls; 0: one per core
+  int num_threads = 0;        // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
   int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
                               // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
                               // max_position_embeddings
   Pooling pooling = Pooling::kModelDefault;  // kModelDefault reads 1_Pooling/config.json, else mean
-  bool normalize = true;      // L2-normalise each embedding
+  // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
+  // sentence-transformers decides).
+  std::optional<bool> normalize;
   Device device = Device::kCPU;
-  int max_batch_size = 64;    // texts per forward pass; embed() splits larger inputs
-  batch::BatchPolicy batching = default_runtime_batching();  // for submit()
+  // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
+  batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
 };
 
 struct EmbedRequestOptions {
   int priority = 0;                     // an index into RuntimeOptions::batching.levels; 0 is the most urgent
-  std::chrono::nanoseconds timeout{0};  // from the submit() call; 0: the level's default_timeout (none by default)
+  // From the submit() call; 0: the level's default_timeout (none by default). Saturates: a timeout past the
+  // clock's range (nanoseconds::max()) means no deadline.
+  std::chrono::nanoseconds timeout{0};
   std::vector<std::string> cache_tags = {};  // the result is cached with these tags (cache_invalidate_tag drops it)
 };
 
@@ -100,7 +114,7 @@ struct ModelInfo {
   int vocab_size = 0;
   int max_seq_len = 0;        // effective, after RuntimeOptions::max_seq_len
   Pooling pooling = Pooling::kMean;
-  bool normalize = true;
+  bool normalize = true;      // effective, after RuntimeOptions::normalize
   Device device = Device::kCPU;
 };
 
@@ -150,6 +164,8 @@ class BRISK_API Runtime {
 
   // The batcher's counters, histograms and current limits.
   batch::BatcherStats batch_stats() const;
+  // Forward passes of the encoder so far: the batcher's batches plus passes run on a calling thread.
+  uint64_t forward_passes() const;
   // Stats of every stage as one JSON object: batcher counts, queue/compute/latency percentiles, batch sizes,
   // padding, tokenization time, cache hits and misses.
   std::string stats_json() const;
