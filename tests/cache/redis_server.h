@@ -1,9 +1,12 @@
 // Test helper: a real redis-server on a free loopback port (bind 127.0.0.1, no persistence, its own temp dir),
 // started in the constructor and stopped in the destructor, with the failures the Redis tier must survive:
 // pause() (SIGSTOP: connections hang), resume() (SIGCONT), kill() (SIGKILL: connections refused) and restart()
-// on the same port. raw() talks RESP directly (hiredis) to plant or inspect values.
+// on the same port. raw() talks RESP directly (hiredis) to plant or inspect values. With RedisServerAuth the
+// server demands a password (requirepass, for the default user) and knows one more ACL user with all rights;
+// raw() then authenticates as the default user.
 //
 //   RedisServer server;                       // REQUIRE(server.ok()) — it waits until the server answers PING
+//   RedisServer locked({.password = "pw", .acl_user = "app", .acl_password = "app-pw"});
 //   RedisOptions opts; opts.port = server.port();
 //   server.pause(); ... server.resume();
 //   server.raw({"SET", "brisk:x", "garbage"});
@@ -41,9 +44,15 @@ inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::millisec
 inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(100);
 #endif
 
+struct RedisServerAuth {
+  std::string password;      // requirepass; empty: none
+  std::string acl_user;      // empty: no extra user
+  std::string acl_password;
+};
+
 class RedisServer {
  public:
-  RedisServer() {
+  explicit RedisServer(RedisServerAuth auth = {}) : auth_(std::move(auth)) {
     for (int attempt = 0; attempt < 5 && pid_ < 0; ++attempt) {
       port_ = free_port();
       if (port_ > 0) start();
@@ -91,6 +100,10 @@ class RedisServer {
       return std::nullopt;
     }
     redisSetTimeout(c, tv);
+    if (!auth_.password.empty()) {
+      auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", auth_.password.data(), auth_.password.size()));
+      if (a != nullptr) freeReplyObject(a);
+    }
     std::vector<const char*> argv;
     std::vector<size_t> lens;
     for (const std::string& a : args) {
@@ -144,6 +157,10 @@ class RedisServer {
     const std::string log = log_file().string();
     std::vector<std::string> args = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                                      "--appendonly", "no", "--dir", dir, "--logfile", log, "--daemonize", "no"};
+    if (!auth_.password.empty()) args.insert(args.end(), {"--requirepass", auth_.password});
+    if (!auth_.acl_user.empty()) {
+      args.insert(args.end(), {"--user", auth_.acl_user, "on", ">" + auth_.acl_password, "~*", "&*", "+@all"});
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -186,6 +203,7 @@ class RedisServer {
     kill();
   }
 
+  RedisServerAuth auth_;
   TempDir dir_;
   int port_ = -1;
   pid_t pid_ = -1;
