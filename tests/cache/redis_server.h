@@ -92,18 +92,8 @@ class RedisServer {
   // Runs one command on a fresh connection; nullopt when the server does not answer. Status and string replies
   // come back as their text, integers as decimal text, nil as "(nil)", errors as "ERR:<message>".
   std::optional<std::string> raw(const std::vector<std::string>& args) const {
-    timeval tv{1, 0};
-    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    redisContext* c = connect();
     if (c == nullptr) return std::nullopt;
-    if (c->err != 0) {
-      redisFree(c);
-      return std::nullopt;
-    }
-    redisSetTimeout(c, tv);
-    if (!auth_.password.empty()) {
-      auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", auth_.password.data(), auth_.password.size()));
-      if (a != nullptr) freeReplyObject(a);
-    }
     std::vector<const char*> argv;
     std::vector<size_t> lens;
     for (const std::string& a : args) {
@@ -128,12 +118,44 @@ class RedisServer {
     return out;
   }
 
+  // KEYS pattern (fine for a test server's few keys); empty when the server does not answer.
+  std::vector<std::string> keys(const std::string& pattern) const {
+    std::vector<std::string> out;
+    redisContext* c = connect();
+    if (c == nullptr) return out;
+    auto* r = static_cast<redisReply*>(redisCommand(c, "KEYS %b", pattern.data(), pattern.size()));
+    if (r != nullptr && r->type == REDIS_REPLY_ARRAY) {
+      for (size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str, r->element[i]->len);
+    }
+    if (r != nullptr) freeReplyObject(r);
+    redisFree(c);
+    return out;
+  }
+
   bool ping() const {
     auto r = raw({"PING"});
     return r.has_value() && *r == "PONG";
   }
 
  private:
+  // A connection with a 1 s timeout, authenticated as the default user when the server wants a password; null
+  // when the server does not answer.
+  redisContext* connect() const {
+    timeval tv{1, 0};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    if (c == nullptr) return nullptr;
+    if (c->err != 0) {
+      redisFree(c);
+      return nullptr;
+    }
+    redisSetTimeout(c, tv);
+    if (!auth_.password.empty()) {
+      auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", auth_.password.data(), auth_.password.size()));
+      if (a != nullptr) freeReplyObject(a);
+    }
+    return c;
+  }
+
   static int free_port() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
