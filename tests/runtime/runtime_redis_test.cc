@@ -140,6 +140,10 @@ TEST_CASE("runtimes authenticate to Redis, sign their results and refuse results
   CHECK(stats["redis"]["hits"] == 0);
   CHECK(stats["redis"]["rejected"]["wrong_key"] == 2);
   CHECK(stats["redis"]["decode_errors"] == 2);
+  const std::string prometheus = b->metrics_prometheus();
+  CHECK(prometheus.find("brisk_cache_l2_rejected_total{model=") != std::string::npos);
+  CHECK(prometheus.find("reason=\"wrong_key\"} 2") != std::string::npos);
+  CHECK(prometheus.find("reason=\"unauthenticated\"} 0") != std::string::npos);
 
   // Wrong credentials fail create() with PERMISSION_DENIED; TLS with UNIMPLEMENTED (no hiredis_ssl).
   brisk::RuntimeOptions wrong = opts;
