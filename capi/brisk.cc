@@ -121,8 +121,9 @@ brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOp
     if (o.redis_tls != 0 && o.redis_tls != 1) return bad("redis_tls", o.redis_tls, "0 or 1");
     if (o.redis_user != nullptr && o.redis_user[0] != '\0' &&
         (o.redis_password == nullptr || o.redis_password[0] == '\0')) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_create: options->redis_user is set but redis_password is "
-                                          "empty; expected the ACL user's password");
+      return fail(BRISK_INVALID_ARGUMENT,
+                  "brisk_runtime_create: options->redis_user is set but redis_password is "
+                  "empty; expected the ACL user's password");
     }
     if (o.redis_user != nullptr) r.user = o.redis_user;
     if (o.redis_password != nullptr) r.password = o.redis_password;

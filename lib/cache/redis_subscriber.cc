@@ -122,7 +122,8 @@ void RedisTier::Impl::subscriber_loop() {
       const Command cmd = {"SUBSCRIBE", options.invalidation_channel};
       Status s = conn->execute({&cmd, 1}, RealClock::now() + options.command_timeout, &replies, &failure);
       const redisReply* ack = s.ok() ? replies[0].get() : nullptr;
-      if (ack != nullptr && ack->type == REDIS_REPLY_ERROR && std::string_view(ack->str, ack->len).starts_with("NOAUTH")) {
+      if (ack != nullptr && ack->type == REDIS_REPLY_ERROR &&
+          std::string_view(ack->str, ack->len).starts_with("NOAUTH")) {
         auth_failures.fetch_add(1, std::memory_order_relaxed);  // the server wants a password we were not given
         auth = auth_error(std::string_view(ack->str, ack->len));
       }

@@ -161,10 +161,10 @@ Status RedisTier::Impl::error(std::string_view what, const Status& cause) const 
 
 Status RedisTier::Impl::auth_error(std::string_view reply) const {
   const std::string as = options.password.empty() ? std::string("without a password (RedisOptions.password is empty)")
-                         : options.user.empty()    ? std::string("with RedisOptions.password as the default user")
-                                                   : absl::StrCat("as RedisOptions.user \"", options.user, "\"");
-  return absl::PermissionDeniedError(absl::StrCat("redis ", address, ": authentication ", as, " refused: ",
-                                                  std::string(reply),
+                         : options.user.empty()   ? std::string("with RedisOptions.password as the default user")
+                                                  : absl::StrCat("as RedisOptions.user \"", options.user, "\"");
+  return absl::PermissionDeniedError(absl::StrCat("redis ", address, ": authentication ", as,
+                                                  " refused: ", std::string(reply),
                                                   "; expected RedisOptions.user/password to match the server's "
                                                   "ACL or requirepass"));
 }

@@ -47,14 +47,10 @@ void hmac_sha256(std::string_view key, std::string_view data, unsigned char out[
 EnvelopeRejection envelope_rejection(const Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kFailedPrecondition:
-      return EnvelopeRejection::kFormat;
-    case absl::StatusCode::kUnauthenticated:
-      return EnvelopeRejection::kUnauthenticated;
-    case absl::StatusCode::kPermissionDenied:
-      return EnvelopeRejection::kWrongKey;
-    default:
-      return EnvelopeRejection::kCorrupt;
+    case absl::StatusCode::kFailedPrecondition: return EnvelopeRejection::kFormat;
+    case absl::StatusCode::kUnauthenticated: return EnvelopeRejection::kUnauthenticated;
+    case absl::StatusCode::kPermissionDenied: return EnvelopeRejection::kWrongKey;
+    default: return EnvelopeRejection::kCorrupt;
   }
 }
 
@@ -122,9 +118,9 @@ StatusOr<DecodedEnvelope> decode_envelope(std::string_view bytes, uint32_t expec
   const uint64_t body = bytes.size() - kEnvelopeHeaderSize;
   // Each term is below 2^32 except payload_len, which is compared last against what is left.
   if (mac_len + key_len + tags_len > body || payload_len != body - mac_len - key_len - tags_len) {
-    return absl::DataLossError(absl::StrCat("cache value's lengths (key ", key_len, " + tags ", tags_len,
-                                            " + payload ", payload_len, " + MAC ", mac_len,
-                                            " bytes) do not match its ", body, "-byte body"));
+    return absl::DataLossError(absl::StrCat("cache value's lengths (key ", key_len, " + tags ", tags_len, " + payload ",
+                                            payload_len, " + MAC ", mac_len, " bytes) do not match its ", body,
+                                            "-byte body"));
   }
   const size_t signed_end = bytes.size() - mac_len;
   if (checksum(bytes, signed_end) != get_le(bytes.data() + kChecksumOffset, 8)) {
@@ -144,8 +140,9 @@ StatusOr<DecodedEnvelope> decode_envelope(std::string_view bytes, uint32_t expec
   }
   const std::string_view key = bytes.substr(kEnvelopeHeaderSize, key_len);
   if (key != expected_key) {
-    return absl::PermissionDeniedError(absl::StrCat("cache value was written for key \"", std::string(key.substr(0, 200)),
-                                                    "\"; expected \"", std::string(expected_key.substr(0, 200)), "\""));
+    return absl::PermissionDeniedError(absl::StrCat("cache value was written for key \"",
+                                                    std::string(key.substr(0, 200)), "\"; expected \"",
+                                                    std::string(expected_key.substr(0, 200)), "\""));
   }
   std::string_view tags = bytes.substr(kEnvelopeHeaderSize + key_len, tags_len);
   while (!tags.empty()) {

@@ -35,7 +35,9 @@ RedisOptions options_for(const RedisServer& server, std::string user, std::strin
   return o;
 }
 
-bool contains(const brisk::Status& s, const std::string& part) { return std::string(s.message()).find(part) != std::string::npos; }
+bool contains(const brisk::Status& s, const std::string& part) {
+  return std::string(s.message()).find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -55,32 +57,35 @@ TEST_CASE("redis tier authenticates with requirepass and with an ACL user", "[ca
     // The subscriber authenticates too: it receives another tier's invalidation.
     std::mutex mu;
     std::vector<Invalidation> inbox;
-    REQUIRE((*tier)->subscribe([&](const Invalidation& inv) {
-      std::lock_guard<std::mutex> lock(mu);
-      inbox.push_back(inv);
-    }).ok());
+    REQUIRE((*tier)
+                ->subscribe([&](const Invalidation& inv) {
+                  std::lock_guard<std::mutex> lock(mu);
+                  inbox.push_back(inv);
+                })
+                .ok());
     CHECK(wait_until([&] { return (*tier)->stats().subscribed; }, 5s));
     auto other = RedisTier::create(options_for(server, user, password));
     REQUIRE(other.ok());
     REQUIRE((*other)->del("k-" + user).ok());
-    CHECK(wait_until([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      return !inbox.empty();
-    }, 5s));
+    CHECK(wait_until(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu);
+          return !inbox.empty();
+        },
+        5s));
     CHECK((*tier)->stats().auth_failures == 0);
   }
 }
 
-TEST_CASE("redis tier reports a wrong or missing password as PERMISSION_DENIED and counts it",
-          "[cache][redis][auth]") {
+TEST_CASE("redis tier reports a wrong or missing password as PERMISSION_DENIED and counts it", "[cache][redis][auth]") {
   RedisServer server(kAuth);
   REQUIRE(server.ok());
   struct Case {
     std::string user, password, names;
   };
-  for (const Case& c : {Case{"", "wrong", "RedisOptions.password"}, Case{"app", "wrong", "RedisOptions.user \"app\""},
-                        Case{"nobody", "app-secret", "RedisOptions.user \"nobody\""},
-                        Case{"", "", "RedisOptions.password is empty"}}) {
+  for (const Case& c :
+       {Case{"", "wrong", "RedisOptions.password"}, Case{"app", "wrong", "RedisOptions.user \"app\""},
+        Case{"nobody", "app-secret", "RedisOptions.user \"nobody\""}, Case{"", "", "RedisOptions.password is empty"}}) {
     INFO("user \"" << c.user << "\" password \"" << c.password << "\"");
     auto tier = RedisTier::create(options_for(server, c.user, c.password));
     REQUIRE(tier.ok());  // create() does not touch the network

@@ -45,8 +45,8 @@ inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::millisec
 #endif
 
 struct RedisServerAuth {
-  std::string password;      // requirepass; empty: none
-  std::string acl_user;      // empty: no extra user
+  std::string password;  // requirepass; empty: none
+  std::string acl_user;  // empty: no extra user
   std::string acl_password;
 };
 

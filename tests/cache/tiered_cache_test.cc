@@ -262,14 +262,14 @@ TEST_CASE("tiered cache treats corrupt, foreign and wrong-version values as coun
   corrupted[valid.size() - 2] ^= 0x01;
   // Value i is planted at key "k<i>"; the comment says how the cache must count it.
   const std::vector<std::string> bad_values = {
-      "plain text from another program",                                                     // format
-      wrong_version,                                                                          // format
-      corrupted,                                                                              // corrupt
-      valid.substr(0, valid.size() - 3),                                                      // corrupt: truncated
-      encode_envelope(StringCodec::kTypeId, planted("k4"), {}, payload),                     // format: codec
-      encode_envelope(FloatVectorCodec::kTypeId, planted("k5"), {}, payload.substr(1)),       // corrupt: 11 bytes
-      "",                                                                                     // format
-      valid,                                                                                  // wrong key: k2's
+      "plain text from another program",                                                 // format
+      wrong_version,                                                                     // format
+      corrupted,                                                                         // corrupt
+      valid.substr(0, valid.size() - 3),                                                 // corrupt: truncated
+      encode_envelope(StringCodec::kTypeId, planted("k4"), {}, payload),                 // format: codec
+      encode_envelope(FloatVectorCodec::kTypeId, planted("k5"), {}, payload.substr(1)),  // corrupt: 11 bytes
+      "",                                                                                // format
+      valid,                                                                             // wrong key: k2's
   };
   for (size_t i = 0; i < bad_values.size(); ++i) {
     const std::string key = absl::StrCat("k", i);

@@ -31,7 +31,8 @@ EnvelopeRejection reason(std::string_view bytes, std::string_view key = kKey, st
 // Recomputes the checksum (XXH64 of header bytes [0,32) and the body before the MAC), as anyone can.
 std::string reseal(std::string bytes) {
   const size_t mac = (bytes[5] & 1) != 0 ? kEnvelopeMacSize : 0;
-  std::string covered = bytes.substr(0, 32) + bytes.substr(kEnvelopeHeaderSize, bytes.size() - kEnvelopeHeaderSize - mac);
+  std::string covered =
+      bytes.substr(0, 32) + bytes.substr(kEnvelopeHeaderSize, bytes.size() - kEnvelopeHeaderSize - mac);
   const uint64_t sum = XXH64(covered.data(), covered.size(), 0);
   for (int i = 0; i < 8; ++i) bytes[32 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
   return bytes;

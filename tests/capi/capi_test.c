@@ -260,7 +260,8 @@ static void test_redis_security(const char* dir) {
   /* timeout: a crashed test leaves no server behind for long. */
   snprintf(cmd, sizeof cmd,
            "timeout 120 redis-server --port %d --bind 127.0.0.1 --requirepass c-secret --save '' "
-           "--appendonly no >/dev/null 2>&1 &", port);
+           "--appendonly no >/dev/null 2>&1 &",
+           port);
   if (system(cmd) == 0) {
     snprintf(cmd, sizeof cmd, "redis-cli -p %d -a c-secret --no-auth-warning ping 2>/dev/null | grep -q PONG", port);
     for (i = 0; i < 500 && !up; ++i) up = system(cmd) == 0;

@@ -267,8 +267,7 @@ class TieredCache {
     s.l2_rejected_corrupt = rejected_[static_cast<int>(EnvelopeRejection::kCorrupt)].load(std::memory_order_relaxed);
     s.l2_rejected_unauthenticated =
         rejected_[static_cast<int>(EnvelopeRejection::kUnauthenticated)].load(std::memory_order_relaxed);
-    s.l2_rejected_wrong_key =
-        rejected_[static_cast<int>(EnvelopeRejection::kWrongKey)].load(std::memory_order_relaxed);
+    s.l2_rejected_wrong_key = rejected_[static_cast<int>(EnvelopeRejection::kWrongKey)].load(std::memory_order_relaxed);
     s.l2_decode_errors =
         s.l2_rejected_format + s.l2_rejected_corrupt + s.l2_rejected_unauthenticated + s.l2_rejected_wrong_key;
     s.backfills = backfills_.load(std::memory_order_relaxed);
@@ -360,10 +359,10 @@ class TieredCache {
 
   void write_l2(const std::string& l1key, const V& value, const PutOptions& options) {
     const Duration ttl = options.ttl > Duration::zero() ? options.ttl : options_.default_ttl;
-    writer_->enqueue(redis_key(l1key),
-                     encode_envelope(Codec::kTypeId, full_redis_key(l1key), options.tags, Codec::encode(value),
-                                     signing_key()),
-                     ttl, options.tags);
+    writer_->enqueue(
+        redis_key(l1key),
+        encode_envelope(Codec::kTypeId, full_redis_key(l1key), options.tags, Codec::encode(value), signing_key()), ttl,
+        options.tags);
   }
 
   // On the subscriber thread: another instance invalidated something.
