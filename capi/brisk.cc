@@ -118,6 +118,17 @@ brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOp
     r.host = o.redis_host;
     r.port = o.redis_port;
     r.command_timeout = std::chrono::milliseconds(o.redis_timeout_ms);
+    if (o.redis_tls != 0 && o.redis_tls != 1) return bad("redis_tls", o.redis_tls, "0 or 1");
+    if (o.redis_user != nullptr && o.redis_user[0] != '\0' &&
+        (o.redis_password == nullptr || o.redis_password[0] == '\0')) {
+      return fail(BRISK_INVALID_ARGUMENT,
+                  "brisk_runtime_create: options->redis_user is set but redis_password is "
+                  "empty; expected the ACL user's password");
+    }
+    if (o.redis_user != nullptr) r.user = o.redis_user;
+    if (o.redis_password != nullptr) r.password = o.redis_password;
+    if (o.redis_signing_key != nullptr) r.signing_key = o.redis_signing_key;
+    r.tls = o.redis_tls == 1;
   }
   return BRISK_OK;
 }
@@ -197,6 +208,10 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.redis_port = redis.port;
   defaults.redis_timeout_ms = static_cast<int32_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(redis.command_timeout).count());
+  defaults.redis_user = nullptr;
+  defaults.redis_password = nullptr;
+  defaults.redis_signing_key = nullptr;
+  defaults.redis_tls = 0;
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));

@@ -105,6 +105,16 @@ typedef struct brisk_runtime_options {
   int32_t redis_port;          /* default 6379 */
   int32_t redis_timeout_ms;    /* per Redis command; past it (or while Redis is down) lookups fall back to the
                                   model (default 20) */
+  /* Redis security (appended in 0.4; a struct from before gets the defaults: no AUTH, unsigned values, no TLS).
+   * Strings are copied by brisk_runtime_create. */
+  const char* redis_user;        /* ACL user for AUTH (NULL or "": the default user; needs redis_password) */
+  const char* redis_password;    /* non-NULL and not "": every connection sends AUTH; a server that refuses it
+                                    fails brisk_runtime_create with BRISK_PERMISSION_DENIED */
+  const char* redis_signing_key; /* non-NULL and not "": a secret shared by every process using the server;
+                                    values are signed with HMAC-SHA256 over key and value, and unsigned or
+                                    wrongly signed values are refused (counted in the stats, redis.rejected) */
+  int32_t redis_tls;             /* 1: TLS to Redis; this build's hiredis has no TLS, so BRISK_UNIMPLEMENTED
+                                    (default 0) */
 } brisk_runtime_options;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,

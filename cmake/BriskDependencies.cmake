@@ -9,11 +9,19 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)  # header-only (libhnswlib-dev)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # HMAC-SHA256 of the values shared through Redis (libssl-dev)
 
 set(BRISK_REDIS_ENABLED OFF)
 if(BRISK_WITH_REDIS)
   pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
   set(BRISK_REDIS_ENABLED ON)
+  # TLS needs hiredis_ssl (hiredis >= 1.0); Debian's hiredis 0.14 has none, and RedisOptions.tls then reports
+  # UNIMPLEMENTED rather than talking plaintext.
+  pkg_check_modules(HIREDIS_SSL QUIET IMPORTED_TARGET hiredis_ssl)
+endif()
+set(BRISK_REDIS_TLS_ENABLED OFF)
+if(BRISK_REDIS_ENABLED AND HIREDIS_SSL_FOUND)
+  set(BRISK_REDIS_TLS_ENABLED ON)
 endif()
 
 set(BRISK_CUDA_ENABLED OFF)

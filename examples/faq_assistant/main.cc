@@ -351,8 +351,10 @@ void print_cache_report(const brisk::Runtime& rt, const brisk::cache::SemanticCa
   fmt::print("result cache   {} of {} texts not embedded again ({:.1f}%); {} entries, {:.1f} KiB{}\n",
              r["hits"].get<uint64_t>(), r["hits"].get<uint64_t>() + r["misses"].get<uint64_t>(),
              100.0 * r["hit_rate"].get<double>(), r["entries"].get<uint64_t>(), r["weight"].get<double>() / 1024,
-             j["redis"].is_null() ? "" : fmt::format("; Redis: {} hits, {} errors", j["redis"]["hits"].get<uint64_t>(),
-                                                     j["redis"]["errors"].get<uint64_t>()));
+             j["redis"].is_null()
+                 ? ""
+                 : fmt::format("; Redis: {} hits, {} errors, {} values refused", j["redis"]["hits"].get<uint64_t>(),
+                               j["redis"]["errors"].get<uint64_t>(), j["redis"]["decode_errors"].get<uint64_t>()));
 }
 
 StatusOr<brisk::cache::RedisOptions> parse_redis(const std::string& address) {

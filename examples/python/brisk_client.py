@@ -21,7 +21,9 @@ class RuntimeOptions(ctypes.Structure):
                 ("batch_max_queue", ctypes.c_int32), ("batch_p99_target_ms", ctypes.c_int32),
                 ("cache_result_bytes", ctypes.c_int64), ("cache_ttl_ms", ctypes.c_int32),
                 ("cache_token_entries", ctypes.c_int32), ("redis_host", ctypes.c_char_p), ("redis_port", ctypes.c_int32),
-                ("redis_timeout_ms", ctypes.c_int32)]
+                ("redis_timeout_ms", ctypes.c_int32), ("redis_user", ctypes.c_char_p),
+                ("redis_password", ctypes.c_char_p), ("redis_signing_key", ctypes.c_char_p),
+                ("redis_tls", ctypes.c_int32)]
 
 
 # void (*)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,

@@ -49,7 +49,15 @@ void write_prometheus(metrics::PrometheusWriter& w, const TieredCacheStats& s, c
   w.counter(requests, requests_help, with("result", "miss"), s.l2_misses);
   w.counter(prefix + "_l2_decode_errors_total", "Redis values rejected by the envelope or the codec.", l,
             s.l2_decode_errors);
+  const std::string rejected = prefix + "_l2_rejected_total";
+  const char* rejected_help = "Redis values refused and treated as misses, by reason.";
+  w.counter(rejected, rejected_help, with("reason", "format"), s.l2_rejected_format);
+  w.counter(rejected, rejected_help, with("reason", "corrupt"), s.l2_rejected_corrupt);
+  w.counter(rejected, rejected_help, with("reason", "unauthenticated"), s.l2_rejected_unauthenticated);
+  w.counter(rejected, rejected_help, with("reason", "wrong_key"), s.l2_rejected_wrong_key);
   w.counter(prefix + "_l2_errors_total", "Redis calls that failed (down, timeout, breaker open).", l, s.l2_errors);
+  w.counter(prefix + "_l2_auth_failures_total", "Redis connections or calls refused authentication.", l,
+            s.redis.auth_failures);
   w.counter(prefix + "_l2_backfills_total", "Redis hits copied into L1.", l, s.backfills);
   w.counter(prefix + "_l2_remote_invalidations_total", "Invalidations from other processes applied to L1.", l,
             s.remote_invalidations);

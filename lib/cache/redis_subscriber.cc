@@ -38,9 +38,15 @@ Status RedisTier::Impl::start_subscriber(std::function<void(const Invalidation&)
   }
   sub_thread = std::thread([this] { subscriber_loop(); });
   // Normally the subscription is live when this returns; with the server down the thread keeps trying.
-  std::unique_lock<std::mutex> lock(sub_mu);
-  sub_cv.wait_for(lock, options.connect_timeout + options.command_timeout, [&] { return first_attempt_done; });
-  return ok_status();
+  Status refused;
+  {
+    std::unique_lock<std::mutex> lock(sub_mu);
+    sub_cv.wait_for(lock, options.connect_timeout + options.command_timeout, [&] { return first_attempt_done; });
+    refused = first_auth_error;
+  }
+  // A server that is down may come back; one that refuses our credentials will not accept them later.
+  if (!refused.ok()) stop_subscriber();
+  return refused;
 }
 
 void RedisTier::Impl::stop_subscriber() {
@@ -94,9 +100,10 @@ void RedisTier::Impl::subscriber_loop() {
   Duration backoff = options.subscriber_backoff_min;
   bool gap = false;  // the channel was not watched for a while: messages may be lost
   bool ever = false;
-  auto attempt_done = [&] {
+  auto attempt_done = [&](const Status& auth) {
     std::lock_guard<std::mutex> lock(sub_mu);
     if (!first_attempt_done) {
+      first_auth_error = auth;
       first_attempt_done = true;
       sub_cv.notify_all();
     }
@@ -105,18 +112,26 @@ void RedisTier::Impl::subscriber_loop() {
     Failure failure;
     std::unique_ptr<Connection> conn;
     std::vector<Reply> replies;
-    auto made = Connection::connect(options.host, options.port, options.connect_timeout, &failure);
+    auto made = open_connection(options.connect_timeout,
+                                RealClock::now() + options.connect_timeout + options.command_timeout, &failure);
+    Status auth;  // a refusal of our credentials, as opposed to a server that is down
+    if (!made.ok() && made.status().code() == absl::StatusCode::kPermissionDenied) auth = made.status();
     if (made.ok()) {
       conn = std::move(*made);
       connects.fetch_add(1, std::memory_order_relaxed);
       const Command cmd = {"SUBSCRIBE", options.invalidation_channel};
       Status s = conn->execute({&cmd, 1}, RealClock::now() + options.command_timeout, &replies, &failure);
       const redisReply* ack = s.ok() ? replies[0].get() : nullptr;
+      if (ack != nullptr && ack->type == REDIS_REPLY_ERROR &&
+          std::string_view(ack->str, ack->len).starts_with("NOAUTH")) {
+        auth_failures.fetch_add(1, std::memory_order_relaxed);  // the server wants a password we were not given
+        auth = auth_error(std::string_view(ack->str, ack->len));
+      }
       if (ack == nullptr || ack->type != REDIS_REPLY_ARRAY || ack->elements != 3) conn.reset();
     }
     if (!conn) {
       gap = true;
-      attempt_done();
+      attempt_done(auth);
       if (wait_for_stop(backoff)) break;
       backoff = std::min(backoff * 2, options.subscriber_backoff_max);
       continue;
@@ -132,7 +147,7 @@ void RedisTier::Impl::subscriber_loop() {
     }
     subscribed.store(true, std::memory_order_release);  // after the kAll: "subscribed" means caught up
     ever = true;
-    attempt_done();
+    attempt_done(ok_status());
     replies.clear();
     Status s = conn->take_buffered(&replies, &failure);  // messages that came in with the ack
     for (const Reply& r : replies) deliver(r);
@@ -153,7 +168,7 @@ void RedisTier::Impl::subscriber_loop() {
     subscribed.store(false, std::memory_order_release);
     if (!s.ok()) gap = true;  // the connection broke; loop to reconnect
   }
-  attempt_done();
+  attempt_done(ok_status());
 }
 
 #endif  // BRISK_HAVE_REDIS

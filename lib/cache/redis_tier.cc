@@ -41,6 +41,10 @@ Status RedisOptions::validate() const {
         "RedisOptions.subscriber_backoff_min/max are ", subscriber_backoff_min.count(), "/",
         subscriber_backoff_max.count(), " ns; expected 0 < min <= max"));
   }
+  if (!user.empty() && password.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RedisOptions.user is \"", user, "\" but password is empty; expected the ACL user's password"));
+  }
   if (max_keys_per_message < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("RedisOptions.max_keys_per_message is ", max_keys_per_message, "; expected >= 0"));
@@ -155,6 +159,35 @@ Status RedisTier::Impl::error(std::string_view what, const Status& cause) const 
   return Status(cause.code(), absl::StrCat("redis ", address, ": ", std::string(what), ": ", cause.message()));
 }
 
+Status RedisTier::Impl::auth_error(std::string_view reply) const {
+  const std::string as = options.password.empty() ? std::string("without a password (RedisOptions.password is empty)")
+                         : options.user.empty()   ? std::string("with RedisOptions.password as the default user")
+                                                  : absl::StrCat("as RedisOptions.user \"", options.user, "\"");
+  return absl::PermissionDeniedError(absl::StrCat("redis ", address, ": authentication ", as,
+                                                  " refused: ", std::string(reply),
+                                                  "; expected RedisOptions.user/password to match the server's "
+                                                  "ACL or requirepass"));
+}
+
+StatusOr<std::unique_ptr<Connection>> RedisTier::Impl::open_connection(Duration connect_budget,
+                                                                       RealClock::time_point deadline,
+                                                                       Failure* failure) {
+  BRISK_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
+                         Connection::connect(options.host, options.port, connect_budget, failure));
+  if (options.password.empty()) return conn;
+  Command auth = {"AUTH", options.password};
+  if (!options.user.empty()) auth = {"AUTH", options.user, options.password};
+  std::vector<Reply> replies;
+  BRISK_RETURN_IF_ERROR(conn->execute({&auth, 1}, deadline, &replies, failure));
+  const redisReply* r = replies[0].get();
+  if (r->type == REDIS_REPLY_ERROR) {
+    auth_failures.fetch_add(1, std::memory_order_relaxed);
+    *failure = Failure::kProtocol;
+    return auth_error(std::string_view(r->str, r->len));
+  }
+  return conn;
+}
+
 void RedisTier::Impl::note_connected() {
   connects.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu);
@@ -206,7 +239,7 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
   if (!conn) {
     Failure failure;
     const Duration budget = std::min<Duration>(options.connect_timeout, overall - RealClock::now());
-    auto made = Connection::connect(options.host, options.port, budget, &failure);
+    auto made = open_connection(budget, overall, &failure);
     if (!made.ok()) {
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -215,7 +248,8 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
       }
       errors.fetch_add(1, std::memory_order_relaxed);
       if (failure == Failure::kTimeout) timeouts.fetch_add(1, std::memory_order_relaxed);
-      breaker.record_failure(permit);
+      breaker.record_failure(permit);  // a refused AUTH too: a wrong password must not cost a round trip per call
+      if (made.status().code() == absl::StatusCode::kPermissionDenied) return made.status();
       return error(what, made.status());
     }
     conn = std::move(*made);
@@ -248,6 +282,11 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
     const redisReply* r = (*replies)[i].get();
     if (r->type == REDIS_REPLY_ERROR) {
       errors.fetch_add(1, std::memory_order_relaxed);
+      const std::string_view text(r->str, r->len);
+      if (text.substr(0, 6) == "NOAUTH") {  // the server wants a password that this tier was not given
+        auth_failures.fetch_add(1, std::memory_order_relaxed);
+        return auth_error(text);
+      }
       return absl::InternalError(absl::StrCat("redis ", address, ": ",
                                               redis_internal::describe_command(commands[i]),
                                               ": server replied with an error: ", std::string(r->str, r->len)));
@@ -272,8 +311,21 @@ RedisTier::RedisTier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RedisTier::~RedisTier() { impl_->stop_subscriber(); }
 
+static Status tls_unavailable() {
+#if defined(BRISK_HAVE_HIREDIS_SSL)
+  return absl::UnimplementedError(
+      "RedisOptions.tls is true, but brisk's Redis connections do not drive hiredis_ssl yet; expected tls = false "
+      "(or a TLS proxy such as stunnel on loopback)");
+#else
+  return absl::UnimplementedError(
+      "RedisOptions.tls is true, but libbrisk was built against a hiredis without SSL support (no hiredis_ssl; "
+      "Debian's hiredis 0.14 has none); expected tls = false, or a TLS proxy such as stunnel on loopback");
+#endif
+}
+
 StatusOr<std::unique_ptr<RedisTier>> RedisTier::create(RedisOptions options) {
   BRISK_RETURN_IF_ERROR(options.validate());
+  if (options.tls) return tls_unavailable();
   return std::unique_ptr<RedisTier>(new RedisTier(std::make_unique<Impl>(std::move(options))));
 }
 
@@ -380,6 +432,7 @@ RedisStats RedisTier::stats() const {
   s.reconnects = impl_->reconnects.load(std::memory_order_relaxed);
   s.messages_received = impl_->messages_received.load(std::memory_order_relaxed);
   s.messages_ignored = impl_->messages_ignored.load(std::memory_order_relaxed);
+  s.auth_failures = impl_->auth_failures.load(std::memory_order_relaxed);
   s.subscribed = impl_->subscribed.load(std::memory_order_acquire);
   s.breaker_state = impl_->breaker.state();
   return s;

@@ -40,6 +40,12 @@ struct RedisTier::Impl {
   // connect_timeout + command_timeout; one reply per command in *replies. A server error reply is an error.
   Status call(std::span<const redis_internal::Command> commands, std::vector<redis_internal::Reply>* replies);
   Status error(std::string_view what, const Status& cause) const;
+  // A new connection within connect_budget, authenticated (AUTH before `deadline`) when a password is set.
+  // A refused AUTH is PERMISSION_DENIED and counted in auth_failures.
+  StatusOr<std::unique_ptr<redis_internal::Connection>> open_connection(Duration connect_budget,
+                                                                        redis_internal::RealClock::time_point deadline,
+                                                                        redis_internal::Failure* failure);
+  Status auth_error(std::string_view reply) const;
   void note_connected();
   std::string value_key(std::string_view key) const;
   std::string tag_key(std::string_view tag) const;
@@ -65,7 +71,7 @@ struct RedisTier::Impl {
   int dropped_unreplaced = 0;  // connections dropped on error and not yet re-made (for `reconnects`)
 
   std::atomic<uint64_t> commands_sent{0}, errors{0}, timeouts{0}, pool_exhausted{0}, connects{0}, reconnects{0};
-  std::atomic<uint64_t> messages_received{0}, messages_ignored{0};
+  std::atomic<uint64_t> messages_received{0}, messages_ignored{0}, auth_failures{0};
   std::atomic<bool> subscribed{false};
 
   // The subscriber.
@@ -73,6 +79,7 @@ struct RedisTier::Impl {
   std::condition_variable sub_cv;
   bool sub_started = false;
   bool first_attempt_done = false;
+  Status first_auth_error;  // the first attempt's credentials were refused (subscribe() then fails)
   std::function<void(const Invalidation&)> callback;
   std::thread sub_thread;
   int stop_fd = -1;  // an eventfd: written once to stop the thread

@@ -83,7 +83,8 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
     o.model = caches->model_id_;
     o.default_ttl = options.result_ttl;
     auto c = ResultCache::create(std::move(o));
-    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache: ", c.status().message()));
+    // The cause's code: a bad option, a refused password (PERMISSION_DENIED) or TLS this build lacks.
+    if (!c.ok()) return Status(c.status().code(), absl::StrCat("RuntimeOptions::cache: ", c.status().message()));
     caches->result_cache_ = std::move(*c);
   }
   caches->result_put_.ttl = options.result_ttl;
@@ -170,13 +171,20 @@ std::string RuntimeCaches::stats_json() const {
                     {"misses", s.l2_misses},
                     {"errors", s.l2_errors},
                     {"decode_errors", s.l2_decode_errors},
+                    {"rejected",
+                     {{"format", s.l2_rejected_format},
+                      {"corrupt", s.l2_rejected_corrupt},
+                      {"unauthenticated", s.l2_rejected_unauthenticated},
+                      {"wrong_key", s.l2_rejected_wrong_key}}},
+                    {"auth_failures", s.redis.auth_failures},
                     {"wrong_length", wrong_length_.load(std::memory_order_relaxed)},
                     {"backfills", s.backfills},
                     {"remote_invalidations", s.remote_invalidations},
-                    {"writes", {{"written", s.write_behind.written},
-                                {"failed", s.write_behind.failed},
-                                {"dropped", s.write_behind.dropped},
-                                {"queued", s.write_behind.queued}}},
+                    {"writes",
+                     {{"written", s.write_behind.written},
+                      {"failed", s.write_behind.failed},
+                      {"dropped", s.write_behind.dropped},
+                      {"queued", s.write_behind.queued}}},
                     {"timeouts", s.redis.timeouts},
                     {"breaker_opens", s.redis.breaker_opens},
                     {"short_circuited", s.redis.short_circuited},

@@ -1,9 +1,12 @@
 // Test helper: a real redis-server on a free loopback port (bind 127.0.0.1, no persistence, its own temp dir),
 // started in the constructor and stopped in the destructor, with the failures the Redis tier must survive:
 // pause() (SIGSTOP: connections hang), resume() (SIGCONT), kill() (SIGKILL: connections refused) and restart()
-// on the same port. raw() talks RESP directly (hiredis) to plant or inspect values.
+// on the same port. raw() talks RESP directly (hiredis) to plant or inspect values. With RedisServerAuth the
+// server demands a password (requirepass, for the default user) and knows one more ACL user with all rights;
+// raw() then authenticates as the default user.
 //
 //   RedisServer server;                       // REQUIRE(server.ok()) — it waits until the server answers PING
+//   RedisServer locked({.password = "pw", .acl_user = "app", .acl_password = "app-pw"});
 //   RedisOptions opts; opts.port = server.port();
 //   server.pause(); ... server.resume();
 //   server.raw({"SET", "brisk:x", "garbage"});
@@ -41,9 +44,15 @@ inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::millisec
 inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(100);
 #endif
 
+struct RedisServerAuth {
+  std::string password;  // requirepass; empty: none
+  std::string acl_user;  // empty: no extra user
+  std::string acl_password;
+};
+
 class RedisServer {
  public:
-  RedisServer() {
+  explicit RedisServer(RedisServerAuth auth = {}) : auth_(std::move(auth)) {
     for (int attempt = 0; attempt < 5 && pid_ < 0; ++attempt) {
       port_ = free_port();
       if (port_ > 0) start();
@@ -83,14 +92,8 @@ class RedisServer {
   // Runs one command on a fresh connection; nullopt when the server does not answer. Status and string replies
   // come back as their text, integers as decimal text, nil as "(nil)", errors as "ERR:<message>".
   std::optional<std::string> raw(const std::vector<std::string>& args) const {
-    timeval tv{1, 0};
-    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    redisContext* c = connect();
     if (c == nullptr) return std::nullopt;
-    if (c->err != 0) {
-      redisFree(c);
-      return std::nullopt;
-    }
-    redisSetTimeout(c, tv);
     std::vector<const char*> argv;
     std::vector<size_t> lens;
     for (const std::string& a : args) {
@@ -115,12 +118,44 @@ class RedisServer {
     return out;
   }
 
+  // KEYS pattern (fine for a test server's few keys); empty when the server does not answer.
+  std::vector<std::string> keys(const std::string& pattern) const {
+    std::vector<std::string> out;
+    redisContext* c = connect();
+    if (c == nullptr) return out;
+    auto* r = static_cast<redisReply*>(redisCommand(c, "KEYS %b", pattern.data(), pattern.size()));
+    if (r != nullptr && r->type == REDIS_REPLY_ARRAY) {
+      for (size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str, r->element[i]->len);
+    }
+    if (r != nullptr) freeReplyObject(r);
+    redisFree(c);
+    return out;
+  }
+
   bool ping() const {
     auto r = raw({"PING"});
     return r.has_value() && *r == "PONG";
   }
 
  private:
+  // A connection with a 1 s timeout, authenticated as the default user when the server wants a password; null
+  // when the server does not answer.
+  redisContext* connect() const {
+    timeval tv{1, 0};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    if (c == nullptr) return nullptr;
+    if (c->err != 0) {
+      redisFree(c);
+      return nullptr;
+    }
+    redisSetTimeout(c, tv);
+    if (!auth_.password.empty()) {
+      auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", auth_.password.data(), auth_.password.size()));
+      if (a != nullptr) freeReplyObject(a);
+    }
+    return c;
+  }
+
   static int free_port() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
@@ -144,6 +179,10 @@ class RedisServer {
     const std::string log = log_file().string();
     std::vector<std::string> args = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                                      "--appendonly", "no", "--dir", dir, "--logfile", log, "--daemonize", "no"};
+    if (!auth_.password.empty()) args.insert(args.end(), {"--requirepass", auth_.password});
+    if (!auth_.acl_user.empty()) {
+      args.insert(args.end(), {"--user", auth_.acl_user, "on", ">" + auth_.acl_password, "~*", "&*", "+@all"});
+    }
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -186,6 +225,7 @@ class RedisServer {
     kill();
   }
 
+  RedisServerAuth auth_;
   TempDir dir_;
   int port_ = -1;
   pid_t pid_ = -1;

@@ -1,8 +1,9 @@
 // THE FAILURE TEST: several threads run get_or_load / get / put on a key mix through a TieredCache backed by a
 // real redis-server while the server is stalled (SIGSTOP), then killed (SIGKILL), then restarted on the same
-// port. No request may fail, no call may block beyond connect_timeout + command_timeout (plus scheduling slack:
-// a bound on blocking, not a speed target), the circuit breaker must open, and L2 hits must come back once the
-// server is back.
+// port. No request may fail, no call may stay blocked on the stalled or dead server past what the timeout
+// contract promises (connect_timeout + command_timeout, plus generous slack for a shared machine under
+// sanitizers: this checks that calls are bounded at all, not how fast they are; speed belongs in benchmarks),
+// the circuit breaker must open, and L2 hits must come back once the server is back.
 #include <catch2/catch.hpp>
 
 #if defined(BRISK_HAVE_REDIS)
@@ -25,7 +26,6 @@ using brisk::cache::TieredCache;
 using brisk::cache::TieredCacheOptions;
 using brisk::testing::RedisServer;
 using brisk::testing::wait_until;
-using brisk::testing::kBlockingSlack;
 using namespace std::chrono_literals;
 
 namespace {
@@ -93,7 +93,8 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
   auto created = StringCache::create(o);
   REQUIRE(created.ok());
   StringCache& cache = **created;
-  const Duration bound = r.connect_timeout + r.command_timeout + kBlockingSlack;
+  // A call without the timeouts would stay blocked for the whole 1.5 s stall; the slack stays well below it.
+  const Duration bound = r.connect_timeout + r.command_timeout + 900ms;
 
   Load load;
   std::vector<std::thread> threads;
@@ -105,7 +106,7 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
 
   // Healthy: L2 serves the keys L1 cannot hold.
   CHECK(l2_hits_grow(10s));
-  const Duration healthy_worst = load.take_worst();
+  load.take_worst();  // healthy calls are not timed: that would be a speed assertion
 
   // Stalled: connections hang; calls time out, the breaker opens and then short-circuits.
   server.pause();
@@ -124,14 +125,12 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
   // Back: the breaker's probe succeeds, writes land again and L2 hits return.
   REQUIRE(server.restart());
   const bool recovered = l2_hits_grow(15s);
-  const Duration recovery_worst = load.take_worst();
   load.stop = true;
   for (auto& t : threads) t.join();
 
   auto s = cache.stats();
-  INFO("calls " << load.calls << ", worst ms: healthy " << healthy_worst.count() / 1e6 << ", paused "
-                << paused_worst.count() / 1e6 << ", killed " << killed_worst.count() / 1e6 << ", recovery "
-                << recovery_worst.count() / 1e6 << "; l2 hits " << s.l2_hits << " errors " << s.l2_errors
+  INFO("calls " << load.calls << ", worst ms: paused " << paused_worst.count() / 1e6 << ", killed "
+                << killed_worst.count() / 1e6 << "; l2 hits " << s.l2_hits << " errors " << s.l2_errors
                 << " breaker opens " << s.redis.breaker_opens << " short-circuited " << s.redis.short_circuited
                 << " timeouts " << s.redis.timeouts << " reconnects " << s.redis.reconnects);
   CHECK(recovered);
@@ -139,10 +138,8 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
   CHECK(load.calls > 100);
   CHECK(load.failures == 0);
   CHECK(load.wrong == 0);
-  CHECK(healthy_worst < bound);
   CHECK(paused_worst < bound);
   CHECK(killed_worst < bound);
-  CHECK(recovery_worst < bound);
   CHECK(s.l2_errors > 0);
   CHECK(s.redis.reconnects >= 1);
   CHECK(wait_until([&] { return cache.stats().redis.subscribed; }, 5s));

@@ -18,7 +18,6 @@
 
 using brisk::Duration;
 using brisk::StatusOr;
-using brisk::cache::decode_envelope;
 using brisk::cache::encode_envelope;
 using brisk::cache::FloatVectorCodec;
 using brisk::cache::PutOptions;
@@ -78,31 +77,6 @@ StringCache::Loader constant(std::string v, std::atomic<int>* calls = nullptr) {
 }
 
 }  // namespace
-
-TEST_CASE("value envelope round-trips and rejects what it cannot trust", "[cache][tiered]") {
-  const std::vector<std::string> tags = {"a", std::string("b\0c", 3)};
-  const std::string bytes = encode_envelope(7, tags, "payload");
-  auto ok = decode_envelope(bytes, 7);
-  REQUIRE(ok.ok());
-  CHECK(ok->payload == "payload");
-  CHECK(ok->tags == tags);
-  CHECK(decode_envelope(encode_envelope(7, {}, ""), 7).ok());
-
-  CHECK(decode_envelope("hello world", 7).status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK(decode_envelope("", 7).status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK(decode_envelope(bytes, 8).status().code() == absl::StatusCode::kFailedPrecondition);
-  std::string v2 = bytes;
-  v2[4] = 2;
-  CHECK(decode_envelope(v2, 7).status().message().find("version 2") != std::string_view::npos);
-  for (size_t cut : {size_t{5}, size_t{31}, bytes.size() - 1}) {
-    CHECK(decode_envelope(bytes.substr(0, cut), 7).status().code() == absl::StatusCode::kDataLoss);
-  }
-  for (size_t i = 8; i < bytes.size(); ++i) {  // every single-byte corruption past the version is caught
-    std::string bad = bytes;
-    bad[i] ^= 0x20;
-    CHECK_FALSE(decode_envelope(bad, 7).ok());
-  }
-}
 
 TEST_CASE("tiered cache without l2 is an L1 cache", "[cache][tiered]") {
   auto c = make_string_cache(0);
@@ -280,19 +254,22 @@ TEST_CASE("tiered cache treats corrupt, foreign and wrong-version values as coun
   VectorCache& cache = **c;
   const std::vector<float> good = {1.f, 2.f, 3.f};
   const std::string payload = FloatVectorCodec::encode(good);
-  const std::string valid = encode_envelope(FloatVectorCodec::kTypeId, {}, payload);
+  auto planted = [&](std::string_view key) { return stored_key(cache, "t", key); };
+  const std::string valid = encode_envelope(FloatVectorCodec::kTypeId, planted("k2"), {}, payload);
   std::string wrong_version = valid;
   wrong_version[4] = 9;
   std::string corrupted = valid;
   corrupted[valid.size() - 2] ^= 0x01;
+  // Value i is planted at key "k<i>"; the comment says how the cache must count it.
   const std::vector<std::string> bad_values = {
-      "plain text from another program",
-      wrong_version,
-      corrupted,
-      valid.substr(0, valid.size() - 3),                                  // truncated
-      encode_envelope(StringCodec::kTypeId, {}, payload),                // another codec
-      encode_envelope(FloatVectorCodec::kTypeId, {}, payload.substr(1)),  // the codec rejects 11 bytes
-      "",
+      "plain text from another program",                                                 // format
+      wrong_version,                                                                     // format
+      corrupted,                                                                         // corrupt
+      valid.substr(0, valid.size() - 3),                                                 // corrupt: truncated
+      encode_envelope(StringCodec::kTypeId, planted("k4"), {}, payload),                 // format: codec
+      encode_envelope(FloatVectorCodec::kTypeId, planted("k5"), {}, payload.substr(1)),  // corrupt: 11 bytes
+      "",                                                                                // format
+      valid,                                                                             // wrong key: k2's
   };
   for (size_t i = 0; i < bad_values.size(); ++i) {
     const std::string key = absl::StrCat("k", i);
@@ -301,6 +278,10 @@ TEST_CASE("tiered cache treats corrupt, foreign and wrong-version values as coun
   }
   auto s = cache.stats();
   CHECK(s.l2_decode_errors == bad_values.size());
+  CHECK(s.l2_rejected_format == 4);
+  CHECK(s.l2_rejected_corrupt == 3);
+  CHECK(s.l2_rejected_wrong_key == 1);
+  CHECK(s.l2_rejected_unauthenticated == 0);
   CHECK(s.l2_misses == bad_values.size());
   CHECK(s.l2_hits == 0);
   CHECK(cache.l1().size() == 0);
@@ -318,6 +299,48 @@ TEST_CASE("tiered cache treats corrupt, foreign and wrong-version values as coun
   REQUIRE(fresh.ok());
   CHECK((*fresh)->get("t", "k1") == std::optional<std::vector<float>>(good));
   CHECK((*fresh)->stats().l2_decode_errors == 0);
+}
+
+TEST_CASE("tiered cache with a signing key refuses planted unsigned values and values moved between keys",
+          "[cache][tiered][auth]") {
+  RedisServer server;
+  REQUIRE(server.ok());
+  auto signed_options = [&](std::string secret) {
+    TieredCacheOptions<std::string> o = options_for<std::string>(server.port());
+    o.l2->signing_key = std::move(secret);
+    return o;
+  };
+  auto writer = StringCache::create(signed_options("shared-secret"));
+  REQUIRE(writer.ok());
+  (*writer)->put("t", "q1", "answer one");
+  (*writer)->put("t", "q2", "answer two");
+  REQUIRE((*writer)->flush(5s));
+  // An attacker with write access to Redis: copies q1's valid, signed value over q2, and plants an unsigned
+  // value that is a well-formed envelope for q3's key.
+  const std::optional<std::string> q1 = server.raw({"GET", stored_key(**writer, "t", "q1")});
+  REQUIRE(q1.has_value());
+  REQUIRE(server.raw({"SET", stored_key(**writer, "t", "q2"), *q1}) == "OK");
+  const std::string unsigned_value =
+      encode_envelope(StringCodec::kTypeId, stored_key(**writer, "t", "q3"), {}, StringCodec::encode("planted"));
+  REQUIRE(server.raw({"SET", stored_key(**writer, "t", "q3"), unsigned_value}) == "OK");
+
+  auto reader = StringCache::create(signed_options("shared-secret"));
+  REQUIRE(reader.ok());
+  CHECK((*reader)->get("t", "q1") == std::optional<std::string>("answer one"));
+  CHECK_FALSE((*reader)->get("t", "q2").has_value());
+  CHECK_FALSE((*reader)->get("t", "q3").has_value());
+  auto s = (*reader)->stats();
+  CHECK(s.l2_hits == 1);
+  CHECK(s.l2_misses == 2);
+  CHECK(s.l2_rejected_wrong_key == 1);
+  CHECK(s.l2_rejected_unauthenticated == 1);
+  CHECK(s.l2_decode_errors == 2);
+
+  // Another secret: even the genuine value is refused.
+  auto stranger = StringCache::create(signed_options("another-secret"));
+  REQUIRE(stranger.ok());
+  CHECK_FALSE((*stranger)->get("t", "q1").has_value());
+  CHECK((*stranger)->stats().l2_rejected_unauthenticated == 1);
 }
 
 TEST_CASE("tiered cache namespaces keys per model and tenant", "[cache][tiered]") {

@@ -1,10 +1,12 @@
 /* The C API exercised from C99: NULL arguments to every function, bad options, invalid UTF-8, a too-small
- * output buffer, an older (shorter) options struct, and real embeddings from the default model. */
+ * output buffer, an older (shorter) options struct, real embeddings from the default model, and the Redis
+ * security fields against a real redis-server with a password. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "brisk.h"
 #include "check.h"
@@ -215,12 +217,85 @@ static void test_cache(const char* dir) {
   brisk_runtime_destroy(rt);
 }
 
+/* The Redis security fields: their defaults, a struct from before them (its bytes past redis_timeout_ms are
+ * garbage that create must not read), TLS this build lacks, a user without a password, and a real redis-server
+ * with requirepass that refuses a wrong password (skipped when redis-server cannot be started). */
+static void test_redis_security(const char* dir) {
+  const size_t old_size = offsetof(brisk_runtime_options, redis_user);
+  unsigned char buf[sizeof(brisk_runtime_options)];
+  brisk_runtime_options* old = (brisk_runtime_options*)(void*)buf;
+  brisk_runtime_options opts;
+  brisk_runtime* rt = NULL;
+  char cmd[512], json[4096];
+  float out[384];
+  const char* text[1] = {"Is my card blocked?"};
+  const int port = 20000 + (int)(time(NULL) % 20000);
+  int i, up = 0;
+  brisk_runtime_options_init(&opts, sizeof opts);
+  CHECK(opts.redis_user == NULL && opts.redis_password == NULL && opts.redis_signing_key == NULL &&
+        opts.redis_tls == 0);
+  opts.model_dir = dir;
+  opts.num_threads = 2;
+  opts.redis_host = "127.0.0.1";
+  opts.redis_port = 1; /* nothing listens there: the tier fails soft, create still works */
+  opts.redis_tls = 1;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_UNIMPLEMENTED, "tls"));
+  opts.redis_tls = 2;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_tls"));
+  opts.redis_tls = 0;
+  opts.redis_user = "app";
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_user"));
+  opts.redis_user = NULL;
+
+  memset(buf, 0xAB, sizeof buf);
+  CHECK(brisk_runtime_options_init(old, old_size) == BRISK_OK);
+  old->model_dir = dir;
+  old->num_threads = 2;
+  old->redis_host = "127.0.0.1";
+  old->redis_port = 1;
+  CHECK(brisk_runtime_create(old, &rt) == BRISK_OK);
+  brisk_runtime_destroy(rt);
+  rt = NULL;
+
+  /* timeout: a crashed test leaves no server behind for long. */
+  snprintf(cmd, sizeof cmd,
+           "timeout 120 redis-server --port %d --bind 127.0.0.1 --requirepass c-secret --save '' "
+           "--appendonly no >/dev/null 2>&1 &",
+           port);
+  if (system(cmd) == 0) {
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d -a c-secret --no-auth-warning ping 2>/dev/null | grep -q PONG", port);
+    for (i = 0; i < 500 && !up; ++i) up = system(cmd) == 0;
+  }
+  if (!up) {
+    printf("test_redis_security: skipped the live part (redis-server did not start on port %d)\n", port);
+    return;
+  }
+  opts.redis_port = port;
+  opts.redis_timeout_ms = 500;
+  opts.redis_password = "wrong";
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_PERMISSION_DENIED, "password"));
+  CHECK(rt == NULL);
+  opts.redis_password = "c-secret";
+  opts.redis_signing_key = "shared-secret";
+  CHECK(brisk_runtime_create(&opts, &rt) == BRISK_OK);
+  if (rt != NULL) {
+    CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+    CHECK(brisk_cache_stats_json(rt, json, sizeof json, NULL) == BRISK_OK);
+    CHECK(strstr(json, "\"auth_failures\":0") != NULL);
+    CHECK(strstr(json, "\"rejected\":{") != NULL);
+    brisk_runtime_destroy(rt);
+  }
+  snprintf(cmd, sizeof cmd, "redis-cli -p %d -a c-secret --no-auth-warning shutdown nosave >/dev/null 2>&1", port);
+  CHECK(system(cmd) >= 0);
+}
+
 int main(void) {
   test_null_arguments();
   test_bad_options();
   test_options_past_their_bounds();
   test_embed();
   test_cache(brisk_default_model_dir());
+  test_redis_security(brisk_default_model_dir());
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -24,16 +24,22 @@ namespace {
 using brisk::testing::embed_one;
 using namespace std::chrono_literals;
 
-std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) {
+brisk::RuntimeOptions options_with_redis(int redis_port) {
   brisk::RuntimeOptions opts = brisk::testing::runtime_options();
   brisk::cache::RedisOptions& redis = opts.cache.redis.emplace();
   redis.port = redis_port;
   redis.command_timeout = 50ms;
   redis.breaker.open_duration = 100ms;
+  return opts;
+}
+
+std::unique_ptr<brisk::Runtime> make_runtime(const brisk::RuntimeOptions& opts) {
   auto rt = brisk::Runtime::create(opts);
   REQUIRE(rt.ok());
   return std::move(*rt);
 }
+
+std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) { return make_runtime(options_with_redis(redis_port)); }
 
 nlohmann::json cache_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json()); }
 
@@ -100,6 +106,57 @@ TEST_CASE("a runtime keeps answering while Redis is killed and uses it again onc
     embed_one(*rt, "a question after the restart " + std::to_string(std::rand()));
     return server.raw({"DBSIZE"}).value_or("0") != "0";
   }));
+}
+
+TEST_CASE("runtimes authenticate to Redis, sign their results and refuse results moved between keys",
+          "[runtime][cache][redis][auth]") {
+  brisk::testing::RedisServer server({.password = "default-secret", .acl_user = "app", .acl_password = "app-pw"});
+  REQUIRE(server.ok());
+  brisk::RuntimeOptions opts = options_with_redis(server.port());
+  opts.cache.redis->user = "app";
+  opts.cache.redis->password = "app-pw";
+  opts.cache.redis->signing_key = "shared-secret";
+  auto a = make_runtime(opts);
+  const std::vector<float> card = embed_one(*a, "How do I dispute a card payment?");
+  const std::vector<float> hours = embed_one(*a, "When are you open?");
+  REQUIRE(brisk::testing::wait_until([&] { return cache_stats(*a)["redis"]["writes"]["written"] == 2; }));
+  CHECK(cache_stats(*a)["redis"]["auth_failures"] == 0);
+
+  // An attacker who can write to Redis swaps the two results (item: values rotated between keys).
+  std::vector<std::string> keys = server.keys("brisk:*");
+  REQUIRE(keys.size() == 2);
+  const std::optional<std::string> first = server.raw({"GET", keys[0]});
+  const std::optional<std::string> second = server.raw({"GET", keys[1]});
+  REQUIRE((first.has_value() && second.has_value()));
+  REQUIRE(server.raw({"SET", keys[0], *second}) == "OK");
+  REQUIRE(server.raw({"SET", keys[1], *first}) == "OK");
+
+  auto b = make_runtime(opts);
+  const uint64_t passes = b->forward_passes();
+  CHECK(embed_one(*b, "How do I dispute a card payment?") == card);  // computed, not the planted answer
+  CHECK(embed_one(*b, "When are you open?") == hours);
+  CHECK(b->forward_passes() == passes + 2);
+  const nlohmann::json stats = cache_stats(*b);
+  CHECK(stats["redis"]["hits"] == 0);
+  CHECK(stats["redis"]["rejected"]["wrong_key"] == 2);
+  CHECK(stats["redis"]["decode_errors"] == 2);
+  const std::string prometheus = b->metrics_prometheus();
+  CHECK(prometheus.find("brisk_cache_l2_rejected_total{model=") != std::string::npos);
+  CHECK(prometheus.find("reason=\"wrong_key\"} 2") != std::string::npos);
+  CHECK(prometheus.find("reason=\"unauthenticated\"} 0") != std::string::npos);
+
+  // Wrong credentials fail create() with PERMISSION_DENIED; TLS with UNIMPLEMENTED (no hiredis_ssl).
+  brisk::RuntimeOptions wrong = opts;
+  wrong.cache.redis->password = "guess";
+  auto refused = brisk::Runtime::create(wrong);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kPermissionDenied);
+  CHECK(std::string(refused.status().message()).find("RedisOptions.user \"app\"") != std::string::npos);
+  brisk::RuntimeOptions tls = opts;
+  tls.cache.redis->tls = true;
+  auto no_tls = brisk::Runtime::create(tls);
+  REQUIRE_FALSE(no_tls.ok());
+  CHECK(no_tls.status().code() == absl::StatusCode::kUnimplemented);
 }
 
 #endif  // BRISK_HAVE_REDIS

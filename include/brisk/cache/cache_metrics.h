@@ -27,8 +27,9 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 BRISK_API void write_prometheus(metrics::PrometheusWriter& w, const CacheStats& s, const std::string& prefix,
                                 const MetricLabels& labels);
 // The L1 as above plus <prefix>_l2_requests_total{result=hit|miss}, _l2_errors_total, _l2_decode_errors_total,
-// _l2_backfills_total,
-// _l2_remote_invalidations_total, _l2_writes_total{result=written|failed|dropped}, _l2_breaker_open (0/1).
+// _l2_rejected_total{reason=format|corrupt|unauthenticated|wrong_key}, _l2_auth_failures_total,
+// _l2_backfills_total, _l2_remote_invalidations_total, _l2_writes_total{result=written|failed|dropped},
+// _l2_breaker_open (0/1).
 BRISK_API void write_prometheus(metrics::PrometheusWriter& w, const TieredCacheStats& s, const std::string& prefix,
                                 const MetricLabels& labels);
 

@@ -18,6 +18,13 @@
 // that expired until the set itself expires or the tag is invalidated, so it grows with the number of distinct
 // keys written under the tag (bounded by the key space).
 //
+// Authentication: with `password` set every connection (the pool's and the subscriber's) sends AUTH before its
+// first command: "AUTH <user> <password>" for an ACL user, "AUTH <password>" (the default user, requirepass)
+// without one. A refused AUTH, or a server that demands one, fails the call with PERMISSION_DENIED naming the
+// options, counted in RedisStats::auth_failures. TLS (`tls`) needs hiredis_ssl, which Debian's hiredis 0.14
+// lacks: create() then returns UNIMPLEMENTED instead of talking plaintext. `signing_key` is not used by the
+// tier itself: TieredCache signs and checks its values with it (value_envelope.h).
+//
 // Built without hiredis (BRISK_HAVE_REDIS undefined in the library), create() returns UNIMPLEMENTED.
 //
 // Thread safety: a RedisTier may be shared; every member may be called from any thread at once. Calls use a
@@ -60,6 +67,10 @@ struct BRISK_API RedisOptions {
   // to drop everything (Invalidation::keys_complete = false).
   int max_keys_per_message = 10000;
   std::shared_ptr<Clock> clock;                                   // the breaker's clock; null: SteadyClock
+  std::string user;         // ACL user for AUTH; empty: the default user (requires password)
+  std::string password;     // empty: no AUTH
+  bool tls = false;         // true: UNIMPLEMENTED (this build's hiredis has no TLS)
+  std::string signing_key;  // shared secret; non-empty: TieredCache signs its values and refuses unsigned ones
   Status validate() const;                                        // names the bad field
 };
 
@@ -87,6 +98,7 @@ struct RedisStats {
   uint64_t reconnects = 0;       // connections re-established after an error dropped one
   uint64_t messages_received = 0;  // invalidation messages delivered to the subscriber callback
   uint64_t messages_ignored = 0;   // own messages and malformed ones
+  uint64_t auth_failures = 0;      // connections whose AUTH was refused, and calls refused with NOAUTH
   bool subscribed = false;         // the subscriber holds a live subscription now
   CircuitBreaker::State breaker_state = CircuitBreaker::State::kClosed;
 };
@@ -122,8 +134,9 @@ class BRISK_API RedisTier {
 
   // Starts the subscriber thread (its own connection; reconnects with backoff; after a reconnect it delivers a
   // kAll, since messages may have been lost). Own messages are not delivered. Waits at most connect_timeout +
-  // command_timeout for the first subscription, and succeeds whether or not the server is up.
-  // FAILED_PRECONDITION when called twice.
+  // command_timeout for the first subscription, and succeeds whether or not the server is up; but when the
+  // server is up and refuses the credentials (RedisOptions.user/password) it stops and returns
+  // PERMISSION_DENIED. FAILED_PRECONDITION when called twice.
   Status subscribe(std::function<void(const Invalidation&)> callback);
 
   RedisStats stats() const;

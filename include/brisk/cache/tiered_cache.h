@@ -21,14 +21,19 @@
 // invalidate() and invalidate_tag() do talk to Redis on the caller's thread (they must not be lost silently):
 // each waits at most for one queued write of the key in progress plus its own call, i.e. twice the bound, and
 // reports a Redis failure in InvalidationResult::l2_status (the Redis copies then live until their TTL).
-// A library built without hiredis fails create() with UNIMPLEMENTED when l2 is set.
+// A library built without hiredis fails create() with UNIMPLEMENTED when l2 is set; so does RedisOptions::tls
+// with a hiredis without TLS. A Redis server that is up but refuses the credentials (RedisOptions::user and
+// password) fails create() with PERMISSION_DENIED: unlike an outage, that will not mend itself.
 //
 // Keys: the L1 key is "<tenant>:<key>" and the Redis key "<key_prefix>:<model>:<tenant>:<key>", each component
 // escaped ('%' → "%25", ':' → "%3A") so that no tenant, model or key can reach into another's namespace.
 // Values in Redis are wrapped in a versioned, checksummed envelope (value_envelope.h) that also carries the
-// entry's tags: a foreign, old-format, other-codec or corrupt value is a miss (l2_decode_errors), never a crash
-// or a wrong value; it is not deleted (a newer version of this program may have written it) and is replaced by
-// the next write of the key.
+// full Redis key it was written for and the entry's tags, and, with RedisOptions::signing_key, an HMAC-SHA256
+// by that shared key. A foreign, old-format, other-codec or corrupt value, one copied from another key, and
+// (with a signing key) an unsigned or wrongly signed one is a miss, counted by reason (l2_rejected_*), never a
+// crash or a wrong value; it is not deleted (a newer version of this program may have written it) and is
+// replaced by the next write of the key. Without a signing key anyone who can write to Redis can plant values;
+// set one wherever the Redis server is shared with less trusted writers.
 //
 // Tags are global: invalidate_tag(t) removes t's entries of every model and tenant that shares the key_prefix.
 // An L2 hit backfills L1 with the envelope's tags (get()) or the caller's tags (get_or_load()); remote tag
@@ -128,7 +133,11 @@ struct TieredCacheStats {
   uint64_t l2_hits = 0;
   uint64_t l2_misses = 0;         // lookups that found no usable value (absent, errors and decode errors)
   uint64_t l2_errors = 0;         // Redis calls that failed (lookups, invalidations); writes: write_behind.failed
-  uint64_t l2_decode_errors = 0;  // values rejected by the envelope or the codec
+  uint64_t l2_decode_errors = 0;  // values rejected by the envelope or the codec: the sum of the four below
+  uint64_t l2_rejected_format = 0;           // not a brisk envelope, another format version or codec
+  uint64_t l2_rejected_corrupt = 0;          // truncated, checksum mismatch, or refused by the codec
+  uint64_t l2_rejected_unauthenticated = 0;  // with a signing key: unsigned, or the HMAC does not match
+  uint64_t l2_rejected_wrong_key = 0;        // written for another Redis key (copied or moved between keys)
   uint64_t backfills = 0;         // L2 hits copied into L1
   uint64_t remote_invalidations = 0;  // invalidation messages from other instances applied to L1
   WriteBehindStats write_behind;
@@ -254,7 +263,13 @@ class TieredCache {
     s.l2_hits = l2_hits_.load(std::memory_order_relaxed);
     s.l2_misses = l2_misses_.load(std::memory_order_relaxed);
     s.l2_errors = l2_errors_.load(std::memory_order_relaxed);
-    s.l2_decode_errors = l2_decode_errors_.load(std::memory_order_relaxed);
+    s.l2_rejected_format = rejected_[static_cast<int>(EnvelopeRejection::kFormat)].load(std::memory_order_relaxed);
+    s.l2_rejected_corrupt = rejected_[static_cast<int>(EnvelopeRejection::kCorrupt)].load(std::memory_order_relaxed);
+    s.l2_rejected_unauthenticated =
+        rejected_[static_cast<int>(EnvelopeRejection::kUnauthenticated)].load(std::memory_order_relaxed);
+    s.l2_rejected_wrong_key = rejected_[static_cast<int>(EnvelopeRejection::kWrongKey)].load(std::memory_order_relaxed);
+    s.l2_decode_errors =
+        s.l2_rejected_format + s.l2_rejected_corrupt + s.l2_rejected_unauthenticated + s.l2_rejected_wrong_key;
     s.backfills = backfills_.load(std::memory_order_relaxed);
     s.remote_invalidations = remote_invalidations_.load(std::memory_order_relaxed);
     if (writer_) s.write_behind = writer_->stats();
@@ -303,6 +318,11 @@ class TieredCache {
     return out;
   }
   std::string redis_key(const std::string& l1key) const { return model_prefix_ + l1key; }
+  // The key as Redis stores it, which the envelope binds the value to (a copy under another key is refused).
+  std::string full_redis_key(const std::string& l1key) const {
+    return absl::StrCat(options_.l2->key_prefix, ":", model_prefix_, l1key);
+  }
+  std::string_view signing_key() const { return options_.l2->signing_key; }
 
   // A Redis lookup; every failure is a miss, counted.
   std::optional<L2Hit> l2_lookup(const std::string& l1key) {
@@ -316,10 +336,13 @@ class TieredCache {
       l2_misses_.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
     }
-    StatusOr<DecodedEnvelope> env = decode_envelope((*got)->bytes, Codec::kTypeId);
+    const std::string rk = full_redis_key(l1key);
+    StatusOr<DecodedEnvelope> env = decode_envelope((*got)->bytes, Codec::kTypeId, rk, signing_key());
     StatusOr<V> value = env.ok() ? Codec::decode(env->payload) : StatusOr<V>(env.status());
     if (!value.ok()) {
-      l2_decode_errors_.fetch_add(1, std::memory_order_relaxed);
+      // A codec's refusal is corruption whatever code it chose.
+      const EnvelopeRejection why = env.ok() ? EnvelopeRejection::kCorrupt : envelope_rejection(env.status());
+      rejected_[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
       l2_misses_.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
     }
@@ -336,8 +359,10 @@ class TieredCache {
 
   void write_l2(const std::string& l1key, const V& value, const PutOptions& options) {
     const Duration ttl = options.ttl > Duration::zero() ? options.ttl : options_.default_ttl;
-    writer_->enqueue(redis_key(l1key), encode_envelope(Codec::kTypeId, options.tags, Codec::encode(value)), ttl,
-                     options.tags);
+    writer_->enqueue(
+        redis_key(l1key),
+        encode_envelope(Codec::kTypeId, full_redis_key(l1key), options.tags, Codec::encode(value), signing_key()), ttl,
+        options.tags);
   }
 
   // On the subscriber thread: another instance invalidated something.
@@ -368,7 +393,8 @@ class TieredCache {
   std::unique_ptr<Cache<std::string, V>> l1_;
   std::unique_ptr<RedisTier> redis_;
   std::unique_ptr<RedisWriteBehind> writer_;
-  std::atomic<uint64_t> l2_hits_{0}, l2_misses_{0}, l2_errors_{0}, l2_decode_errors_{0}, backfills_{0};
+  std::atomic<uint64_t> l2_hits_{0}, l2_misses_{0}, l2_errors_{0}, backfills_{0};
+  std::atomic<uint64_t> rejected_[4] = {};  // by EnvelopeRejection
   std::atomic<uint64_t> remote_invalidations_{0};
 };
 
