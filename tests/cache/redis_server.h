@@ -36,13 +36,11 @@
 
 namespace brisk::testing {
 
-// Slack on top of connect_timeout + command_timeout for a bound on blocking (not a speed target): scheduling on
-// a shared 2-core machine, more under sanitizers.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(250);
-#else
-inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::milliseconds(100);
-#endif
+// Slack on top of connect_timeout + command_timeout for a bound on blocking. The timeout contract promises that
+// a call on a stalled or dead server returns; it does not promise how fast, so the slack is generous (a shared
+// 2-core machine under sanitizers) and only tells a bounded call from one that stays blocked (the tests stall
+// their servers for longer than this). Speed belongs in benchmarks.
+inline constexpr std::chrono::nanoseconds kBlockingSlack = std::chrono::seconds(1);
 
 struct RedisServerAuth {
   std::string password;  // requirepass; empty: none

@@ -24,6 +24,7 @@ using brisk::cache::RedisOptions;
 using brisk::cache::StringCodec;
 using brisk::cache::TieredCache;
 using brisk::cache::TieredCacheOptions;
+using brisk::testing::kBlockingSlack;
 using brisk::testing::RedisServer;
 using brisk::testing::wait_until;
 using namespace std::chrono_literals;
@@ -93,8 +94,8 @@ TEST_CASE("tiered cache survives a stalled, killed and restarted Redis under loa
   auto created = StringCache::create(o);
   REQUIRE(created.ok());
   StringCache& cache = **created;
-  // A call without the timeouts would stay blocked for the whole 1.5 s stall; the slack stays well below it.
-  const Duration bound = r.connect_timeout + r.command_timeout + 900ms;
+  // A call without the timeouts would stay blocked for the whole stall, which lasts longer than this bound.
+  const Duration bound = r.connect_timeout + r.command_timeout + kBlockingSlack;
 
   Load load;
   std::vector<std::thread> threads;

@@ -124,7 +124,6 @@ TEST_CASE("tiered cache options are validated, naming the field", "[cache][tiere
 
 #if defined(BRISK_HAVE_REDIS)
 
-using brisk::testing::kBlockingSlack;
 using brisk::testing::RedisServer;
 
 TEST_CASE("tiered cache L2 hit backfills L1 with TTL and tags", "[cache][tiered]") {

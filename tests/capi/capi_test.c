@@ -229,8 +229,7 @@ static void test_redis_security(const char* dir) {
   char cmd[512], json[4096];
   float out[384];
   const char* text[1] = {"Is my card blocked?"};
-  const int port = 20000 + (int)(time(NULL) % 20000);
-  int i, up = 0;
+  int port = 0, i, up = 0;
   brisk_runtime_options_init(&opts, sizeof opts);
   CHECK(opts.redis_user == NULL && opts.redis_password == NULL && opts.redis_signing_key == NULL &&
         opts.redis_tls == 0);
@@ -257,13 +256,23 @@ static void test_redis_security(const char* dir) {
   brisk_runtime_destroy(rt);
   rt = NULL;
 
+  /* A port where nothing listens, so that the test never talks to (or shuts down) another test's server. */
+  for (i = 0; i < 20 && port == 0; ++i) {
+    const int candidate = 20000 + (int)((time(NULL) + 997 * i) % 20000);
+    snprintf(cmd, sizeof cmd, "timeout 2 redis-cli -p %d ping 2>&1 | grep -q 'Could not connect'", candidate);
+    if (system(cmd) == 0) port = candidate;
+  }
   /* timeout: a crashed test leaves no server behind for long. */
   snprintf(cmd, sizeof cmd,
            "timeout 120 redis-server --port %d --bind 127.0.0.1 --requirepass c-secret --save '' "
            "--appendonly no >/dev/null 2>&1 &",
            port);
-  if (system(cmd) == 0) {
-    snprintf(cmd, sizeof cmd, "redis-cli -p %d -a c-secret --no-auth-warning ping 2>/dev/null | grep -q PONG", port);
+  if (port != 0 && system(cmd) == 0) {
+    /* Ours: it wants a password, and c-secret is the one. */
+    snprintf(cmd, sizeof cmd,
+             "redis-cli -p %d -a c-secret --no-auth-warning ping 2>/dev/null | grep -q PONG && "
+             "redis-cli -p %d ping 2>&1 | grep -q NOAUTH",
+             port, port);
     for (i = 0; i < 500 && !up; ++i) up = system(cmd) == 0;
   }
   if (!up) {
