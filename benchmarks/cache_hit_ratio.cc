@@ -42,7 +42,7 @@ using brisk::cache::EvictionPolicy;
 
 // absl::Hash is salted per process; a fixed hash makes a run reproducible from its seed alone.
 struct FixedHash {
-  size_t operator()(uint64_t k) const { return brisk::cache::detail::spread_hash(k ^ 0x2545F4914F6CDD1DULL); }
+  size_t operator()(uint64_t k) const { return brisk::cache::internal::spread_hash(k ^ 0x2545F4914F6CDD1DULL); }
 };
 using SimCache = brisk::cache::Cache<uint64_t, uint32_t, FixedHash>;
 

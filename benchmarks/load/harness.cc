@@ -37,7 +37,7 @@ StatusOr<std::unique_ptr<Model>> load_model(const std::string& dir, int threads)
   model->threads = threads;
   BRISK_ASSIGN_OR_RETURN(model->config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  model->pooling = pooling.mode == PoolingMode::kCls ? PoolingMode::kCls : PoolingMode::kMean;
+  model->pooling = pooling.mode;
   const int64_t model_max = model->config.max_position_embeddings;
   model->max_seq_len = static_cast<int>(pooling.max_seq_length > 0 ? std::min(pooling.max_seq_length, model_max)
                                                                    : model_max);
@@ -71,7 +71,7 @@ batch::BatchFunctions<Request, Result> make_functions(const Model& model, Backen
     std::vector<float> embeddings(in.size() * hidden);
     BRISK_RETURN_IF_ERROR(model.encoder->embed(packed, model.pooling, /*normalize=*/true, embeddings.data()));
     for (size_t i = 0; i < in.size(); ++i) out[i] = embeddings[i * hidden];
-    return ok_status();
+    return absl::OkStatus();
   };
   return fns;
 }

@@ -21,8 +21,8 @@
 
 namespace brisk::load {
 
-using batch::Duration;
-using batch::TimePoint;
+using brisk::Duration;
+using brisk::TimePoint;
 using SteadyTime = std::chrono::steady_clock;
 
 inline double to_ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -32,7 +32,7 @@ struct Model {
   BertConfig config;
   std::unique_ptr<WordPieceTokenizer> tokenizer;
   std::unique_ptr<BertEncoder> encoder;
-  PoolingMode pooling = PoolingMode::kMean;
+  Pooling pooling = Pooling::kMean;
   int max_seq_len = 128;
   int threads = 2;
 };

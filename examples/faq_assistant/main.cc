@@ -443,7 +443,7 @@ Status run(const Options& opt) {
   if (opt.clients > 0) print_batching_report(*rt);
   print_cache_report(*rt, cache.get());
   if (opt.metrics) fmt::print("\n{}", rt->metrics_prometheus());
-  return brisk::ok_status();
+  return absl::OkStatus();
 }
 
 }  // namespace

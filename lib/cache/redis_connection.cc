@@ -86,7 +86,7 @@ Status Connection::send_all(const std::string& bytes, RealClock::time_point dead
     }
     off += static_cast<size_t>(n);
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 Status Connection::execute(std::span<const Command> commands, RealClock::time_point deadline,
@@ -133,7 +133,7 @@ Status Connection::execute(std::span<const Command> commands, RealClock::time_po
       return absl::UnavailableError(absl::StrCat("read failed: ", context_->errstr));
     }
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 Status Connection::read_available(std::vector<Reply>* replies, Failure* failure) {
@@ -153,7 +153,7 @@ Status Connection::take_buffered(std::vector<Reply>* replies, Failure* failure) 
       *failure = Failure::kProtocol;
       return absl::InternalError(absl::StrCat("bad reply: ", context_->errstr));
     }
-    if (raw == nullptr) return ok_status();
+    if (raw == nullptr) return absl::OkStatus();
     replies->emplace_back(static_cast<redisReply*>(raw));
   }
 }

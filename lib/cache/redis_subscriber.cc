@@ -147,7 +147,7 @@ void RedisTier::Impl::subscriber_loop() {
     }
     subscribed.store(true, std::memory_order_release);  // after the kAll: "subscribed" means caught up
     ever = true;
-    attempt_done(ok_status());
+    attempt_done(absl::OkStatus());
     replies.clear();
     Status s = conn->take_buffered(&replies, &failure);  // messages that came in with the ack
     for (const Reply& r : replies) deliver(r);
@@ -168,7 +168,7 @@ void RedisTier::Impl::subscriber_loop() {
     subscribed.store(false, std::memory_order_release);
     if (!s.ok()) gap = true;  // the connection broke; loop to reconnect
   }
-  attempt_done(ok_status());
+  attempt_done(absl::OkStatus());
 }
 
 #endif  // BRISK_HAVE_REDIS

@@ -49,7 +49,7 @@ Status RedisOptions::validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("RedisOptions.max_keys_per_message is ", max_keys_per_message, "; expected >= 0"));
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
                                               ": server replied with an error: ", std::string(r->str, r->len)));
     }
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 std::string RedisTier::Impl::value_key(std::string_view key) const {

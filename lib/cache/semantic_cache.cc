@@ -144,13 +144,13 @@ Status SemanticCache::Impl::insert_until(std::string_view tenant_name, std::stri
 
   std::unique_lock lock(t->mu);
   if (!t->index) {
-    detail::HnswParams p;
+    internal::HnswParams p;
     p.dim = options.dim;
     p.M = static_cast<size_t>(options.M);
     p.ef_construction = static_cast<size_t>(options.ef_construction);
     p.ef_search = static_cast<size_t>(std::max(options.ef_search, options.candidates));
     p.max_elements = options.max_entries;
-    BRISK_ASSIGN_OR_RETURN(t->index, detail::HnswIndex::create(p));
+    BRISK_ASSIGN_OR_RETURN(t->index, internal::HnswIndex::create(p));
   }
 
   uint32_t label;

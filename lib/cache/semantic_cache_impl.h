@@ -38,7 +38,7 @@ struct SemanticSlot {
 struct SemanticTenant {
   std::string name;
   mutable std::shared_mutex mu;
-  std::unique_ptr<detail::HnswIndex> index;
+  std::unique_ptr<internal::HnswIndex> index;
   std::deque<SemanticSlot> slots;  // a deque: slots never move (atomics inside)
   std::vector<uint32_t> free_labels;  // removed entries' labels, reused first
   absl::flat_hash_map<std::string, uint32_t> by_key;

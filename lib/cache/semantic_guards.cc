@@ -20,8 +20,8 @@ SemanticGuard::~SemanticGuard() = default;
 
 namespace {
 
-using detail::QuestionText;
-using detail::Word;
+using internal::QuestionText;
+using internal::Word;
 
 bool in(std::string_view w, std::initializer_list<std::string_view> list) {
   return std::find(list.begin(), list.end(), w) != list.end();
@@ -108,7 +108,7 @@ struct PolarityGuard::Lexicon {
   absl::flat_hash_map<std::string, std::pair<std::string, int>> antonyms;
 
   void add(std::string_view positive_canonical, std::string_view word, int sign) {
-    antonyms.try_emplace(detail::stem(word), detail::stem(positive_canonical), sign);
+    antonyms.try_emplace(internal::stem(word), internal::stem(positive_canonical), sign);
   }
 
   // The polarity-bearing core of a word: antonym lists first, then the un-/dis-/non- prefixes (recursively,
@@ -119,7 +119,7 @@ struct PolarityGuard::Lexicon {
       for (std::string_view prefix : {"non-", "non", "dis", "un"}) {
         if (lower.size() >= prefix.size() + 3 && std::string_view(lower).substr(0, prefix.size()) == prefix) {
           std::string rest = lower.substr(prefix.size());
-          auto [canon, sign] = canonical(rest, detail::stem(rest), depth + 1);
+          auto [canon, sign] = canonical(rest, internal::stem(rest), depth + 1);
           return {canon, -sign};
         }
       }
@@ -176,7 +176,7 @@ absl::flat_hash_map<std::string, int> polarity_signs(const QuestionText& text, c
 }  // namespace
 
 bool PolarityGuard::accept(std::string_view query, std::string_view cached) const {
-  QuestionText q = detail::analyze(query), c = detail::analyze(cached);
+  QuestionText q = internal::analyze(query), c = internal::analyze(cached);
   auto sq = polarity_signs(q, *lexicon_), sc = polarity_signs(c, *lexicon_);
   for (const auto& [canon, bits] : sq) {
     auto it = sc.find(canon);
@@ -287,7 +287,7 @@ absl::flat_hash_set<std::string> numbers_of(const QuestionText& text) {
 }  // namespace
 
 bool NumberGuard::accept(std::string_view query, std::string_view cached) const {
-  return numbers_of(detail::analyze(query)) == numbers_of(detail::analyze(cached));
+  return numbers_of(internal::analyze(query)) == numbers_of(internal::analyze(cached));
 }
 
 // ---------------------------------------------------------------------------------------------- entities
@@ -369,8 +369,8 @@ bool has_unmatched(const std::vector<std::string>& mine, const Entities& other) 
 EntityGuard::EntityGuard(std::function<bool(std::string_view)> known_word) : known_word_(std::move(known_word)) {}
 
 bool EntityGuard::accept(std::string_view query, std::string_view cached) const {
-  Entities q = entities_of(detail::analyze(query), known_word_);
-  Entities c = entities_of(detail::analyze(cached), known_word_);
+  Entities q = entities_of(internal::analyze(query), known_word_);
+  Entities c = entities_of(internal::analyze(cached), known_word_);
   // (a) the cached answer is about something the query does not name.
   if (has_unmatched(c.strong, q)) return false;
   // (b) each names something the other does not: a substitution.

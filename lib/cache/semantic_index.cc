@@ -32,11 +32,11 @@
 #include <x86intrin.h>
 #endif
 
-namespace brisk::cache::detail {
+namespace brisk::cache::internal {
 // hnswlib 0.6 copies empty neighbour lists with memcpy(vector.data() == nullptr, src, 0), undefined behaviour
 // that UBSan (nonnull-attribute) aborts on; route its memcpy calls through a size check.
 inline void* hnsw_memcpy(void* dst, const void* src, size_t n) { return n == 0 ? dst : memcpy(dst, src, n); }
-}  // namespace brisk::cache::detail
+}  // namespace brisk::cache::internal
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wall"
@@ -44,12 +44,12 @@ inline void* hnsw_memcpy(void* dst, const void* src, size_t n) { return n == 0 ?
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-function"
-#define memcpy ::brisk::cache::detail::hnsw_memcpy
+#define memcpy ::brisk::cache::internal::hnsw_memcpy
 #include <hnswlib/hnswlib.h>
 #undef memcpy
 #pragma GCC diagnostic pop
 
-namespace brisk::cache::detail {
+namespace brisk::cache::internal {
 
 namespace {
 
@@ -200,4 +200,4 @@ std::vector<std::pair<float, uint32_t>> HnswIndex::search(const float* query, si
   return out;
 }
 
-}  // namespace brisk::cache::detail
+}  // namespace brisk::cache::internal

@@ -14,7 +14,7 @@
 
 #include "brisk/core/status.h"
 
-namespace brisk::cache::detail {
+namespace brisk::cache::internal {
 
 struct HnswParams {
   size_t dim = 0;
@@ -45,4 +45,4 @@ class HnswIndex {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace brisk::cache::detail
+}  // namespace brisk::cache::internal

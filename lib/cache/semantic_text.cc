@@ -103,7 +103,7 @@ std::string question_key(std::string_view normalized) {
   return key;
 }
 
-namespace detail {
+namespace internal {
 
 namespace {
 
@@ -263,5 +263,5 @@ QuestionText analyze(std::string_view text) {
   return out;
 }
 
-}  // namespace detail
+}  // namespace internal
 }  // namespace brisk::cache

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace brisk::cache::detail {
+namespace brisk::cache::internal {
 
 struct Word {
   std::string lower;            // lower-cased per code point (UTF-8)
@@ -32,4 +32,4 @@ QuestionText analyze(std::string_view text);
 // each only when at least three letters remain.
 std::string stem(std::string_view lower);
 
-}  // namespace brisk::cache::detail
+}  // namespace brisk::cache::internal

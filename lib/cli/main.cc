@@ -49,14 +49,6 @@ int report_error(const Status& status) {
   return kExitError;
 }
 
-std::string_view pooling_name(brisk::Pooling p) {
-  switch (p) {
-    case brisk::Pooling::kMean: return "mean";
-    case brisk::Pooling::kCls: return "cls";
-    case brisk::Pooling::kModelDefault: return "model-default";
-  }
-  return "unknown";
-}
 
 // Options shared by every subcommand that loads a model.
 struct ModelFlags {
@@ -112,7 +104,7 @@ void print_embedding_line(std::string_view text, std::span<const float> row, std
 }
 
 Status embed_and_print(const brisk::Runtime& rt, const std::vector<std::string>& texts, std::string& buf) {
-  if (texts.empty()) return brisk::ok_status();
+  if (texts.empty()) return absl::OkStatus();
   std::vector<std::string_view> views(texts.begin(), texts.end());
   BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, rt.embed(views));
   const size_t dim = static_cast<size_t>(rt.embedding_dim());
@@ -124,7 +116,7 @@ Status embed_and_print(const brisk::Runtime& rt, const std::vector<std::string>&
     print_embedding_line(texts[i], std::span<const float>(emb).subspan(i * dim, dim), buf);
   }
   std::fflush(stdout);
-  return brisk::ok_status();
+  return absl::OkStatus();
 }
 
 int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {

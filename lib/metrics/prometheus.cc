@@ -338,7 +338,7 @@ void PrometheusWriter::clear() {
   family_index_.clear();
   series_owner_.clear();
   written_.clear();
-  status_ = ok_status();
+  status_ = absl::OkStatus();
 }
 
 }  // namespace brisk::metrics

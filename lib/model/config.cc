@@ -101,11 +101,12 @@ std::string_view activation_name(Activation act) {
   return "?";
 }
 
-std::string_view pooling_mode_name(PoolingMode mode) {
-  switch (mode) {
-    case PoolingMode::kMean: return "mean";
-    case PoolingMode::kCls: return "cls";
-    case PoolingMode::kMax: return "max";
+std::string_view pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kModelDefault: return "model-default";
+    case Pooling::kMean: return "mean";
+    case Pooling::kCls: return "cls";
+    case Pooling::kMax: return "max";
   }
   return "?";
 }
@@ -212,7 +213,7 @@ Status BertConfig::validate(const std::string& source) const {
     return bad(source, absl::StrCat("key \"pad_token_id\" is ", pad_token_id, "; expected 0 <= pad_token_id < ",
                                     "vocab_size ", vocab_size));
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 StatusOr<BertConfig> BertConfig::from_json_file(const std::string& path) {
@@ -250,7 +251,7 @@ StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text,
     return bad(source, "none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens is true; "
                        "expected exactly one");
   }
-  p.mode = mean ? PoolingMode::kMean : cls ? PoolingMode::kCls : PoolingMode::kMax;
+  p.mode = mean ? Pooling::kMean : cls ? Pooling::kCls : Pooling::kMax;
   if (p.word_embedding_dimension < 0) {
     return bad(source, absl::StrCat("key \"word_embedding_dimension\" is ", p.word_embedding_dimension,
                                     "; expected a positive integer"));

@@ -243,9 +243,9 @@ Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) 
   return s;
 }
 
-Status BertEncoder::embed(const PackedSequences& batch, PoolingMode pooling, bool normalize, float* out) const {
+Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const {
   if (out == nullptr) return absl::InvalidArgumentError("BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
-  if (pooling == PoolingMode::kMax) {
+  if (pooling == Pooling::kMax) {
     return absl::UnimplementedError("BertEncoder::embed: max pooling is not supported; expected mean or cls");
   }
   BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
@@ -264,7 +264,7 @@ Status BertEncoder::embed(const PackedSequences& batch, PoolingMode pooling, boo
       const float* seq = x + batch.offsets[b] * h;
       if (len == 0) {
         std::fill(out + b * h, out + (b + 1) * h, 0.0f);
-      } else if (pooling == PoolingMode::kCls) {
+      } else if (pooling == Pooling::kCls) {
         cls_pool<Device::kCPU>(seq, 1, len, h, out + b * h);
       } else {
         mean_pool<Device::kCPU>(seq, &len, 1, len, h, out + b * h);

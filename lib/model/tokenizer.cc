@@ -210,7 +210,7 @@ struct WordPieceTokenizer::Impl {
 
   // Validates all of `text` (so errors do not depend on truncation) when invalid bytes are errors.
   Status validate(std::string_view text) const {
-    if (opts.replace_invalid_utf8) return ok_status();
+    if (opts.replace_invalid_utf8) return absl::OkStatus();
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     for (size_t i = 0; i < text.size();) {
       if (s[i] < 0x80) {  // skip ASCII eight bytes at a time
@@ -229,7 +229,7 @@ struct WordPieceTokenizer::Impl {
       }
       i += static_cast<size_t>(n);
     }
-    return ok_status();
+    return absl::OkStatus();
   }
 
   // The normalise + split walk. Calls sink.word(utf8, nchars) per word and sink.special(id) per literal
@@ -502,7 +502,7 @@ Status WordPieceTokenizer::encode_into(std::string_view text, int max_seq_len, s
   IdSink sink{*impl_, ids, static_cast<size_t>(max_seq_len) - 1, {}};
   if (max_seq_len > 2) impl_->walk(text, sink);
   ids.push_back(impl_->sep);
-  return ok_status();
+  return absl::OkStatus();
 }
 
 StatusOr<std::vector<int32_t>> WordPieceTokenizer::encode(std::string_view text, int max_seq_len) const {

@@ -389,13 +389,13 @@ Status convert_contiguous(StorageType t, const char* src, int64_t n, Tensor& dst
     case StorageType::kFloat: case StorageType::kLong: case StorageType::kInt: case StorageType::kChar:
     case StorageType::kByte:
       std::memcpy(out, src, count * dtype_size(dst.dtype()));
-      return ok_status();
+      return absl::OkStatus();
     case StorageType::kHalf: case StorageType::kBFloat16: {
       // to_float32 reads through a borrowed view; records are allocator-aligned and offsets are in elements.
       Tensor half = Tensor::borrow(const_cast<char*>(src), {n}, t == StorageType::kHalf ? DType::kF16 : DType::kBF16);
       BRISK_ASSIGN_OR_RETURN(Tensor f, to_float32(half));
       std::memcpy(out, f.raw_data(), count * 4);
-      return ok_status();
+      return absl::OkStatus();
     }
     case StorageType::kDouble:
       for (size_t e = 0; e < count; ++e) {
@@ -404,7 +404,7 @@ Status convert_contiguous(StorageType t, const char* src, int64_t n, Tensor& dst
         const float f = static_cast<float>(d);
         std::memcpy(out + e * 4, &f, 4);
       }
-      return ok_status();
+      return absl::OkStatus();
     case StorageType::kShort:
       for (size_t e = 0; e < count; ++e) {
         int16_t v;
@@ -412,12 +412,12 @@ Status convert_contiguous(StorageType t, const char* src, int64_t n, Tensor& dst
         const int32_t w = v;
         std::memcpy(out + e * 4, &w, 4);
       }
-      return ok_status();
+      return absl::OkStatus();
     case StorageType::kBool:
       for (size_t e = 0; e < count; ++e) out[e] = src[e] != 0 ? 1 : 0;
-      return ok_status();
+      return absl::OkStatus();
   }
-  return ok_status();
+  return absl::OkStatus();
 }
 
 StatusOr<Tensor> materialize(const Value& t, const std::string& name, const char* record, size_t record_size,

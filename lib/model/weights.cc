@@ -76,7 +76,7 @@ class Resolver {
     for (const char* p : scheme.default_prefixes) {
       if (tensors_.count(absl::StrCat(p, scheme.anchor)) != 0) {
         prefix_ = p;
-        return ok_status();
+        return absl::OkStatus();
       }
     }
     std::vector<std::string> candidates;
@@ -87,7 +87,7 @@ class Resolver {
     }
     if (candidates.size() == 1) {
       prefix_ = candidates[0];
-      return ok_status();
+      return absl::OkStatus();
     }
     if (candidates.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(source_, ": found '", scheme.anchor, "' under several prefixes (",
@@ -137,7 +137,7 @@ class Resolver {
     }
     out = *std::move(f32);
     num_parameters_ += out.numel();
-    return ok_status();
+    return absl::OkStatus();
   }
 
   // Fails when the checkpoint holds more layers than the config declares (a config/checkpoint mismatch).
@@ -150,7 +150,7 @@ class Resolver {
                                                      " layers; expected layers 0 to ", config_.num_hidden_layers - 1,
                                                      " only (config.json does not match the weights)"));
     }
-    return ok_status();
+    return absl::OkStatus();
   }
 
   int64_t num_parameters() const { return num_parameters_; }

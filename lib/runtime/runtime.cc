@@ -26,19 +26,6 @@ std::string default_model_dir() {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
-namespace {
-
-PoolingMode to_pooling_mode(Pooling p, PoolingMode model_default) {
-  switch (p) {
-    case Pooling::kMean: return PoolingMode::kMean;
-    case Pooling::kCls: return PoolingMode::kCls;
-    case Pooling::kModelDefault: break;
-  }
-  return model_default;
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -86,8 +73,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   const std::string dir = options.model_dir;
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
-  const PoolingMode pooling = to_pooling_mode(options.pooling, pooling_config.mode);
-  if (pooling == PoolingMode::kMax) {
+  const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
+  if (pooling == Pooling::kMax) {
     return absl::UnimplementedError(absl::StrCat(
         dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
              "pooling (RuntimeOptions::pooling overrides the model's choice)"));
@@ -118,7 +105,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                 ? static_cast<int>(std::min<int64_t>(pooling_config.max_seq_length, model_max))
                                 : model_max;
   info.max_seq_len = options.max_seq_len == 0 ? model_default : std::min(options.max_seq_len, model_max);
-  info.pooling = pooling == PoolingMode::kCls ? Pooling::kCls : Pooling::kMean;
+  info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
 

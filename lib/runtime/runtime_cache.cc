@@ -42,7 +42,7 @@ std::string runtime_model_id(const ModelInfo& info) {
   XXH3_freeState(state);
   const std::string dir = fs::path(info.model_dir).lexically_normal().filename().string();
   return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, hash,
-                         info.pooling == Pooling::kCls ? "cls" : "mean", info.normalize ? "-n" : "");
+                         pooling_name(info.pooling), info.normalize ? "-n" : "");
 }
 
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options,

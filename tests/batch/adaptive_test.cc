@@ -6,10 +6,12 @@
 
 #include "batch/batch_test_util.h"
 #include "brisk/batch/adaptive.h"
-#include "brisk/batch/token_bucket.h"
+#include "brisk/batch/internal/token_bucket.h"
 
+using namespace brisk;
 using namespace brisk::batch;
 using namespace brisk::batch::testing;
+using brisk::batch::internal::TokenBucket;
 
 namespace {
 

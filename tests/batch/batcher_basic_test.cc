@@ -10,6 +10,7 @@
 #include "brisk/batch/batcher_metrics.h"
 #include "brisk/metrics/prometheus.h"
 
+using namespace brisk;
 using namespace brisk::batch;
 using namespace brisk::batch::testing;
 

@@ -8,6 +8,7 @@
 
 #include "batch/batch_test_util.h"
 
+using namespace brisk;
 using namespace brisk::batch;
 using namespace brisk::batch::testing;
 

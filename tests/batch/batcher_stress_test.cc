@@ -14,6 +14,7 @@
 
 #include "batch/batch_test_util.h"
 
+using namespace brisk;
 using namespace brisk::batch;
 using namespace brisk::batch::testing;
 

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "brisk/cache/cache.h"
-#include "brisk/cache/frequency_sketch.h"
-#include "brisk/cache/hill_climber.h"
+#include "brisk/cache/internal/frequency_sketch.h"
+#include "brisk/cache/internal/hill_climber.h"
 
 using namespace brisk::cache;
+using brisk::cache::internal::FrequencySketch;
+using brisk::cache::internal::HillClimber;
 
 namespace {
 

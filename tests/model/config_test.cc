@@ -16,7 +16,7 @@ using brisk::Activation;
 using brisk::BertConfig;
 using brisk::ModelFamily;
 using brisk::PoolingConfig;
-using brisk::PoolingMode;
+using brisk::Pooling;
 
 namespace {
 
@@ -64,7 +64,7 @@ TEST_CASE("config parses the real all-MiniLM-L6-v2 config.json", "[loading][conf
 
   auto pooling = brisk::read_pooling_config(dir.string());
   REQUIRE(pooling.ok());
-  CHECK(pooling->mode == PoolingMode::kMean);
+  CHECK(pooling->mode == Pooling::kMean);
   CHECK(pooling->word_embedding_dimension == 384);
   CHECK(pooling->normalize);
   CHECK(pooling->max_seq_length == 256);
@@ -192,7 +192,7 @@ TEST_CASE("pooling config from sentence-transformers files", "[loading][config]"
     TempDir dir;
     auto p = brisk::read_pooling_config(dir.path.string());
     REQUIRE(p.ok());
-    CHECK(p->mode == PoolingMode::kMean);
+    CHECK(p->mode == Pooling::kMean);
     CHECK_FALSE(p->normalize);
     CHECK(p->word_embedding_dimension == 0);
   }
@@ -202,7 +202,7 @@ TEST_CASE("pooling config from sentence-transformers files", "[loading][config]"
                                           "pooling_mode_mean_tokens": false})");
     auto p = brisk::read_pooling_config(dir.path.string());
     REQUIRE(p.ok());
-    CHECK(p->mode == PoolingMode::kCls);
+    CHECK(p->mode == Pooling::kCls);
     CHECK(p->word_embedding_dimension == 768);
   }
   SECTION("two modes at once are rejected") {

@@ -122,8 +122,8 @@ TEST_CASE("the encoder rejects out-of-range inputs with a clear error", "[encode
   good.add(std::vector<int32_t>{1, 5, 2});
   REQUIRE(encoder->forward(good, out.data()).ok());
   CHECK_FALSE(encoder->forward(good, nullptr).ok());
-  CHECK_FALSE(encoder->embed(good, brisk::PoolingMode::kMean, true, nullptr).ok());
-  auto max_pool = encoder->embed(good, brisk::PoolingMode::kMax, true, out.data());
+  CHECK_FALSE(encoder->embed(good, brisk::Pooling::kMean, true, nullptr).ok());
+  auto max_pool = encoder->embed(good, brisk::Pooling::kMax, true, out.data());
   REQUIRE_FALSE(max_pool.ok());
   CHECK(max_pool.message().find("max pooling") != std::string::npos);
 
@@ -141,7 +141,7 @@ TEST_CASE("pooling an empty sequence gives zeros, not garbage", "[encoder][model
   batch.add(std::vector<int32_t>{1, 5, 2});
   batch.add(std::vector<int32_t>{});
   std::vector<float> out(2 * 8, 7.0f);
-  for (auto mode : {brisk::PoolingMode::kMean, brisk::PoolingMode::kCls}) {
+  for (auto mode : {brisk::Pooling::kMean, brisk::Pooling::kCls}) {
     REQUIRE(encoder->embed(batch, mode, /*normalize=*/true, out.data()).ok());
     double norm0 = 0;
     for (int i = 0; i < 8; ++i) norm0 += out[i] * out[i];

@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "brisk/batch/clock.h"
+#include "brisk/core/clock.h"
 
 namespace brisk::batch {
 

@@ -4,14 +4,14 @@
 //
 //   using Emb = std::vector<float>;
 //   BatchFunctions<Text, Emb> fns;
-//   fns.run = [&](const BatchInfo&, std::span<Text> in, std::span<absl::StatusOr<Emb>> out) {
+//   fns.run = [&](const BatchInfo&, std::span<Text> in, std::span<StatusOr<Emb>> out) {
 //     for (size_t i = 0; i < in.size(); ++i) out[i] = embed(in[i]);
 //     return absl::OkStatus();                      // an error here fails every request of the batch
 //   };
 //   fns.cost = [](const Text& t) { return t.tokens.size(); };
 //   BRISK_ASSIGN_OR_RETURN(auto batcher, (Batcher<Text, Emb>::create(policy, std::move(fns))));
 //   BRISK_ASSIGN_OR_RETURN(RequestId id, batcher->submit(text, {.priority = 0},
-//       [](RequestId id, absl::StatusOr<Emb> r) { ... }));
+//       [](RequestId id, StatusOr<Emb> r) { ... }));
 //
 // Completion: when submit() returns an error the request was never admitted and its callback is never called.
 // Otherwise the callback runs exactly once, with a result or one of: RESOURCE_EXHAUSTED (overloaded),
@@ -41,16 +41,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/batch/adaptive.h"
 #include "brisk/batch/batcher_metrics.h"
-#include "brisk/batch/clock.h"
-#include "brisk/batch/in_order_delivery.h"
+#include "brisk/batch/internal/in_order_delivery.h"
+#include "brisk/batch/internal/request_queue.h"
+#include "brisk/batch/internal/token_bucket.h"
 #include "brisk/batch/policy.h"
-#include "brisk/batch/request_queue.h"
-#include "brisk/batch/token_bucket.h"
+#include "brisk/core/clock.h"
+#include "brisk/core/status.h"
 
 namespace brisk::batch {
 
@@ -58,7 +57,7 @@ template <typename Request, typename Result>
 struct BatchFunctions {
   // Fills results[i] for requests[i] (each starts as an error saying it was left unset). Returning an error
   // fails every request of the batch with it; so does throwing.
-  std::function<absl::Status(const BatchInfo&, std::span<Request>, std::span<absl::StatusOr<Result>>)> run;
+  std::function<Status(const BatchInfo&, std::span<Request>, std::span<StatusOr<Result>>)> run;
   std::function<size_t(const Request&)> cost;               // empty: every request costs 1
   std::function<size_t(const BatchShape&)> estimate_bytes;  // empty: no memory estimate
 };
@@ -66,13 +65,13 @@ struct BatchFunctions {
 template <typename Request, typename Result>
 class Batcher {
  public:
-  using ResultOr = absl::StatusOr<Result>;
+  using ResultOr = StatusOr<Result>;
   using Callback = absl::AnyInvocable<void(RequestId, ResultOr)>;
   using Functions = BatchFunctions<Request, Result>;
 
-  static absl::StatusOr<std::unique_ptr<Batcher>> create(BatchPolicy policy, Functions functions,
+  static StatusOr<std::unique_ptr<Batcher>> create(BatchPolicy policy, Functions functions,
                                                          std::shared_ptr<Clock> clock = nullptr) {
-    if (absl::Status s = policy.validate(); !s.ok()) return s;
+    if (Status s = policy.validate(); !s.ok()) return s;
     if (!functions.run) return absl::InvalidArgumentError("BatchFunctions.run is empty; expected a batch function");
     if (!clock) clock = std::make_shared<SteadyClock>();
     return std::unique_ptr<Batcher>(new Batcher(std::move(policy), std::move(functions), std::move(clock)));
@@ -82,12 +81,12 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  absl::StatusOr<RequestId> submit(Request request, const SubmitOptions& options, Callback callback) {
+  StatusOr<RequestId> submit(Request request, const SubmitOptions& options, Callback callback) {
     std::vector<Request> requests;
     requests.push_back(std::move(request));
     std::vector<Callback> callbacks;
     callbacks.push_back(std::move(callback));
-    absl::StatusOr<std::vector<RequestId>> ids = admit(requests, options, callbacks);
+    StatusOr<std::vector<RequestId>> ids = admit(requests, options, callbacks);
     if (!ids.ok()) return ids.status();
     return ids->front();
   }
@@ -96,7 +95,7 @@ class Batcher {
   // callback runs). A free executor therefore finds them together, and up to max_batch_size of them share a
   // batch instead of the first few starting a batch of their own. callbacks[i] completes requests[i]; the
   // returned ids are in the same order. evict_lower_priority does not apply to groups.
-  absl::StatusOr<std::vector<RequestId>> submit_all(std::vector<Request> requests, const SubmitOptions& options,
+  StatusOr<std::vector<RequestId>> submit_all(std::vector<Request> requests, const SubmitOptions& options,
                                                     std::vector<Callback> callbacks) {
     if (requests.size() != callbacks.size()) {
       return absl::InvalidArgumentError(absl::StrCat("submit_all: ", requests.size(), " requests but ",
@@ -107,11 +106,11 @@ class Batcher {
   }
 
   // The same, completing a future instead of calling back. On error no future exists.
-  absl::StatusOr<std::pair<RequestId, std::future<ResultOr>>> submit(Request request,
+  StatusOr<std::pair<RequestId, std::future<ResultOr>>> submit(Request request,
                                                                      const SubmitOptions& options = {}) {
     auto promise = std::make_shared<std::promise<ResultOr>>();
     std::future<ResultOr> future = promise->get_future();
-    absl::StatusOr<RequestId> id =
+    StatusOr<RequestId> id =
         submit(std::move(request), options, [promise](RequestId, ResultOr r) { promise->set_value(std::move(r)); });
     if (!id.ok()) return id.status();
     return std::make_pair(*id, std::move(future));
@@ -119,7 +118,7 @@ class Batcher {
 
   // Cancels a request: a queued one completes with CANCELLED at once; a running one completes with
   // CANCELLED when its batch ends (its result is dropped). NOT_FOUND when the id is unknown or completed.
-  absl::Status cancel(RequestId id) {
+  Status cancel(RequestId id) {
     std::unique_lock lock(mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second->cancelled) {
@@ -140,7 +139,7 @@ class Batcher {
   // waits for running batches and joins the threads. Idempotent; when it returns every admitted request is
   // complete, also while other threads call it at the same time. With executor_threads == 0 and kDrain, the
   // queue is run on the calling thread.
-  absl::Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
+  Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
     if (current_batcher_ == this) {
       return absl::FailedPreconditionError("shutdown: called from the batcher's own thread (a callback or the "
                                            "batch function); call it from another thread");
@@ -256,13 +255,13 @@ class Batcher {
     }
   }
 
-  absl::Status reject(metrics::Counter& counter, absl::Status status, size_t requests = 1) {
+  Status reject(metrics::Counter& counter, Status status, size_t requests = 1) {
     counter.add(requests);
     return status;
   }
 
   // Admits requests[i] with callbacks[i], all or none: the shared body of submit() and submit_all().
-  absl::StatusOr<std::vector<RequestId>> admit(std::vector<Request>& requests, const SubmitOptions& options,
+  StatusOr<std::vector<RequestId>> admit(std::vector<Request>& requests, const SubmitOptions& options,
                                                std::vector<Callback>& callbacks) {
     for (const Callback& callback : callbacks) {
       if (!callback) return absl::InvalidArgumentError("submit: the callback is empty; expected a callable");
@@ -281,8 +280,8 @@ class Batcher {
     size_t group_cost = 0;
     for (size_t i = 0; i < n; ++i) {
       const size_t cost = functions_.cost ? functions_.cost(requests[i]) : 1;
-      if (absl::Status s = check_fits_alone(cost); !s.ok()) {
-        if (n > 1) s = absl::Status(s.code(), absl::StrCat("request ", i, " of the group: ", s.message()));
+      if (Status s = check_fits_alone(cost); !s.ok()) {
+        if (n > 1) s = Status(s.code(), absl::StrCat("request ", i, " of the group: ", s.message()));
         return reject(metrics_.rejected_invalid, std::move(s), n);
       }
       auto entry = std::make_unique<Entry>();
@@ -387,7 +386,7 @@ class Batcher {
     return ids;
   }
 
-  absl::Status check_fits_alone(size_t cost) const {
+  Status check_fits_alone(size_t cost) const {
     if (policy_.max_batch_tokens != 0 && cost > policy_.max_batch_tokens) {
       return absl::InvalidArgumentError(absl::StrCat("submit: the request costs ", cost,
                                                      ", more than a whole batch may (BatchPolicy.max_batch_tokens ",
@@ -556,7 +555,7 @@ class Batcher {
     const TimePoint checked_at = clock_->now();
     std::vector<Entry*> runnable;
     std::vector<std::unique_ptr<Entry>> dropped;  // cancelled or expired just before running
-    std::vector<absl::Status> dropped_status;
+    std::vector<Status> dropped_status;
     {
       std::unique_lock lock(mu_);
       for (Entry* e : batch.entries) {
@@ -586,7 +585,7 @@ class Batcher {
       shape = {shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
     }
     std::vector<ResultOr> results;
-    absl::Status batch_status;
+    Status batch_status;
     // The instant of the deadline check above: no kReject request runs with deadline <= started_at, even when
     // completing the dropped ones took time.
     const TimePoint started = checked_at;
@@ -671,9 +670,9 @@ class Batcher {
   std::condition_variable work_cv_;
   std::condition_variable timer_cv_;
   absl::flat_hash_map<RequestId, std::unique_ptr<Entry>> entries_;  // queued and running
-  using Queue = RequestQueue<Entry>;
+  using Queue = internal::RequestQueue<Entry>;
   Queue queue_;
-  std::vector<TokenBucket> rates_;  // per level
+  std::vector<internal::TokenBucket> rates_;  // per level
   using DeadlineItem = std::pair<TimePoint, RequestId>;
   std::priority_queue<DeadlineItem, std::vector<DeadlineItem>, std::greater<>> deadlines_;  // lazily pruned
   AdaptiveSizer sizer_;
@@ -699,7 +698,7 @@ class Batcher {
   int shutdown_completing_ = 0;  // shutdown() calls completing the requests they took
   std::condition_variable shutdown_cv_;
 
-  InOrderDelivery<Callback, ResultOr> order_;
+  internal::InOrderDelivery<Callback, ResultOr> order_;
 
   std::mutex join_mu_;
   std::vector<std::thread> executors_;

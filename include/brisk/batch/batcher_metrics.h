@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "brisk/batch/clock.h"
+#include "brisk/core/clock.h"
 #include "brisk/batch/policy.h"
 #include "brisk/core/export.h"
 #include "brisk/metrics/counter.h"

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "brisk/batch/adaptive.h"
-#include "brisk/batch/clock.h"
+#include "brisk/core/clock.h"
+#include "brisk/core/status.h"
 
 namespace brisk::batch {
 
@@ -89,7 +89,7 @@ struct BatchPolicy {
   bool reject_predicted_late = false;
   AdaptivePolicy adaptive;
 
-  absl::Status validate() const;
+  Status validate() const;
 };
 
 // The shape of a candidate batch, for the memory estimate.
@@ -122,7 +122,7 @@ struct BatchInfo {
   std::span<const RequestInfo> requests;
 };
 
-inline absl::Status BatchPolicy::validate() const {
+inline Status BatchPolicy::validate() const {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError("BatchPolicy." + what); };
   if (max_batch_size == 0) return bad("max_batch_size is 0; expected at least 1");
   if (max_queue_delay < Duration::zero()) return bad("max_queue_delay is negative; expected >= 0");

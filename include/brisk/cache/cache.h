@@ -1,7 +1,7 @@
 // Cache<K, V, Hash>: brisk's in-process cache. Bounded by entry count or by weight, W-TinyLFU eviction (or plain
 // LRU), expiry after write / after access / per entry, tags, single-flight loading with XFetch refresh-ahead,
-// hot-key warm-up, statistics and a removal callback. The policy of one shard is in wtinylfu_shard.h, the
-// frequency sketch in frequency_sketch.h, the adaptive window in hill_climber.h.
+// hot-key warm-up, statistics and a removal callback. The policy of one shard is in internal/wtinylfu_shard.h, the
+// frequency sketch in internal/frequency_sketch.h, the adaptive window in internal/hill_climber.h.
 //
 //   CacheOptions<std::string, Answer> opts;
 //   opts.max_entries = 100'000;
@@ -64,7 +64,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "brisk/cache/wtinylfu_shard.h"
+#include "brisk/cache/internal/wtinylfu_shard.h"
 #include "brisk/core/clock.h"
 #include "brisk/core/status.h"
 
@@ -72,11 +72,11 @@ namespace brisk::cache {
 
 enum class EvictionPolicy : uint8_t { kWTinyLfu, kLru };
 enum class RemovalCause : uint8_t { kExplicit, kReplaced, kSize, kExpired, kTag };
-static_assert(static_cast<int>(RemovalCause::kExplicit) == static_cast<int>(detail::Cause::kExplicit) &&
-              static_cast<int>(RemovalCause::kReplaced) == static_cast<int>(detail::Cause::kReplaced) &&
-              static_cast<int>(RemovalCause::kSize) == static_cast<int>(detail::Cause::kSize) &&
-              static_cast<int>(RemovalCause::kExpired) == static_cast<int>(detail::Cause::kExpired) &&
-              static_cast<int>(RemovalCause::kTag) == static_cast<int>(detail::Cause::kTag));
+static_assert(static_cast<int>(RemovalCause::kExplicit) == static_cast<int>(internal::Cause::kExplicit) &&
+              static_cast<int>(RemovalCause::kReplaced) == static_cast<int>(internal::Cause::kReplaced) &&
+              static_cast<int>(RemovalCause::kSize) == static_cast<int>(internal::Cause::kSize) &&
+              static_cast<int>(RemovalCause::kExpired) == static_cast<int>(internal::Cause::kExpired) &&
+              static_cast<int>(RemovalCause::kTag) == static_cast<int>(internal::Cause::kTag));
 
 // Per-entry options of put() / get_or_load().
 struct PutOptions {
@@ -136,7 +136,7 @@ struct CacheOptions {
           "CacheOptions.shards is ", shards, " but the capacity (", max_entries > 0 ? "max_entries" : "max_weight",
           ") is ", capacity, "; expected shards <= capacity so that every shard can hold an entry"));
     }
-    return ok_status();
+    return absl::OkStatus();
   }
 };
 
@@ -173,7 +173,7 @@ class Cache {
     std::optional<V> out;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      detail::LazyNow now(*clock_);
+      internal::LazyNow now(*clock_);
       if (NodeT* n = s.core.lookup(key, h, now, removed)) out.emplace(n->value);
     }
     notify(removed);
@@ -188,7 +188,7 @@ class Cache {
     bool found;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      detail::LazyNow now(*clock_);
+      internal::LazyNow now(*clock_);
       found = s.core.peek(key, now, removed) != nullptr;
     }
     notify(removed);
@@ -202,7 +202,7 @@ class Cache {
     RemovedList removed;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      detail::LazyNow now(*clock_);
+      internal::LazyNow now(*clock_);
       s.core.insert(key, h, std::move(value), w, options.ttl, options.tags, Duration{0}, now, removed);
       supersede_flight(s, key);
     }
@@ -222,7 +222,7 @@ class Cache {
     bool found;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      found = s.core.remove(key, detail::Cause::kExplicit, removed);
+      found = s.core.remove(key, internal::Cause::kExplicit, removed);
       supersede_flight(s, key);
     }
     notify(removed);
@@ -297,7 +297,7 @@ class Cache {
     CacheStats st;
     for (const auto& s : slots_) {
       std::lock_guard<std::mutex> lock(s->mu);
-      const detail::ShardCounters& c = s->core.counters();
+      const internal::ShardCounters& c = s->core.counters();
       st.hits += c.hits;
       st.misses += c.misses;
       st.evictions += c.evictions;
@@ -360,7 +360,7 @@ class Cache {
   }
 
  private:
-  using Shard = detail::CacheShard<K, V, Hash>;
+  using Shard = internal::CacheShard<K, V, Hash>;
   using NodeT = typename Shard::NodeT;
   using RemovedList = typename Shard::RemovedList;
 
@@ -377,7 +377,7 @@ class Cache {
   };
 
   struct alignas(64) Slot {
-    explicit Slot(const detail::ShardConfig& c) : core(c) {}
+    explicit Slot(const internal::ShardConfig& c) : core(c) {}
     mutable std::mutex mu;
     Shard core;
     absl::flat_hash_map<K, std::shared_ptr<Flight>, Hash> flights;
@@ -391,20 +391,20 @@ class Cache {
     uint64_t seed = options_.seed;
     if (seed == 0) seed = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
     for (size_t i = 0; i < shards; ++i) {
-      detail::ShardConfig c;
+      internal::ShardConfig c;
       c.max_weight = capacity / shards + (i < capacity % shards ? 1 : 0);
       c.lru = options_.policy == EvictionPolicy::kLru;
       c.weighted = options_.max_weight > 0;
       c.expire_after_write = options_.expire_after_write;
       c.expire_after_access = options_.expire_after_access;
-      c.seed = detail::spread_hash(seed + i) | 1;
+      c.seed = internal::spread_hash(seed + i) | 1;
       c.doorkeeper = options_.frequency_doorkeeper;
       c.collect_removed = static_cast<bool>(options_.on_removal);
       slots_.push_back(std::make_unique<Slot>(c));
     }
   }
 
-  uint64_t hash_of(const K& key) const { return detail::spread_hash(static_cast<uint64_t>(hasher_(key))); }
+  uint64_t hash_of(const K& key) const { return internal::spread_hash(static_cast<uint64_t>(hasher_(key))); }
   Slot& slot(uint64_t h) { return shard_bits_ == 0 ? *slots_[0] : *slots_[h >> (64 - shard_bits_)]; }
   uint64_t weigh(const K& key, const V& value) const { return options_.weigher ? options_.weigher(key, value) : 1; }
 
@@ -429,7 +429,7 @@ class Cache {
   }
 
   // XFetch: refresh early with probability growing as the deadline nears. Caller holds the shard mutex.
-  bool should_refresh(Shard& core, const NodeT& n, detail::LazyNow& now) const {
+  bool should_refresh(Shard& core, const NodeT& n, internal::LazyNow& now) const {
     if (options_.refresh_ahead_beta <= 0 || n.write_deadline == TimePoint::max()) return false;
     const double early = -static_cast<double>(n.load_duration.count()) * options_.refresh_ahead_beta *
                          std::log(core.random_unit());
@@ -459,7 +459,7 @@ class Cache {
     bool leader = false;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      detail::LazyNow now(*clock_);
+      internal::LazyNow now(*clock_);
       NodeT* n = warming ? s.core.peek(key, now, removed) : s.core.lookup(key, h, now, removed);
       if (n != nullptr) {
         current.emplace(n->value);
@@ -508,7 +508,7 @@ class Cache {
       std::lock_guard<std::mutex> lock(s.mu);
       if (auto it = s.flights.find(key); it != s.flights.end() && it->second == flight) s.flights.erase(it);
       if (result.ok() && !flight->superseded) {
-        detail::LazyNow now(*clock_);
+        internal::LazyNow now(*clock_);
         s.core.insert(key, h, *result, w, options.ttl, options.tags, took, now, removed);
         if (did_load != nullptr) *did_load = true;
       }

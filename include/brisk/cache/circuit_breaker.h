@@ -38,7 +38,7 @@ struct CircuitBreakerOptions {
       return absl::InvalidArgumentError(absl::StrCat("CircuitBreakerOptions.open_duration is ",
                                                      open_duration.count(), " ns; expected > 0"));
     }
-    return ok_status();
+    return absl::OkStatus();
   }
 };
 

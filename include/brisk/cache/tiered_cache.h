@@ -109,7 +109,7 @@ struct TieredCacheOptions {
 
   Status validate() const {
     BRISK_RETURN_IF_ERROR(l1.validate());
-    if (!l2.has_value()) return ok_status();
+    if (!l2.has_value()) return absl::OkStatus();
     if (Status s = l2->validate(); !s.ok()) {
       return Status(s.code(), absl::StrCat("TieredCacheOptions.l2: ", s.message()));
     }
@@ -124,7 +124,7 @@ struct TieredCacheOptions {
     if (write_behind_capacity == 0) {
       return absl::InvalidArgumentError("TieredCacheOptions.write_behind_capacity is 0; expected >= 1");
     }
-    return ok_status();
+    return absl::OkStatus();
   }
 };
 

@@ -18,8 +18,6 @@ using Status = absl::Status;
 template <typename T>
 using StatusOr = absl::StatusOr<T>;
 
-inline Status ok_status() { return absl::OkStatus(); }
-
 }  // namespace brisk
 
 #define BRISK_STATUS_CONCAT_INNER(a, b) a##b

@@ -66,7 +66,7 @@ class HistogramLayout {
                                                      "; expected 1 to 14 (relative error 2^-(p+1))"));
     }
     if (max_value == 0) return absl::InvalidArgumentError("Histogram: max_value is 0; expected at least 1");
-    return ok_status();
+    return absl::OkStatus();
   }
 
   int precision_bits() const { return p_; }
@@ -171,10 +171,10 @@ class HistogramSnapshot {
   // arguments); otherwise returns InvalidArgument and leaves this snapshot unchanged. A snapshot without a
   // layout (default-constructed) takes other's.
   Status merge(const HistogramSnapshot& other) {
-    if (!other.has_layout()) return ok_status();
+    if (!other.has_layout()) return absl::OkStatus();
     if (!has_layout()) {
       *this = other;
-      return ok_status();
+      return absl::OkStatus();
     }
     if (!(layout_ == other.layout_)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -182,7 +182,7 @@ class HistogramSnapshot {
           other.layout_.precision_bits(), ", max_value ", layout_.max_value(), " vs ", other.layout_.max_value(),
           "); expected snapshots of histograms constructed with the same arguments"));
     }
-    if (other.count_ == 0) return ok_status();
+    if (other.count_ == 0) return absl::OkStatus();
     for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
     if (count_ == 0) {
       min_ = other.min_;
@@ -196,7 +196,7 @@ class HistogramSnapshot {
     count_ += other.count_;
     sum_ += other.sum_;
     overflow_ += other.overflow_;
-    return ok_status();
+    return absl::OkStatus();
   }
 
   // The recordings made between `earlier` and this snapshot of the same histogram. When the histogram was reset

@@ -64,13 +64,14 @@ struct BRISK_API BertConfig {
   std::string summary() const;
 };
 
-// How token vectors become one sentence vector (sentence-transformers' Pooling module).
-enum class PoolingMode : uint8_t { kMean, kCls, kMax };
+// How token vectors become one sentence vector (sentence-transformers' Pooling module). kModelDefault is for
+// options only ("as the model's Pooling module says"); a model's PoolingConfig always names a concrete mode.
+enum class Pooling : uint8_t { kModelDefault, kMean, kCls, kMax };
 
-BRISK_API std::string_view pooling_mode_name(PoolingMode mode);
+BRISK_API std::string_view pooling_name(Pooling pooling);
 
 struct BRISK_API PoolingConfig {
-  PoolingMode mode = PoolingMode::kMean;
+  Pooling mode = Pooling::kMean;
   int64_t word_embedding_dimension = 0;  // 0 when unknown (no 1_Pooling/config.json)
   bool normalize = false;                // modules.json lists sentence_transformers.models.Normalize
   int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown

@@ -6,7 +6,7 @@
 //   PackedSequences batch;
 //   batch.add(tokenizer.encode("hello world", 128).value());
 //   std::vector<float> out(batch.size() * encoder->hidden_size());
-//   BRISK_RETURN_IF_ERROR(encoder->embed(batch, PoolingMode::kMean, /*normalize=*/true, out.data()));
+//   BRISK_RETURN_IF_ERROR(encoder->embed(batch, Pooling::kMean, /*normalize=*/true, out.data()));
 //
 // Thread safety: a BertEncoder is immutable after create(); forward() and embed() may run concurrently.
 #pragma once
@@ -48,7 +48,7 @@ class BRISK_API BertEncoder {
   // Last hidden states, [total_tokens, hidden], row t for packed token t.
   Status forward(const PackedSequences& batch, float* hidden_states) const;
   // Pooled embeddings, [batch.size(), hidden]; mean pooling over each sequence or its first token.
-  Status embed(const PackedSequences& batch, PoolingMode pooling, bool normalize, float* out) const;
+  Status embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const;
 
   struct Impl;
 

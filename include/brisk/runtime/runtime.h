@@ -32,10 +32,9 @@
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
+#include "brisk/model/config.h"
 
 namespace brisk {
-
-enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
 
 // The batcher policy embed() and submit() use by default. One executor: a forward pass already uses every core,
 // and batches fill while it runs, so no queue delay is needed (0: a free executor takes what is queued at once).
@@ -47,7 +46,7 @@ enum class Pooling : uint8_t { kModelDefault, kMean, kCls };
 inline batch::BatchPolicy default_runtime_batching() {
   batch::BatchPolicy p;
   p.max_batch_size = 32;
-  p.max_queue_delay = batch::Duration::zero();
+  p.max_queue_delay = brisk::Duration::zero();
   p.preferred_batch_multiple = 8;
   p.max_batch_tokens = 8192;
   p.length_bucketing = false;  // the encoder packs sequences without padding: any mix of lengths is free

@@ -1,3 +1,4 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/batch/batcher.h.
 // A token bucket: admits `rate` events per second on average, with bursts of up to `burst` events. The
 // batcher keeps one per priority level to rate-limit admission.
 //
@@ -9,9 +10,9 @@
 
 #include <algorithm>
 
-#include "brisk/batch/clock.h"
+#include "brisk/core/clock.h"
 
-namespace brisk::batch {
+namespace brisk::batch::internal {
 
 class TokenBucket {
  public:
@@ -44,4 +45,4 @@ class TokenBucket {
   TimePoint last_;
 };
 
-}  // namespace brisk::batch
+}  // namespace brisk::batch::internal

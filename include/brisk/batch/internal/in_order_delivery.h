@@ -1,3 +1,4 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/batch/batcher.h.
 // Delivers completions in request-id order (1, 2, 3, ...) whatever order they finish in: a completion that
 // arrives early waits until every lower id has been delivered. The batcher uses it for in_order_completion.
 //
@@ -16,7 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "brisk/batch/policy.h"
 
-namespace brisk::batch {
+namespace brisk::batch::internal {
 
 template <typename Callback, typename Result>
 class InOrderDelivery {
@@ -56,4 +57,4 @@ class InOrderDelivery {
   bool delivering_ = false;
 };
 
-}  // namespace brisk::batch
+}  // namespace brisk::batch::internal

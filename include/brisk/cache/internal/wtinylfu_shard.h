@@ -1,6 +1,7 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
 // CacheShard<K, V, Hash>: one shard of brisk::cache::Cache: its entries, its eviction policy (W-TinyLFU or
 // LRU), its expiry bookkeeping and its tag index. cache.h owns the locking, the sharding, single-flight loads
-// and the removal callbacks; this file is the policy. Internal: use brisk/cache/cache.h.
+// and the removal callbacks; this file is the policy.
 //
 // W-TinyLFU (as Caffeine, with one shard's capacity C in weight units; unweighted entries weigh 1):
 //  - A new entry enters the admission window, an LRU of initially 1% of C.
@@ -41,11 +42,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
-#include "brisk/cache/frequency_sketch.h"
-#include "brisk/cache/hill_climber.h"
+#include "brisk/cache/internal/frequency_sketch.h"
+#include "brisk/cache/internal/hill_climber.h"
 #include "brisk/core/clock.h"
 
-namespace brisk::cache::detail {
+namespace brisk::cache::internal {
 
 // Mirrors brisk::cache::RemovalCause (cache.h static_asserts the values match).
 enum class Cause : uint8_t { kExplicit, kReplaced, kSize, kExpired, kTag };
@@ -522,4 +523,4 @@ class CacheShard {
   uint64_t rng_;
 };
 
-}  // namespace brisk::cache::detail
+}  // namespace brisk::cache::internal

@@ -1,3 +1,4 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
 // HillClimber: sizes the admission window of a W-TinyLFU shard by hill climbing on the hit rate, as Caffeine
 // does. Each sample period (a number of lookups, 10 x the expected entry count) it compares the period's hit
 // rate with the previous one: if the hit rate did not drop it keeps moving the window in the same direction,
@@ -16,7 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace brisk::cache {
+namespace brisk::cache::internal {
 
 class HillClimber {
  public:
@@ -82,4 +83,4 @@ class HillClimber {
   int64_t adjustment_ = 0;
 };
 
-}  // namespace brisk::cache
+}  // namespace brisk::cache::internal

@@ -1,3 +1,4 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
 // FrequencySketch: the popularity estimate behind W-TinyLFU admission. A 4-bit count-min sketch: 4 rows, each
 // of `width` counters packed sixteen to a uint64 word (blocked as Caffeine: one cache line per item, below); an item's estimate is the minimum of its 4 counters
 // (so it never under-counts, up to the counter limit of 15). Increments are conservative (only the counters
@@ -21,9 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-namespace brisk::cache {
+namespace brisk::cache::internal {
 
-namespace detail {
 // Finalizer of MurmurHash3: spreads every input bit over the whole word, so weak user hashes (e.g. the
 // identity hash of integers) still index the sketch and the shards uniformly.
 inline uint64_t spread_hash(uint64_t h) {
@@ -34,7 +34,6 @@ inline uint64_t spread_hash(uint64_t h) {
   h ^= h >> 33;
   return h;
 }
-}  // namespace detail
 
 class FrequencySketch {
  public:
@@ -125,8 +124,8 @@ class FrequencySketch {
   // Caffeine's cache-friendly layout: an item's 4 counters live in one 64-byte block of 8 words (row r uses
   // words 2r and 2r+1 of the block), so an increment or estimate touches one cache line instead of four.
   Index index(uint64_t hash) const {
-    const uint64_t block_hash = detail::spread_hash(hash);
-    const uint64_t counter_hash = detail::spread_hash(block_hash ^ 0x9e3779b97f4a7c15ULL);
+    const uint64_t block_hash = spread_hash(hash);
+    const uint64_t counter_hash = spread_hash(block_hash ^ 0x9e3779b97f4a7c15ULL);
     const size_t block = static_cast<size_t>(block_hash & block_mask_) << 3;
     Index ix;
     for (int r = 0; r < kRows; ++r) {
@@ -167,4 +166,4 @@ class FrequencySketch {
   uint64_t resets_ = 0;
 };
 
-}  // namespace brisk::cache
+}  // namespace brisk::cache::internal

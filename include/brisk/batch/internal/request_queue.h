@@ -1,3 +1,4 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/batch/batcher.h.
 // The batcher's queue of waiting requests: per priority level one FIFO per power-of-two cost bucket, plus one
 // FIFO of late requests (kDelay), all intrusive so that cancellation and bucketed picks unlink from the middle
 // in O(1). It orders candidates by effective level (strict priority improved by aging), then by closeness to
@@ -19,10 +20,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "brisk/batch/clock.h"
+#include "brisk/core/clock.h"
 #include "brisk/batch/policy.h"
 
-namespace brisk::batch {
+namespace brisk::batch::internal {
 
 template <typename Entry>
 class RequestQueue {
@@ -202,4 +203,4 @@ class RequestQueue {
   size_t cost_ = 0;
 };
 
-}  // namespace brisk::batch
+}  // namespace brisk::batch::internal
