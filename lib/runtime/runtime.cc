@@ -89,8 +89,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   const PoolingMode pooling = to_pooling_mode(options.pooling, pooling_config.mode);
   if (pooling == PoolingMode::kMax) {
     return absl::UnimplementedError(absl::StrCat(
-        dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
-             "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+        pooling_config.config_path, " asks for max pooling, which brisk does not support; expected mean or cls "
+                                    "pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
   if (tokenizer.vocab_size() > config.vocab_size) {
