@@ -119,6 +119,18 @@ TEST_CASE("invalid UTF-8 names the text and leaves the runtime usable", "[runtim
   CHECK((*rt)->embed(std::span<const std::string_view>()).value().empty());
 }
 
+TEST_CASE("replace_invalid_utf8 embeds invalid UTF-8 as the text without the bad bytes", "[runtime]") {
+  brisk::RuntimeOptions opts = default_options();
+  opts.replace_invalid_utf8 = true;
+  auto rt = brisk::Runtime::create(opts);
+  REQUIRE(rt.ok());
+  auto bad = (*rt)->embed(std::vector<std::string_view>{"bad \xff byte"});
+  REQUIRE(bad.ok());
+  auto clean = (*rt)->embed(std::vector<std::string_view>{"bad  byte"});
+  REQUIRE(clean.ok());
+  CHECK(*bad == *clean);
+}
+
 TEST_CASE("max_seq_len truncates and cls pooling differs from mean", "[runtime]") {
   brisk::RuntimeOptions opts = default_options();
   opts.max_seq_len = 8;
