@@ -86,7 +86,7 @@ struct ModelFlags {
     cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
-    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's 1_Pooling config, else mean)")
+    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's Pooling config, else mean)")
         ->check(CLI::IsMember({"mean", "cls"}));
     cmd.add_flag("--no-normalize", no_normalize, "do not L2-normalise the embeddings");
     cmd.add_flag("--replace-invalid-utf8", replace_invalid_utf8,

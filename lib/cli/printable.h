@@ -18,7 +18,9 @@ inline std::string printable(std::string_view s) {
   const size_t n = s.size();
   for (size_t i = 0; i < n;) {
     const unsigned char c = p[i];
-    size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    // Sequence length from the lead byte; 0 for bytes that cannot lead one (0x80..0xC1: continuation bytes and
+    // overlong leads; 0xF5..0xFF: past U+10FFFF).
+    size_t len = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
     for (size_t k = 1; k < len; ++k) {
       if (i + k >= n || (p[i + k] & 0xC0) != 0x80) len = 0;
     }

@@ -76,7 +76,7 @@ struct BRISK_API PoolingConfig {
   int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown
   std::string config_path;               // the Pooling config.json read, for messages; empty when none
 
-  // Parses a 1_Pooling/config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
+  // Parses a Pooling module's config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
   // pooling_mode_max_tokens may be true; other modes (mean_sqrt_len, weighted, lasttoken) are rejected.
   static StatusOr<PoolingConfig> from_json_string(const std::string& text, const std::string& source_name);
 };

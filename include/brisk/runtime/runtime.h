@@ -81,7 +81,7 @@ struct RuntimeOptions {
   int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
                               // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
                               // max_position_embeddings
-  Pooling pooling = Pooling::kModelDefault;  // kModelDefault reads 1_Pooling/config.json, else mean
+  Pooling pooling = Pooling::kModelDefault;  // kModelDefault: the model's Pooling module config, else mean
   // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
   // sentence-transformers decides).
   std::optional<bool> normalize;
