@@ -212,6 +212,7 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.redis_password = nullptr;
   defaults.redis_signing_key = nullptr;
   defaults.redis_tls = 0;
+  defaults.replace_invalid_utf8 = cpp.replace_invalid_utf8 ? 1 : 0;
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
@@ -260,6 +261,10 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
       return bad("normalize", o.normalize, "1 (on), 0 (off) or -1 (as the model says)");
     }
     if (o.normalize >= 0) ro.normalize = o.normalize == 1;
+    if (o.replace_invalid_utf8 != 0 && o.replace_invalid_utf8 != 1) {
+      return bad("replace_invalid_utf8", o.replace_invalid_utf8, "0 or 1");
+    }
+    ro.replace_invalid_utf8 = o.replace_invalid_utf8 == 1;
     ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
     if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
     if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;

@@ -64,7 +64,8 @@ typedef enum brisk_status {
 } brisk_status;
 
 typedef enum brisk_pooling {
-  BRISK_POOLING_MODEL_DEFAULT = 0, /* 1_Pooling/config.json when present, else mean */
+  BRISK_POOLING_MODEL_DEFAULT = 0, /* the Pooling module modules.json names (1_Pooling when there is no
+                                      modules.json), else mean */
   BRISK_POOLING_MEAN = 1,
   BRISK_POOLING_CLS = 2
 } brisk_pooling;
@@ -115,6 +116,10 @@ typedef struct brisk_runtime_options {
                                     wrongly signed values are refused (counted in the stats, redis.rejected) */
   int32_t redis_tls;             /* 1: TLS to Redis; this build's hiredis has no TLS, so BRISK_UNIMPLEMENTED
                                     (default 0) */
+  /* Text handling (appended in 0.4). */
+  int32_t replace_invalid_utf8; /* 1: invalid UTF-8 bytes in a text are dropped (as U+FFFD, which BERT's
+                                   tokenizer removes) instead of failing the text; 0 (default): a text with
+                                   invalid UTF-8 fails with BRISK_INVALID_ARGUMENT naming the byte offset */
 } brisk_runtime_options;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,

@@ -23,7 +23,7 @@ class RuntimeOptions(ctypes.Structure):
                 ("cache_token_entries", ctypes.c_int32), ("redis_host", ctypes.c_char_p), ("redis_port", ctypes.c_int32),
                 ("redis_timeout_ms", ctypes.c_int32), ("redis_user", ctypes.c_char_p),
                 ("redis_password", ctypes.c_char_p), ("redis_signing_key", ctypes.c_char_p),
-                ("redis_tls", ctypes.c_int32)]
+                ("redis_tls", ctypes.c_int32), ("replace_invalid_utf8", ctypes.c_int32)]
 
 
 # void (*)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,

@@ -1,8 +1,10 @@
 // brisk: the command-line tool over the C++ API (brisk::Runtime).
 //
-//   brisk embed [--model DIR] [--max-seq-len N] [--pooling mean|cls] [--no-normalize] [--threads N] [TEXT...]
-//       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin
-//       (blank lines skipped), in batches, so it also works as a filter over a large file.
+//   brisk embed [--model DIR] [--max-seq-len N] [--pooling mean|cls] [--no-normalize] [--replace-invalid-utf8]
+//               [--threads N] [TEXT...]
+//       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin in
+//       batches, so it also works as a filter over a large file: output line N belongs to input line N (an empty
+//       line is an empty text); a line that cannot be embedded gets {"line":N,"error":...} and exit code 1.
 //   brisk info [--model DIR]
 //       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
 //   brisk bench [--model DIR] --batch B --seq T [--iters N] [--warmup N] [--threads N] [--json]
@@ -13,6 +15,7 @@
 //
 // --model defaults to $BRISK_MODEL_DIR, else ~/.cache/brisk/models/all-MiniLM-L6-v2.
 // Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>" on stderr); 2 bad command-line flags.
+// Messages pass through printable(): paths, texts and file contents in them cannot drive the terminal.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -22,20 +25,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/strip.h"
 #include "brisk.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/runtime.h"
+#include "printable.h"
 
 namespace {
 
 using brisk::Status;
+using brisk::cli::printable;
 using brisk::StatusOr;
 using json = nlohmann::json;
 
@@ -45,7 +53,7 @@ constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
 int report_error(const Status& status) {
-  fmt::print(stderr, "brisk: error: {}\n", std::string(status.message()));
+  fmt::print(stderr, "brisk: error: {}\n", printable(std::string(status.message())));
   return kExitError;
 }
 
@@ -57,20 +65,24 @@ struct ModelFlags {
   int max_seq_len = 0;
   std::string pooling;  // "", "mean" or "cls"
   bool no_normalize = false;
+  bool replace_invalid_utf8 = false;
 
   void add_to(CLI::App& cmd, bool with_embedding_flags) {
     cmd.add_option("--model", model_dir, "Hugging Face model directory (config.json, weights, vocab)")
         ->capture_default_str();
+    // Explicit ranges: CLI11's NonNegativeNumber would print its bound, DBL_MAX, in 309 digits.
     cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
-        ->check(CLI::NonNegativeNumber)
+        ->check(CLI::Range(0, brisk::kMaxThreads))
         ->capture_default_str();
     if (!with_embedding_flags) return;
     cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
-        ->check(CLI::NonNegativeNumber)
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))
         ->capture_default_str();
-    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's 1_Pooling config, else mean)")
+    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's Pooling config, else mean)")
         ->check(CLI::IsMember({"mean", "cls"}));
     cmd.add_flag("--no-normalize", no_normalize, "do not L2-normalise the embeddings");
+    cmd.add_flag("--replace-invalid-utf8", replace_invalid_utf8,
+                 "drop bytes that are not valid UTF-8 instead of failing on them");
   }
 
   brisk::RuntimeOptions runtime_options() const {
@@ -82,6 +94,7 @@ struct ModelFlags {
                 : pooling == "cls" ? brisk::Pooling::kCls
                                    : brisk::Pooling::kModelDefault;
     if (no_normalize) o.normalize = false;
+    o.replace_invalid_utf8 = replace_invalid_utf8;
     return o;
   }
 };
@@ -103,7 +116,7 @@ void print_embedding_line(std::string_view text, std::span<const float> row, std
   std::fwrite(buf.data(), 1, buf.size(), stdout);
 }
 
-Status embed_and_print(const brisk::Runtime& rt, const std::vector<std::string>& texts, std::string& buf) {
+Status embed_and_print(const brisk::Runtime& rt, std::span<const std::string> texts, std::string& buf) {
   if (texts.empty()) return absl::OkStatus();
   std::vector<std::string_view> views(texts.begin(), texts.end());
   BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, rt.embed(views));
@@ -127,14 +140,33 @@ int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
     Status s = embed_and_print(**rt, args, buf);
     return s.ok() ? kExitOk : report_error(s);
   }
-  // stdin: one text per line, embedded in chunks so that output streams and memory stays bounded.
+  // stdin: one text per line, embedded in chunks so that output streams and memory stays bounded. Every input line
+  // gets one output line, so that output line N belongs to input line N.
   constexpr size_t kChunk = 64;
   std::vector<std::string> chunk;
   std::string line;
   size_t line_no = 0;
   size_t first_line_of_chunk = 1;
+  size_t failed_lines = 0;
   auto flush = [&]() -> Status {
     Status s = embed_and_print(**rt, chunk, buf);
+    if (absl::IsInvalidArgument(s)) {  // a text the runtime refuses (invalid UTF-8): find it, line by line
+      s = absl::OkStatus();
+      for (size_t i = 0; i < chunk.size() && s.ok(); ++i) {
+        Status one = embed_and_print(**rt, std::span<const std::string>(&chunk[i], 1), buf);
+        if (!absl::IsInvalidArgument(one)) {
+          s = one;
+          continue;
+        }
+        const size_t at = first_line_of_chunk + i;
+        // The runtime numbers texts within a call; this call had one, the line number says more.
+        const std::string why(absl::StripPrefix(one.message(), "text 0: "));
+        fmt::print("{}\n", json{{"line", at}, {"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace));
+        std::fflush(stdout);
+        report_error(absl::InvalidArgumentError(fmt::format("stdin line {}: {}", at, why)));
+        ++failed_lines;
+      }
+    }
     chunk.clear();
     if (s.ok()) return s;
     return absl::Status(s.code(), fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no,
@@ -143,15 +175,14 @@ int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
   while (std::getline(std::cin, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
     if (chunk.empty()) first_line_of_chunk = line_no;
-    chunk.push_back(std::move(line));
+    chunk.push_back(std::move(line));  // an empty line too: its embedding is that of [CLS] [SEP]
     if (chunk.size() == kChunk) {
       if (Status s = flush(); !s.ok()) return report_error(s);
     }
   }
   if (Status s = flush(); !s.ok()) return report_error(s);
-  return kExitOk;
+  return failed_lines == 0 ? kExitOk : kExitError;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -300,7 +331,10 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
 int main(int argc, char** argv) {
   CLI::App app{"brisk: fast transformer-encoder inference (embeddings) from the command line", "brisk"};
   app.require_subcommand(1);
-  app.failure_message(CLI::FailureMessage::help);
+  // CLI11 quotes the offending arguments in its errors: through printable() like every other message.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return CLI::FailureMessage::help(a, CLI::Error(e.get_name(), printable(e.what()), e.get_exit_code()));
+  });
   app.set_version_flag("--version", std::string(brisk_version_string()));
 
   ModelFlags embed_flags, info_flags, bench_flags;
@@ -322,7 +356,7 @@ int main(int argc, char** argv) {
       ->required();
   bench_cmd->add_option("--iters", bench.iters, "timed iterations")->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")->check(CLI::NonNegativeNumber)
+  bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   bench_cmd->add_option("--word", bench.word, "the repeated word; must be one token")->capture_default_str();
   bench_cmd->add_option("--pooling", bench_flags.pooling, "mean or cls")->check(CLI::IsMember({"mean", "cls"}));
@@ -342,7 +376,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(info_flags);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
-    fmt::print(stderr, "brisk: error: {}\n", e.what());
+    fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;
   }
   return kExitUsage;

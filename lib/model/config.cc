@@ -259,34 +259,92 @@ StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text,
   return p;
 }
 
+namespace {
+
+constexpr char kModulePrefix[] = "sentence_transformers.models.";
+
+// A module's "path" inside the model directory. Checked after lexical normalisation, so that "a/../../etc"
+// is caught as well as "/etc" and "../etc"; symlinks inside the directory are the model author's choice.
+StatusOr<std::filesystem::path> module_dir(const std::filesystem::path& dir, const std::string& rel,
+                                           const std::string& module, const std::string& source) {
+  const std::filesystem::path norm = std::filesystem::path(rel).lexically_normal();
+  if (norm.has_root_path() || (!norm.empty() && *norm.begin() == "..")) {
+    return bad(source, absl::StrCat("module ", module, " has path ", json(rel).dump(), "; expected a path inside ",
+                                    "the model directory"));
+  }
+  return dir / norm;
+}
+
+// modules.json: the sentence-transformers pipeline. brisk runs Transformer, Pooling and Normalize; any other
+// module changes the embeddings, so a model that lists one is refused rather than embedded without it.
+Status read_modules(const std::filesystem::path& dir, const std::string& source, const std::string& text,
+                    std::filesystem::path& pooling_dir, bool& normalize) {
+  json modules = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (modules.is_discarded() || !modules.is_array()) {
+    return bad(source, "is not a JSON array; expected sentence-transformers' list of modules");
+  }
+  int poolings = 0;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const json& m = modules[i];
+    const std::string entry = absl::StrCat("entry ", i);
+    if (!m.is_object()) {
+      return bad(source, absl::StrCat(entry, " is ", describe_json(m), " (a JSON ", m.type_name(),
+                                      "); expected an object with \"type\" and \"path\""));
+    }
+    const std::string where = absl::StrCat(source, " ", entry);
+    BRISK_ASSIGN_OR_RETURN(std::string type, get_string(m, "type", where, ""));
+    BRISK_ASSIGN_OR_RETURN(std::string path, get_string(m, "path", where, ""));
+    BRISK_ASSIGN_OR_RETURN(std::string name, get_string(m, "name", where, std::to_string(i)));
+    BRISK_RETURN_IF_ERROR(get_int(m, "idx", where, false).status());
+    const std::string module = absl::StrCat(json(name).dump(), " (", json(type).dump(), ")");
+    BRISK_ASSIGN_OR_RETURN(std::filesystem::path module_path, module_dir(dir, path, module, source));
+    const std::string_view kind = std::string_view(type).starts_with(kModulePrefix)
+                                      ? std::string_view(type).substr(sizeof(kModulePrefix) - 1)
+                                      : std::string_view();
+    if (kind == "Transformer") continue;
+    if (kind == "Pooling") {
+      pooling_dir = module_path;
+      ++poolings;
+    } else if (kind == "Normalize") {
+      normalize = true;
+    } else if (kind == "Dense") {
+      return bad(source, absl::StrCat("module ", module, " at ", module_path.string(),
+                                      " is a Dense layer, which brisk does not run (the embeddings would be wrong "
+                                      "without it); expected only Transformer, Pooling and Normalize modules"));
+    } else {
+      return bad(source, absl::StrCat("module ", module, " has an unsupported type; expected ", kModulePrefix,
+                                      "Transformer, Pooling or Normalize"));
+    }
+  }
+  if (poolings != 1) {
+    return bad(source, absl::StrCat("lists ", poolings, " Pooling modules; expected exactly one"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
   const std::filesystem::path dir(model_dir);
   PoolingConfig pooling;
-  const std::string pooling_path = (dir / "1_Pooling" / "config.json").string();
-  StatusOr<std::string> text = read_text_file(pooling_path);
-  if (text.ok()) {
-    BRISK_ASSIGN_OR_RETURN(pooling, PoolingConfig::from_json_string(*text, pooling_path));
-  } else if (!absl::IsNotFound(text.status())) {
-    return text.status();
-  }
-
+  std::filesystem::path pooling_dir = dir / "1_Pooling";  // where sentence-transformers puts it without modules.json
   const std::string modules_path = (dir / "modules.json").string();
   StatusOr<std::string> modules_text = read_text_file(modules_path);
   if (modules_text.ok()) {
-    json modules = json::parse(*modules_text, nullptr, /*allow_exceptions=*/false);
-    if (modules.is_discarded() || !modules.is_array()) {
-      return bad(modules_path, "is not a JSON array; expected sentence-transformers' list of modules");
-    }
-    for (const json& m : modules) {
-      if (!m.is_object()) continue;
-      auto type = m.find("type");
-      if (type != m.end() && type->is_string() &&
-          type->get<std::string>() == "sentence_transformers.models.Normalize") {
-        pooling.normalize = true;
-      }
-    }
+    BRISK_RETURN_IF_ERROR(read_modules(dir, modules_path, *modules_text, pooling_dir, pooling.normalize));
   } else if (!absl::IsNotFound(modules_text.status())) {
     return modules_text.status();
+  }
+
+  const std::string pooling_path = (pooling_dir / "config.json").string();
+  StatusOr<std::string> text = read_text_file(pooling_path);
+  if (text.ok()) {
+    const bool normalize = pooling.normalize;
+    BRISK_ASSIGN_OR_RETURN(pooling, PoolingConfig::from_json_string(*text, pooling_path));
+    pooling.normalize = normalize;
+    pooling.config_path = pooling_path;
+  } else if (!absl::IsNotFound(text.status())) {
+    return text.status();
   }
 
   const std::string st_path = (dir / "sentence_bert_config.json").string();

@@ -225,7 +225,7 @@ struct WordPieceTokenizer::Impl {
       if (n == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "invalid UTF-8 at byte offset ", i, " (byte 0x", absl::Hex(s[i], absl::kZeroPad2), ": ", why,
-            "); expected well-formed UTF-8 text, or set TokenizerOptions::replace_invalid_utf8"));
+            "); expected well-formed UTF-8 text; pass valid UTF-8 or enable replace_invalid_utf8"));
       }
       i += static_cast<size_t>(n);
     }

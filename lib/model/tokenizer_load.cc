@@ -194,13 +194,18 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::stri
   return from_tokens(std::move(tokens), std::move(opts), absl::StrCat("vocab file \"", vocab_txt, "\""));
 }
 
-StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_dir(const std::string& dir) {
+StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_dir(const std::string& dir, bool replace_invalid_utf8) {
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model directory \"", dir, "\" is a file; expected a folder with tokenizer.json or vocab.txt"));
+  }
   if (!fs::is_directory(dir, ec)) {
     return absl::NotFoundError(absl::StrCat("model directory \"", dir,
                                             "\" does not exist; expected a folder with tokenizer.json or vocab.txt"));
   }
   TokenizerOptions opts;
+  opts.replace_invalid_utf8 = replace_invalid_utf8;
   const fs::path root(dir);
   const std::string config = (root / "tokenizer_config.json").string();
   if (fs::exists(config, ec)) {

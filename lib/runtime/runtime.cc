@@ -76,10 +76,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
   if (pooling == Pooling::kMax) {
     return absl::UnimplementedError(absl::StrCat(
-        dir, "/1_Pooling/config.json asks for max pooling, which brisk does not support; expected mean or cls "
-             "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+        pooling_config.config_path, " asks for max pooling, which brisk does not support; expected mean or cls "
+                                    "pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
                                                    " tokens but config.json has vocab_size = ", config.vocab_size));

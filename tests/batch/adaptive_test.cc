@@ -1,4 +1,4 @@
-// The AIMD batch sizer (alone and through the batcher) and the token bucket.
+// The adaptive batch sizer (multiplicative increase and decrease) (alone and through the batcher) and the token bucket.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -156,8 +156,21 @@ static void test_embed(void) {
   CHECK(opts.normalize == -1 && strcmp(brisk_status_string(BRISK_PERMISSION_DENIED), "permission denied") == 0);
   /* The runtime still works after the errors. */
   CHECK(brisk_embed(rt, texts, 1, out, dim) == BRISK_OK && fabs(dot(out, out, dim) - 1.0) < 1e-4);
-  free(out);
   brisk_runtime_destroy(rt);
+
+  /* replace_invalid_utf8: the bad byte is dropped (U+FFFD, which the tokenizer removes), the rest embedded. */
+  rt = NULL;
+  opts.replace_invalid_utf8 = 2;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "replace_invalid_utf8 is 2"));
+  opts.replace_invalid_utf8 = 1;
+  CHECK(brisk_runtime_create(&opts, &rt) == BRISK_OK);
+  if (rt != NULL) {
+    const char* repaired[2] = {"bad \xC3\x28 byte", "bad ( byte"};
+    CHECK(brisk_embed(rt, repaired, 2, out, 2 * dim) == BRISK_OK);
+    CHECK(fabs(dot(out, out + dim, dim) - 1.0) < 1e-5);
+    brisk_runtime_destroy(rt);
+  }
+  free(out);
   test_older_options_struct(dir);
 }
 

@@ -40,12 +40,27 @@ def test_embed(brisk):
     dot = lambda a, b: sum(x * y for x, y in zip(a, b))
     check(dot(vecs[0], vecs[1]) > dot(vecs[0], vecs[2]) + 0.1, "a paraphrase is closer than an unrelated text")
 
-    r = run([brisk, "embed"], stdin="first line\n\nsecond line\n")
-    check(r.returncode == 0 and len(r.stdout.splitlines()) == 2, "embed reads non-empty stdin lines")
+    # One output line per input line, empty lines included ([CLS] [SEP] has an embedding too).
+    r = run([brisk, "embed"], stdin="first line\n\nsecond line\n\n")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    check(r.returncode == 0 and [row["text"] for row in rows] == ["first line", "", "second line", ""],
+          f"embed keeps one output line per stdin line, empty lines included (stderr: {r.stderr})")
+    check(all(len(row["embedding"]) == 384 for row in rows), "empty stdin lines get an embedding")
 
-    raw = subprocess.run([brisk, "embed"], input=b"ok\nbad \xff byte\n", capture_output=True, timeout=300)
+    raw = subprocess.run([brisk, "embed"], input=b"ok\n\nbad \xff byte\nlast\n", capture_output=True, timeout=300)
     check(raw.returncode == 1, "invalid UTF-8 on stdin exits 1")
-    check(b"UTF-8" in raw.stderr and raw.stderr.startswith(b"brisk: error:"), "invalid UTF-8 is named in the error")
+    check(raw.stderr.startswith(b"brisk: error: stdin line 3:") and b"UTF-8" in raw.stderr,
+          f"invalid UTF-8 is named in the error with its line (stderr: {raw.stderr!r})")
+    check(b"replace_invalid_utf8" in raw.stderr and b"TokenizerOptions" not in raw.stderr,
+          "the invalid UTF-8 advice names only what a CLI or C API user can reach")
+    lines = raw.stdout.splitlines()
+    check(len(lines) == 4 and json.loads(lines[2]).get("line") == 3 and "error" in json.loads(lines[2])
+          and json.loads(lines[3])["text"] == "last", "the bad line gets its error on its own line, in place")
+    raw = subprocess.run([brisk, "embed", "--replace-invalid-utf8"], input=b"ok\nbad \xff byte\n",
+                         capture_output=True, timeout=300)
+    rows = [json.loads(line) for line in raw.stdout.splitlines()]
+    check(raw.returncode == 0 and len(rows) == 2 and len(rows[1]["embedding"]) == 384,
+          f"--replace-invalid-utf8 embeds invalid UTF-8 (stderr: {raw.stderr!r})")
 
 
 def test_info_and_errors(brisk):
@@ -64,6 +79,29 @@ def test_info_and_errors(brisk):
             f.write('{"model_type": "bert", "hidden_size": 384}')
         r = run([brisk, "info", "--model", d])
         check(r.returncode == 1 and "config.json" in r.stderr, "a config missing keys exits 1 naming config.json")
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        for cmd in (["info"], ["embed", "x"], ["bench", "--batch", "1", "--seq", "4"]):
+            r = run([brisk, *cmd, "--model", f.name])
+            check(r.returncode == 1 and "is a file; expected a" in r.stderr and "does not exist" not in r.stderr,
+                  f"{cmd[0]} --model naming a file says so (stderr: {r.stderr})")
+    r = run([brisk, "info", "--threads", "100000"])
+    check(r.returncode == 2 and "1024" in r.stderr and re.search(r"\d{20}", r.stderr) is None,
+          f"an out-of-range --threads prints a readable bound (stderr: {r.stderr[:300]})")
+
+    # Control bytes and ANSI escapes from arguments and files are escaped, not sent to the terminal.
+    r = run([brisk, "info", "--model", "/nonexistent/\x1b[2J\x1b]0;title\x07dir"])
+    check(r.returncode == 1 and "\x1b" not in r.stderr and "\x07" not in r.stderr and "\\x1B[2J" in r.stderr,
+          f"escape sequences in a path are escaped (stderr: {r.stderr!r})")
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write('{"model_type": "\\u001b[31mred\\u009b2J\\u007f"}')
+        r = run([brisk, "info", "--model", d])
+        check(r.returncode == 1 and "model_type" in r.stderr and "red" in r.stderr
+              and not any(c in r.stderr for c in "\x1b\x9b\x7f"),
+              f"control characters from a file are escaped (stderr: {r.stderr!r})")
+    r = run([brisk, "embed", "--bogus-\x1b[31m"])
+    check(r.returncode == 2 and "\x1b" not in r.stderr, f"CLI11's errors are escaped (stderr: {r.stderr!r})")
+
     r = run([brisk, "bench", "--bogus-flag"])
     check(r.returncode == 2, "an unknown flag exits 2 with usage")
     r = run([brisk, "bench", "--batch", "0", "--seq", "8"])

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-"""Writes tests/data/golden_minilm.json: reference token ids and sentence embeddings from Hugging Face.
+"""Writes tests/data/golden_minilm.json: reference token ids and sentence embeddings computed with Hugging Face.
 
-For every sentence below it records the input ids of the HF tokenizer (AutoTokenizer, i.e. the fast
-BertTokenizerFast, max_length 512 with truncation) and the mean-pooled (attention-mask aware), L2-normalised
-float32 embedding of AutoModel, computed one sentence at a time so there is no padding. brisk's tokenizer and
-encoder tests compare against this file; nothing in it is computed by brisk. "token_items" adds 400 random
-texts (fixed seed) with ids only: "ids" under the model's uncased rules, "cased_ids" with lowercase=False and
-strip_accents=False (same vocab).
+"items", one per sentence in SENTENCES:
+  - "ids": the input ids of AutoTokenizer (BertTokenizerFast from tokenizer.json), truncated to 512 tokens;
+  - "embedding": transformers' AutoModel last_hidden_state for those ids alone (no padding, token_type_ids 0,
+    one torch thread), mean-pooled over the attention mask and L2-normalised here in torch, as the model's
+    sentence-transformers Pooling and Normalize modules do (sentence-transformers itself is not run), each
+    float rounded to 7 significant digits;
+  - "slow_ids": only where the slow Python BertTokenizer gives other ids (reported on stderr too).
+"token_items": 400 random texts (random.Random(20240515), characters from every class the BERT rules tell apart,
+plus literal special tokens) with ids only: "ids" from AutoTokenizer, "cased_ids" from tokenizer.json with its
+normalizer replaced by lowercase=False, strip_accents=False.
+Also recorded: "versions" (python, torch, transformers, tokenizers, numpy), "model" (the directory's name) and
+"max_seq_len" (512). brisk's tokenizer and encoder tests compare against this file; nothing in it is computed
+by brisk.
 
 Usage (in the reference venv that scripts/setup creates):
     ~/.cache/brisk/pyref/bin/python tests/data/make_golden.py [MODEL_DIR] [--out PATH]

@@ -8,6 +8,7 @@
 
 #include "brisk/model/config.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 
@@ -227,4 +228,65 @@ TEST_CASE("pooling config from sentence-transformers files", "[loading][config]"
     REQUIRE_FALSE(p.ok());
     CHECK(contains(p.status().message(), "1_Pooling/config.json"));
   }
+}
+
+TEST_CASE("modules.json: Dense and unknown modules, bad entries and escaping paths are refused", "[loading][config]") {
+  constexpr const char* kTransformer =
+      R"({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"})";
+  constexpr const char* kPooling =
+      R"({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})";
+  auto refused = [](const std::string& modules) {
+    TempDir dir;
+    dir.write("modules.json", modules);
+    auto p = brisk::read_pooling_config(dir.path.string());
+    REQUIRE_FALSE(p.ok());
+    INFO(p.status().message());
+    CHECK(contains(p.status().message(), "modules.json"));
+    return std::string(p.status().message());
+  };
+  SECTION("a Dense module is named with its path") {
+    const std::string m = refused(absl::StrCat("[", kTransformer, ",", kPooling, R"(,
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}])"));
+    CHECK(contains(m, "Dense"));
+    CHECK(contains(m, "2_Dense"));
+  }
+  SECTION("an unknown module type") {
+    const std::string m = refused(absl::StrCat("[", kTransformer, ",", kPooling, R"(,
+        {"idx": 2, "name": "2", "path": "2_LayerNorm", "type": "sentence_transformers.models.LayerNorm"}])"));
+    CHECK(contains(m, "sentence_transformers.models.LayerNorm"));
+    CHECK(contains(m, "expected sentence_transformers.models.Transformer, Pooling or Normalize"));
+  }
+  SECTION("entries of the wrong type") {
+    CHECK(contains(refused(absl::StrCat("[", kTransformer, ",", kPooling, R"(, "2_Dense"])")),
+                   "entry 2 is \"2_Dense\" (a JSON string); expected an object"));
+    CHECK(contains(refused(absl::StrCat("[", kTransformer, R"(, {"path": "1_Pooling", "type": 7}])")),
+                   "key \"type\" is 7"));
+    CHECK(contains(refused(absl::StrCat("[", kTransformer, R"(, {"path": ["1_Pooling"],
+                                         "type": "sentence_transformers.models.Pooling"}])")),
+                   "key \"path\""));
+    CHECK(contains(refused(absl::StrCat("[", kTransformer, "]")), "0 Pooling modules; expected exactly one"));
+  }
+  SECTION("paths outside the model directory, after normalisation") {
+    for (const char* path : {"../../etc", "/etc", "1_Pooling/../../etc", "./a/../.."}) {
+      INFO(path);
+      const std::string m = refused(absl::StrCat("[", kTransformer, R"(, {"path": ")", path,
+                                                 R"(", "type": "sentence_transformers.models.Pooling"}])"));
+      CHECK(contains(m, "expected a path inside the model directory"));
+    }
+  }
+}
+
+TEST_CASE("modules.json names the Pooling module's directory", "[loading][config]") {
+  TempDir dir;
+  dir.write("modules.json", R"([
+      {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+      {"idx": 1, "name": "1", "path": "pool/./", "type": "sentence_transformers.models.Pooling"},
+      {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
+  dir.write("pool/config.json", R"({"word_embedding_dimension": 384, "pooling_mode_cls_token": true})");
+  dir.write("1_Pooling/config.json", R"({"word_embedding_dimension": 384, "pooling_mode_mean_tokens": true})");
+  auto p = brisk::read_pooling_config(dir.path.string());
+  REQUIRE(p.ok());
+  CHECK(p->mode == Pooling::kCls);
+  CHECK(p->normalize);
+  CHECK(contains(p->config_path, "pool/config.json"));
 }

@@ -214,6 +214,9 @@ TEST_CASE("tokenizer: invalid UTF-8 is an error naming the byte offset", "[token
     CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK_THAT(msg(r.status()), Catch::Contains("byte offset " + std::to_string(c.offset) + " ") &&
                                     Catch::Contains(c.why) && Catch::Contains("UTF-8"));
+    // Advice a caller of the CLI, C API or Runtime can follow: no C++-only type names.
+    CHECK_THAT(msg(r.status()), Catch::Contains("pass valid UTF-8 or enable replace_invalid_utf8") &&
+                                    !Catch::Contains("TokenizerOptions"));
     CHECK_FALSE(tok.tokenize(c.text).ok());
   }
   // Invalid bytes past the truncation point are still an error: validity does not depend on max_seq_len.
@@ -221,6 +224,17 @@ TEST_CASE("tokenizer: invalid UTF-8 is an error naming the byte offset", "[token
   auto r = tok.encode(tail, 3);
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(msg(r.status()), Catch::Contains("byte offset " + std::to_string(tail.size() - 1)));
+}
+
+TEST_CASE("tokenizer: from_model_dir takes replace_invalid_utf8 and refuses a file", "[tokenizer]") {
+  const std::string dir = brisk::testing::model_dir().string();
+  CHECK_FALSE(WordPieceTokenizer::from_model_dir(dir).value().encode("bad \xff byte", 16).ok());
+  auto ids = WordPieceTokenizer::from_model_dir(dir, /*replace_invalid_utf8=*/true).value().encode("bad \xff", 16);
+  REQUIRE(ids.ok());
+  CHECK(ids->size() == 3);  // [CLS] bad [SEP]: the bad byte is dropped
+  auto file = WordPieceTokenizer::from_model_dir((brisk::testing::model_dir() / "vocab.txt").string());
+  REQUIRE_FALSE(file.ok());
+  CHECK_THAT(msg(file.status()), Catch::Contains("is a file; expected a folder"));
 }
 
 TEST_CASE("tokenizer: replace_invalid_utf8 turns each bad byte into U+FFFD", "[tokenizer]") {

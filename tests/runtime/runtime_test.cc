@@ -70,13 +70,17 @@ TEST_CASE("a max-pooling model is refused at create unless pooling is overridden
   for (const char* f : {"config.json", "vocab.txt", "model.safetensors"}) {
     fs::create_symlink(brisk::testing::model_dir() / f, tmp.path / f);
   }
-  tmp.write("1_Pooling/config.json", R"({"word_embedding_dimension": 384, "pooling_mode_mean_tokens": false,
-                                         "pooling_mode_cls_token": false, "pooling_mode_max_tokens": true})");
+  // The Pooling module's directory comes from modules.json, and the error names the file that asked for max.
+  tmp.write("modules.json", R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
+                                {"path": "pool_max", "type": "sentence_transformers.models.Pooling"}])");
+  tmp.write("pool_max/config.json", R"({"word_embedding_dimension": 384, "pooling_mode_mean_tokens": false,
+                                        "pooling_mode_cls_token": false, "pooling_mode_max_tokens": true})");
   brisk::RuntimeOptions opts = default_options();
   opts.model_dir = tmp.path.string();
   auto rt = brisk::Runtime::create(opts);
   REQUIRE_FALSE(rt.ok());
   CHECK(rt.status().message().find("max pooling") != std::string::npos);
+  CHECK(rt.status().message().find("pool_max/config.json") != std::string::npos);
   opts.pooling = brisk::Pooling::kMean;
   CHECK(brisk::Runtime::create(opts).ok());
 }
@@ -113,6 +117,18 @@ TEST_CASE("invalid UTF-8 names the text and leaves the runtime usable", "[runtim
   std::vector<float> small(10);
   CHECK_FALSE((*rt)->embed(texts, small).ok());
   CHECK((*rt)->embed(std::span<const std::string_view>()).value().empty());
+}
+
+TEST_CASE("replace_invalid_utf8 embeds invalid UTF-8 as the text without the bad bytes", "[runtime]") {
+  brisk::RuntimeOptions opts = default_options();
+  opts.replace_invalid_utf8 = true;
+  auto rt = brisk::Runtime::create(opts);
+  REQUIRE(rt.ok());
+  auto bad = (*rt)->embed(std::vector<std::string_view>{"bad \xff byte"});
+  REQUIRE(bad.ok());
+  auto clean = (*rt)->embed(std::vector<std::string_view>{"bad  byte"});
+  REQUIRE(clean.ok());
+  CHECK(*bad == *clean);
 }
 
 TEST_CASE("max_seq_len truncates and cls pooling differs from mean", "[runtime]") {

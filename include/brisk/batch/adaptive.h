@@ -1,5 +1,6 @@
-// SLO-adaptive batch sizing: an AIMD controller in the style of Clipper and the seeds' AutoTuner. Per window
-// of batches it compares
+// SLO-adaptive batch sizing: a feedback controller after Clipper's adaptive batching (Crankshaw et al., NSDI 2017),
+// but with multiplicative increase and decrease where Clipper's AIMD increases additively. Per window of batches it
+// compares
 //   - the P99 of batch compute time with a compute budget, compute_share x p99_target (by default half of it:
 //     a request that waits for the batch in flight and then runs in the next one stays within the target).
 //     Over the budget the batch limit shrinks by 20%; well under it (below 70%), and only when batches

@@ -45,8 +45,8 @@ struct PriorityLevel {
   DeadlineAction deadline_action = DeadlineAction::kReject;
 };
 
-// Three levels as in the seeds' QoS: real-time dialogue, asynchronous tasks, bulk. No default timeouts; set
-// levels[0].default_timeout = 200ms and levels[1].default_timeout = 500ms for the seeds' targets.
+// Three levels: real-time dialogue, asynchronous tasks, bulk. No default timeouts; for an interactive assistant
+// set, e.g., levels[0].default_timeout = 200ms (an answer's whole budget) and levels[1].default_timeout = 500ms.
 inline std::vector<PriorityLevel> default_priority_levels() {
   return {PriorityLevel{.name = "realtime"}, PriorityLevel{.name = "async"}, PriorityLevel{.name = "bulk"}};
 }

@@ -14,8 +14,8 @@
 // rows <= 0 or cols <= 0 does nothing.
 //
 // Dispatch: one template per device. The CPU specialisation picks AVX-512, AVX2+FMA or the scalar reference at
-// run time (brisk::cpu_isa()) and splits rows over brisk::parallel_for. A CUDA specialisation takes device
-// pointers and is declared by the CUDA kernels when they are built.
+// run time (brisk::cpu_isa()) and splits rows over brisk::parallel_for. There is no CUDA specialisation yet; the
+// template's Device parameter leaves room for one that takes device pointers.
 //
 // Thread safety: reentrant; concurrent calls may run when they write disjoint memory.
 #pragma once

@@ -1,6 +1,6 @@
 // BertConfig and PoolingConfig: the shape and behaviour of a BERT-family encoder, parsed from a Hugging Face
-// model directory (config.json, and the sentence-transformers files 1_Pooling/config.json, modules.json and
-// sentence_bert_config.json).
+// model directory (config.json, and the sentence-transformers files modules.json, the Pooling module's
+// config.json and sentence_bert_config.json).
 //
 //   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
 //   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
@@ -72,17 +72,20 @@ BRISK_API std::string_view pooling_name(Pooling pooling);
 
 struct BRISK_API PoolingConfig {
   Pooling mode = Pooling::kMean;
-  int64_t word_embedding_dimension = 0;  // 0 when unknown (no 1_Pooling/config.json)
+  int64_t word_embedding_dimension = 0;  // 0 when unknown (no Pooling config.json)
   bool normalize = false;                // modules.json lists sentence_transformers.models.Normalize
   int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown
+  std::string config_path;               // the Pooling config.json read, for messages; empty when none
 
-  // Parses a 1_Pooling/config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
+  // Parses a Pooling module's config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
   // pooling_mode_max_tokens may be true; other modes (mean_sqrt_len, weighted, lasttoken) are rejected.
   static StatusOr<PoolingConfig> from_json_string(const std::string& text, const std::string& source_name);
 };
 
-// Reads <model_dir>/1_Pooling/config.json (mean pooling when absent), plus modules.json (normalize) and
-// sentence_bert_config.json (max_seq_length) when present. Malformed files are errors, absent files are not.
+// Reads modules.json when present: the Pooling module's directory (1_Pooling without modules.json), whether a
+// Normalize module follows; modules brisk does not run (Dense, unknown types) and paths outside the model directory
+// are errors. Then the Pooling config.json (mean pooling when absent) and sentence_bert_config.json
+// (max_seq_length). Malformed files are errors, absent files are not.
 BRISK_API StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir);
 
 // Reads a whole file into a string; NotFound naming the path when it does not exist. Shared by the loaders.

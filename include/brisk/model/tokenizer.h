@@ -63,7 +63,8 @@ class BRISK_API WordPieceTokenizer {
   static StatusOr<WordPieceTokenizer> from_vocab_file(const std::string& vocab_txt, TokenizerOptions opts = {});
   // Reads tokenizer.json (model.vocab, normalizer settings, added tokens) when present, else vocab.txt plus
   // tokenizer_config.json (do_lower_case, strip_accents, tokenize_chinese_chars, special token names).
-  static StatusOr<WordPieceTokenizer> from_model_dir(const std::string& dir);
+  // `replace_invalid_utf8` sets TokenizerOptions::replace_invalid_utf8, which no model file carries.
+  static StatusOr<WordPieceTokenizer> from_model_dir(const std::string& dir, bool replace_invalid_utf8 = false);
   // Tokens given in id order; the building block of the two loaders above (and of tests).
   static StatusOr<WordPieceTokenizer> from_tokens(std::vector<std::string> tokens, TokenizerOptions opts = {},
                                                   std::string_view source = "token list");

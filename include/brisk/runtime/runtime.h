@@ -61,7 +61,7 @@ inline batch::BatchPolicy default_runtime_batching() {
 // differ only in case, accents or spacing share one entry, because the model cannot tell them apart either.
 struct RuntimeCacheOptions {
   uint64_t result_cache_bytes = uint64_t{64} << 20;  // in-process result cache (L1); 0: no result cache
-  std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // as the seeds' result cache
+  std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // a cached embedding is served this long at most
   size_t token_cache_entries = 16384;  // texts of up to 1 KiB; 0: no token cache; at most kMaxTokenCacheEntries
   std::optional<cache::RedisOptions> redis;           // the shared L2 tier; none by default
 };
@@ -80,10 +80,13 @@ struct RuntimeOptions {
   int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
                               // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
                               // max_position_embeddings
-  Pooling pooling = Pooling::kModelDefault;  // kModelDefault reads 1_Pooling/config.json, else mean
+  Pooling pooling = Pooling::kModelDefault;  // kModelDefault: the model's Pooling module config, else mean
   // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
   // sentence-transformers decides).
   std::optional<bool> normalize;
+  // Invalid UTF-8 in a text: false, an InvalidArgument error naming the byte offset; true, each bad byte becomes
+  // U+FFFD and is dropped, as Hugging Face does with text decoded using errors="replace".
+  bool replace_invalid_utf8 = false;
   Device device = Device::kCPU;
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
