@@ -9,6 +9,9 @@
 // torch._utils._rebuild_tensor[_v2], _rebuild_parameter, torch.*Storage); any other global becomes an opaque
 // value, and nothing is ever executed. All values live in an arena, so hostile input cannot build deep object
 // graphs whose destruction overflows the stack; sizes, offsets and strides are checked against each record.
+// The arena is bounded against the input: values, strings, item lists and memo entries may take at most
+// kArenaBytesPerPickleByte x the size of data.pkl + kArenaSlackBytes (see PickleMachine::charge), so a small
+// hostile pickle cannot make the reader hold ~100x its size (about 200 bytes per one-byte opcode otherwise).
 #include <caffe2/serialize/inline_container.h>
 #include <c10/util/Exception.h>
 
@@ -68,7 +71,13 @@ class CheckpointError : public std::runtime_error {
 
 class PickleMachine {
  public:
-  PickleMachine(const char* data, size_t size) : p_(data), end_(data + size), begin_(data) {}
+  // A torch.save'd state dict needs about 35 bytes of arena per byte of data.pkl (measured: 36 for
+  // tests/data/tiny_bert, 33 for bad_checkpoints/good.bin), so 64 leaves room; the slack covers small pickles.
+  static constexpr uint64_t kArenaBytesPerPickleByte = 64;
+  static constexpr uint64_t kArenaSlackBytes = 1 << 20;
+
+  PickleMachine(const char* data, size_t size)
+      : p_(data), end_(data + size), begin_(data), arena_limit_(kArenaBytesPerPickleByte * size + kArenaSlackBytes) {}
 
   Value* run() {
     while (true) {
@@ -156,10 +165,10 @@ class PickleMachine {
           set_items(top(), kv);
           break;
         }
-        case 'q': memo_[le(1)] = top(); break;                           // BINPUT
-        case 'r': memo_[le(4)] = top(); break;                           // LONG_BINPUT
-        case 'p': memo_[uint64_t(parse_int(read_line()))] = top(); break;  // PUT
-        case 0x94: memo_[memo_.size()] = top(); break;                   // MEMOIZE
+        case 'q': memo_put(le(1)); break;                                // BINPUT
+        case 'r': memo_put(le(4)); break;                                // LONG_BINPUT
+        case 'p': memo_put(uint64_t(parse_int(read_line()))); break;     // PUT
+        case 0x94: memo_put(memo_.size()); break;                        // MEMOIZE
         case 'h': push(memo_get(le(1))); break;                          // BINGET
         case 'j': push(memo_get(le(4))); break;                          // LONG_BINGET
         case 'g': push(memo_get(uint64_t(parse_int(read_line())))); break;  // GET
@@ -195,6 +204,7 @@ class PickleMachine {
 
  private:
   static constexpr size_t kMaxStack = 1 << 20;
+  static constexpr uint64_t kMemoEntryBytes = 48;  // an unordered_map node of (key, pointer) and its bucket
 
   uint8_t byte() {
     if (p_ >= end_) fail("data.pkl ends before the pickle STOP opcode; expected a complete pickle (truncated file?)");
@@ -229,7 +239,19 @@ class PickleMachine {
     fail(absl::StrCat("bad integer '", absl::CHexEscape(s.substr(0, 32)), "' in data.pkl; expected a decimal integer"));
   }
 
+  // Counts `n` more bytes against the arena bound; fails past it, before the allocation.
+  void charge(uint64_t n) {
+    arena_bytes_ += n;
+    if (arena_bytes_ > arena_limit_) {
+      fail(absl::StrCat("data.pkl (", end_ - begin_, " bytes) needs more than ", arena_limit_,
+                        " bytes of unpickled values at byte ", p_ - begin_, "; the reader allows at most ",
+                        kArenaBytesPerPickleByte, " x the size of data.pkl + ", kArenaSlackBytes,
+                        " bytes (a torch.save'd state dict needs far less: is this pickle built to exhaust memory?)"));
+    }
+  }
+
   Value* make(Value::Kind k) {
+    charge(sizeof(Value));
     arena_.emplace_back();
     arena_.back().kind = k;
     return &arena_.back();
@@ -240,11 +262,13 @@ class PickleMachine {
     return x;
   }
   Value* make_str(Value::Kind k, std::string s) {
+    charge(s.size());
     Value* x = make(k);
     x->s = std::move(s);
     return x;
   }
   Value* make_seq(Value::Kind k, std::vector<Value*> items) {
+    charge(items.size() * sizeof(Value*));
     Value* x = make(k);
     x->items = std::move(items);
     return x;
@@ -277,6 +301,11 @@ class PickleMachine {
     stack_.resize(k - 1);
     return out;
   }
+  void memo_put(uint64_t key) {
+    Value* v = top();
+    charge(kMemoEntryBytes);
+    memo_[key] = v;
+  }
   Value* memo_get(uint64_t key) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail(absl::StrCat("pickle refers to memo entry ", key, " that was never stored"));
@@ -285,12 +314,14 @@ class PickleMachine {
   void append(Value* list, const std::vector<Value*>& vs) {
     if (list->kind == Value::kObject) return;  // e.g. a list subclass we do not model
     if (list->kind != Value::kList) fail("pickle APPEND onto a value that is not a list");
+    charge(vs.size() * sizeof(Value*));
     list->items.insert(list->items.end(), vs.begin(), vs.end());
   }
   void set_items(Value* dict, const std::vector<Value*>& kv) {
     if (dict->kind == Value::kObject) return;
     if (dict->kind != Value::kDict) fail("pickle SETITEM onto a value that is not a dict");
     if (kv.size() % 2 != 0) fail("pickle SETITEMS with an odd number of keys and values");
+    charge(kv.size() * sizeof(Value*));
     dict->items.insert(dict->items.end(), kv.begin(), kv.end());
   }
 
@@ -349,6 +380,7 @@ class PickleMachine {
       t->offset = a[1]->i;
       t->size = int_tuple(a[2], "size");
       t->stride = int_tuple(a[3], "stride");
+      charge((t->size.size() + t->stride.size()) * sizeof(int64_t));
       return t;
     }
     if (m == "torch._utils" && (n == "_rebuild_parameter" || n == "_rebuild_parameter_with_state")) {
@@ -364,6 +396,8 @@ class PickleMachine {
   const char* p_;
   const char* end_;
   const char* begin_;
+  const uint64_t arena_limit_;
+  uint64_t arena_bytes_ = 0;  // what charge() has counted: values, strings, item lists, memo entries
   std::deque<Value> arena_;
   std::vector<Value*> stack_;
   std::unordered_map<uint64_t, Value*> memo_;
