@@ -318,6 +318,40 @@ TEST_CASE("weights: a hostile pickle cannot make the reader hold more than 64x d
   CHECK(contains(refused.status().message(), "at most 64 x the size of data.pkl + 1048576 bytes"));
 }
 
+// Found by fuzz_torch_checkpoint (tests/fuzz/regressions/fuzz_torch_checkpoint/oom-0c1fdae3...): libtorch 1.13
+// allocates a record's declared uncompressed size before reading it, so a 1 KB archive declaring a 4 GB record
+// made it allocate 4 GB.
+TEST_CASE("weights: a zip record declaring more bytes than the archive is refused before libtorch allocates it",
+          "[loading][weights][torch]") {
+  if (!brisk::torch_checkpoints_supported()) return;
+  TempDir dir;
+  const fs::path bin = dir.path / "pytorch_model.bin";
+  const std::string four_floats(16, '\0');
+  std::string zip = stored_zip({{"archive/data.pkl", state_dict_pickle("")}, {"archive/data/0", four_floats},
+                                {"archive/version", "3\n"}});
+  std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+  REQUIRE(brisk::read_torch_checkpoint(bin.string()).ok());
+  // The central directory entry of archive/version (the last one) now declares 0xFFFFFFFE uncompressed bytes.
+  const size_t entry = zip.rfind(std::string("PK\x01\x02", 4));
+  REQUIRE(entry != std::string::npos);
+  for (int k = 0; k < 4; ++k) zip[entry + 24 + k] = char(k == 0 ? 0xFE : 0xFF);
+  std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+  auto t = brisk::read_torch_checkpoint(bin.string());
+  REQUIRE_FALSE(t.ok());
+  INFO(t.status().message());
+  CHECK(t.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(t.status().message(), "pytorch_model.bin: has a zip record 'archive/version' that declares 4294967294 "
+                                       "bytes, more than the whole archive"));
+  // The fuzzer's input itself (1132 bytes), which libtorch accepted up to the 4 GB allocation.
+  const fs::path found = brisk::testing::test_data_dir() / "bad_checkpoints" / "declared_4gb_record.bin";
+  REQUIRE(fs::exists(found));
+  auto f = brisk::read_torch_checkpoint(found.string());
+  REQUIRE_FALSE(f.ok());
+  INFO(f.status().message());
+  CHECK(contains(f.status().message(), "declared_4gb_record.bin: has a zip record 'archive/version' that declares "
+                                       "4294967294 bytes, more than the whole archive (1132 bytes)"));
+}
+
 TEST_CASE("weights: a missing tensor, a wrong shape or dtype is a clear error", "[loading][weights]") {
   const nlohmann::json config = tiny_config_json();
   SECTION("missing tensor") {
