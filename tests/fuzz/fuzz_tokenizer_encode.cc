@@ -101,7 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   auto lenient = t.lenient.encode(text, max_len);
-  if (!lenient.ok()) brisk_fuzz::invariant_failed("replace_invalid_utf8 refused", std::string(lenient.status().message()));
+  if (!lenient.ok())
+    brisk_fuzz::invariant_failed("replace_invalid_utf8 refused", std::string(lenient.status().message()));
   check_ids(t.lenient, *lenient, max_len);
   std::vector<int32_t> into = {1, 2, 3};
   if (!t.lenient.encode_into(text, max_len, into).ok() || into != *lenient) {
