@@ -19,3 +19,14 @@ if(BRISK_SANITIZE)
   add_compile_options(-fsanitize=${_brisk_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=${_brisk_san})
 endif()
+
+# The fuzz preset: coverage instrumentation (libFuzzer's -fsanitize=fuzzer-no-link) plus ASan and UBSan on every
+# brisk target; the fuzz targets themselves link libFuzzer (-fsanitize=fuzzer, tests/fuzz/CMakeLists.txt).
+if(BRISK_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "BRISK_BUILD_FUZZERS needs clang (libFuzzer); use the fuzz preset (clang-14)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -9,6 +9,9 @@
 // torch._utils._rebuild_tensor[_v2], _rebuild_parameter, torch.*Storage); any other global becomes an opaque
 // value, and nothing is ever executed. All values live in an arena, so hostile input cannot build deep object
 // graphs whose destruction overflows the stack; sizes, offsets and strides are checked against each record.
+// The arena is bounded against the input: values, strings, item lists and memo entries may take at most
+// kArenaBytesPerPickleByte x the size of data.pkl + kArenaSlackBytes (see PickleMachine::charge), so a small
+// hostile pickle cannot make the reader hold ~100x its size (about 200 bytes per one-byte opcode otherwise).
 #include <caffe2/serialize/inline_container.h>
 #include <c10/util/Exception.h>
 
@@ -68,7 +71,13 @@ class CheckpointError : public std::runtime_error {
 
 class PickleMachine {
  public:
-  PickleMachine(const char* data, size_t size) : p_(data), end_(data + size), begin_(data) {}
+  // A torch.save'd state dict needs about 35 bytes of arena per byte of data.pkl (measured: 36 for
+  // tests/data/tiny_bert, 33 for bad_checkpoints/good.bin), so 64 leaves room; the slack covers small pickles.
+  static constexpr uint64_t kArenaBytesPerPickleByte = 64;
+  static constexpr uint64_t kArenaSlackBytes = 1 << 20;
+
+  PickleMachine(const char* data, size_t size)
+      : p_(data), end_(data + size), begin_(data), arena_limit_(kArenaBytesPerPickleByte * size + kArenaSlackBytes) {}
 
   Value* run() {
     while (true) {
@@ -156,10 +165,10 @@ class PickleMachine {
           set_items(top(), kv);
           break;
         }
-        case 'q': memo_[le(1)] = top(); break;                           // BINPUT
-        case 'r': memo_[le(4)] = top(); break;                           // LONG_BINPUT
-        case 'p': memo_[uint64_t(parse_int(read_line()))] = top(); break;  // PUT
-        case 0x94: memo_[memo_.size()] = top(); break;                   // MEMOIZE
+        case 'q': memo_put(le(1)); break;                                // BINPUT
+        case 'r': memo_put(le(4)); break;                                // LONG_BINPUT
+        case 'p': memo_put(uint64_t(parse_int(read_line()))); break;     // PUT
+        case 0x94: memo_put(memo_.size()); break;                        // MEMOIZE
         case 'h': push(memo_get(le(1))); break;                          // BINGET
         case 'j': push(memo_get(le(4))); break;                          // LONG_BINGET
         case 'g': push(memo_get(uint64_t(parse_int(read_line())))); break;  // GET
@@ -195,6 +204,7 @@ class PickleMachine {
 
  private:
   static constexpr size_t kMaxStack = 1 << 20;
+  static constexpr uint64_t kMemoEntryBytes = 48;  // an unordered_map node of (key, pointer) and its bucket
 
   uint8_t byte() {
     if (p_ >= end_) fail("data.pkl ends before the pickle STOP opcode; expected a complete pickle (truncated file?)");
@@ -229,7 +239,19 @@ class PickleMachine {
     fail(absl::StrCat("bad integer '", absl::CHexEscape(s.substr(0, 32)), "' in data.pkl; expected a decimal integer"));
   }
 
+  // Counts `n` more bytes against the arena bound; fails past it, before the allocation.
+  void charge(uint64_t n) {
+    arena_bytes_ += n;
+    if (arena_bytes_ > arena_limit_) {
+      fail(absl::StrCat("data.pkl (", end_ - begin_, " bytes) needs more than ", arena_limit_,
+                        " bytes of unpickled values at byte ", p_ - begin_, "; the reader allows at most ",
+                        kArenaBytesPerPickleByte, " x the size of data.pkl + ", kArenaSlackBytes,
+                        " bytes (a torch.save'd state dict needs far less: is this pickle built to exhaust memory?)"));
+    }
+  }
+
   Value* make(Value::Kind k) {
+    charge(sizeof(Value));
     arena_.emplace_back();
     arena_.back().kind = k;
     return &arena_.back();
@@ -240,11 +262,13 @@ class PickleMachine {
     return x;
   }
   Value* make_str(Value::Kind k, std::string s) {
+    charge(s.size());
     Value* x = make(k);
     x->s = std::move(s);
     return x;
   }
   Value* make_seq(Value::Kind k, std::vector<Value*> items) {
+    charge(items.size() * sizeof(Value*));
     Value* x = make(k);
     x->items = std::move(items);
     return x;
@@ -277,6 +301,11 @@ class PickleMachine {
     stack_.resize(k - 1);
     return out;
   }
+  void memo_put(uint64_t key) {
+    Value* v = top();
+    charge(kMemoEntryBytes);
+    memo_[key] = v;
+  }
   Value* memo_get(uint64_t key) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail(absl::StrCat("pickle refers to memo entry ", key, " that was never stored"));
@@ -285,12 +314,14 @@ class PickleMachine {
   void append(Value* list, const std::vector<Value*>& vs) {
     if (list->kind == Value::kObject) return;  // e.g. a list subclass we do not model
     if (list->kind != Value::kList) fail("pickle APPEND onto a value that is not a list");
+    charge(vs.size() * sizeof(Value*));
     list->items.insert(list->items.end(), vs.begin(), vs.end());
   }
   void set_items(Value* dict, const std::vector<Value*>& kv) {
     if (dict->kind == Value::kObject) return;
     if (dict->kind != Value::kDict) fail("pickle SETITEM onto a value that is not a dict");
     if (kv.size() % 2 != 0) fail("pickle SETITEMS with an odd number of keys and values");
+    charge(kv.size() * sizeof(Value*));
     dict->items.insert(dict->items.end(), kv.begin(), kv.end());
   }
 
@@ -349,6 +380,7 @@ class PickleMachine {
       t->offset = a[1]->i;
       t->size = int_tuple(a[2], "size");
       t->stride = int_tuple(a[3], "stride");
+      charge((t->size.size() + t->stride.size()) * sizeof(int64_t));
       return t;
     }
     if (m == "torch._utils" && (n == "_rebuild_parameter" || n == "_rebuild_parameter_with_state")) {
@@ -364,6 +396,8 @@ class PickleMachine {
   const char* p_;
   const char* end_;
   const char* begin_;
+  const uint64_t arena_limit_;
+  uint64_t arena_bytes_ = 0;  // what charge() has counted: values, strings, item lists, memo entries
   std::deque<Value> arena_;
   std::vector<Value*> stack_;
   std::unordered_map<uint64_t, Value*> memo_;
@@ -499,6 +533,93 @@ const Value* find_state_dict(const Value* root) {
   return root;
 }
 
+// The zip central directory, read the way miniz (inside libtorch's PyTorchStreamReader) reads it, to check every
+// record's declared uncompressed size before libtorch allocates that many bytes for it: libtorch 1.13 trusts the
+// size, so a 1 KB archive declaring a 4 GB record made it allocate 4 GB (found by fuzz_torch_checkpoint). A record
+// can never hold more than the archive itself, as torch.save stores records uncompressed.
+class ZipDirectoryCheck {
+ public:
+  ZipDirectoryCheck(std::ifstream& in, uint64_t size, const std::string& file) : in_(in), size_(size), file_(file) {}
+
+  Status run() {
+    // miniz takes the last end-of-central-directory signature with room for its 22-byte record, searching up to
+    // 64 KiB (the longest comment) from the end.
+    constexpr uint64_t kEocd = 22, kSearch = 0xFFFF + kEocd + 4096;
+    if (size_ < kEocd) return error("is too short for a zip end-of-central-directory record");
+    const uint64_t from = size_ > kSearch ? size_ - kSearch : 0;
+    BRISK_ASSIGN_OR_RETURN(std::string tail, read_at(from, size_ - from));
+    int64_t eocd = -1;
+    for (int64_t k = int64_t(tail.size() - kEocd); k >= 0; --k) {
+      if (std::memcmp(tail.data() + k, "PK\x05\x06", 4) == 0) {
+        eocd = int64_t(from) + k;
+        break;
+      }
+    }
+    if (eocd < 0) return error("has no zip end-of-central-directory record (truncated file?)");
+    const std::string_view e(tail.data() + (uint64_t(eocd) - from), kEocd);
+    uint64_t entries = le(e, 10, 2), dir_offset = le(e, 16, 4);
+    if (uint64_t(eocd) >= 20 + 56) {  // a zip64 locator in front: miniz then takes the zip64 record's values
+      BRISK_ASSIGN_OR_RETURN(std::string locator, read_at(uint64_t(eocd) - 20, 20));
+      if (std::memcmp(locator.data(), "PK\x06\x07", 4) == 0) {
+        const uint64_t z = le(locator, 8, 8);
+        if (z <= size_ - 56) {
+          BRISK_ASSIGN_OR_RETURN(std::string z64, read_at(z, 56));
+          if (std::memcmp(z64.data(), "PK\x06\x06", 4) == 0) {
+            entries = le(z64, 32, 8);
+            dir_offset = le(z64, 48, 8);
+          }
+        }
+      }
+    }
+    uint64_t p = dir_offset;
+    for (uint64_t i = 0; i < entries; ++i) {
+      if (p > size_ || size_ - p < 46) return error("has a zip central directory that runs past the end of the file");
+      BRISK_ASSIGN_OR_RETURN(std::string h, read_at(p, 46));
+      if (std::memcmp(h.data(), "PK\x01\x02", 4) != 0) return error("has a corrupt zip central directory");
+      const uint64_t name_len = le(h, 28, 2), extra_len = le(h, 30, 2), comment_len = le(h, 32, 2);
+      if (size_ - p - 46 < name_len + extra_len) return error("has a zip central directory that runs past the end");
+      BRISK_ASSIGN_OR_RETURN(std::string rest, read_at(p + 46, name_len + extra_len));
+      const std::string_view name(rest.data(), name_len);
+      uint64_t declared = le(h, 24, 4);
+      if (declared == 0xFFFFFFFFu) {  // the real size is in the zip64 extra field (id 1), first of its values
+        declared = UINT64_MAX;
+        for (uint64_t x = name_len; x + 4 <= rest.size();) {
+          const uint64_t id = le(rest, x, 2), len = le(rest, x + 2, 2);
+          if (id == 1 && len >= 8 && x + 4 + 8 <= rest.size()) declared = le(rest, x + 4, 8);
+          x += 4 + len;
+        }
+      }
+      if (declared > size_) {
+        return error(absl::StrCat("has a zip record '", absl::CHexEscape(std::string(name.substr(0, 64))), "' that declares ",
+                                  declared, " bytes, more than the whole archive (", size_,
+                                  " bytes); expected torch.save's uncompressed records"));
+      }
+      p += 46 + name_len + extra_len + comment_len;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static uint64_t le(std::string_view b, size_t at, size_t n) {
+    uint64_t v = 0;
+    for (size_t k = n; k-- > 0;) v = (v << 8) | uint8_t(b[at + k]);
+    return v;
+  }
+  StatusOr<std::string> read_at(uint64_t offset, uint64_t n) {
+    std::string out(size_t(n), '\0');
+    in_.clear();
+    in_.seekg(std::streamoff(offset));
+    in_.read(out.data(), std::streamsize(n));
+    if (uint64_t(in_.gcount()) != n) return error("could not be read (changed while reading?)");
+    return out;
+  }
+  Status error(const std::string& what) const { return absl::InvalidArgumentError(absl::StrCat(file_, ": ", what)); }
+
+  std::ifstream& in_;
+  const uint64_t size_;
+  const std::string& file_;
+};
+
 StatusOr<NamedTensors> read_checkpoint(const std::string& path, const std::string& file) {
   {
     std::ifstream in(path, std::ios::binary);
@@ -510,6 +631,10 @@ StatusOr<NamedTensors> read_checkpoint(const std::string& path, const std::strin
           file, ": not a zip archive; expected a checkpoint written by torch.save with torch >= 1.6 (the legacy "
                 "pre-1.6 format is not supported: re-save it with a current torch, or convert it to safetensors)"));
     }
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) return absl::NotFoundError(absl::StrCat(path, ": cannot read the size of the PyTorch checkpoint"));
+    BRISK_RETURN_IF_ERROR(ZipDirectoryCheck(in, size, file).run());
   }
   caffe2::serialize::PyTorchStreamReader reader(path);
   if (reader.hasRecord("byteorder")) {

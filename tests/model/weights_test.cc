@@ -15,6 +15,7 @@
 #include "brisk/model/safetensors.h"
 #include "brisk/model/weights.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 
@@ -234,6 +235,121 @@ TEST_CASE("weights: bad torch checkpoints give errors, not crashes", "[loading][
   auto missing = brisk::read_torch_checkpoint((dir.path / "absent.bin").string());
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+}
+
+namespace {
+
+// A zip archive of uncompressed (stored) records, as torch.save writes them: enough for PyTorchStreamReader.
+uint32_t crc32(std::string_view data) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& records) {
+  const auto le = [](std::string& out, uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) out += char((v >> (8 * k)) & 0xFF);
+  };
+  std::string zip, central;
+  for (const auto& [name, data] : records) {
+    const uint32_t crc = crc32(data), offset = uint32_t(zip.size());
+    le(zip, 0x04034b50, 4), le(zip, 20, 2), le(zip, 0, 2), le(zip, 0, 2), le(zip, 0, 4);  // stored, no flags
+    le(zip, crc, 4), le(zip, data.size(), 4), le(zip, data.size(), 4), le(zip, name.size(), 2), le(zip, 0, 2);
+    zip += name + data;
+    le(central, 0x02014b50, 4), le(central, 20, 2), le(central, 20, 2), le(central, 0, 2), le(central, 0, 2);
+    le(central, 0, 4), le(central, crc, 4), le(central, data.size(), 4), le(central, data.size(), 4);
+    le(central, name.size(), 2), le(central, 0, 2), le(central, 0, 2), le(central, 0, 2), le(central, 0, 2);
+    le(central, 0, 4), le(central, offset, 4);
+    central += name;
+  }
+  const uint32_t central_offset = uint32_t(zip.size());
+  zip += central;
+  le(zip, 0x06054b50, 4), le(zip, 0, 2), le(zip, 0, 2), le(zip, records.size(), 2), le(zip, records.size(), 2);
+  le(zip, central.size(), 4), le(zip, central_offset, 4), le(zip, 0, 2);
+  return zip;
+}
+
+// tests/data/bad_checkpoints/good.bin's data.pkl (protocol 2): OrderedDict(w=<4 floats in storage "0">), whose
+// last byte is STOP; `junk` goes in front of it, with the dict on top of the stack.
+std::string state_dict_pickle(const std::string& junk) {
+  static const std::string good(
+      "\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00wq\x02" "ctorch._utils\n_rebuild_tensor_v2\n"
+      "q\x03((X\x07\x00\x00\x00storageq\x04" "ctorch\nFloatStorage\nq\x05X\x01\x00\x00\x00" "0q\x06X\x03\x00\x00\x00"
+      "cpuq\x07K\x04tq\x08QK\x00K\x04\x85q\tK\x01\x85q\n\x89h\x00)Rq\x0btq\x0cRq\rs.",
+      165);
+  return good.substr(0, good.size() - 1) + junk + ".";
+}
+
+// "junk": [None] * n, set on the state dict: one byte of pickle per value.
+std::string none_list_item(size_t n) {
+  return std::string("X\x04\x00\x00\x00junk](", 11) + std::string(n, 'N') + "es";
+}
+
+}  // namespace
+
+TEST_CASE("weights: a hostile pickle cannot make the reader hold more than 64x data.pkl", "[loading][weights][torch]") {
+  if (!brisk::torch_checkpoints_supported()) return;
+  TempDir dir;
+  const fs::path bin = dir.path / "pytorch_model.bin";
+  const std::string four_floats("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40", 16);
+  const auto write = [&](const std::string& pkl) {
+    const std::string zip = stored_zip({{"archive/data.pkl", pkl}, {"archive/data/0", four_floats},
+                                        {"archive/version", "3\n"}});
+    std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+  };
+  // A state dict with a small junk list loads: the bound leaves room for real pickles.
+  write(state_dict_pickle(none_list_item(1000)));
+  auto small = brisk::read_torch_checkpoint(bin.string());
+  REQUIRE(small.ok());
+  CHECK(small->at("w").data<float>()[3] == 4.0f);
+  // 300k one-byte None opcodes (~300 KB of pickle) would hold one ~200-byte arena value each, ~60 MB, and then
+  // load as if nothing happened. The bound (64 x 300 KB + 1 MiB ~ 20 MB) refuses it, naming the bound.
+  const std::string bomb = state_dict_pickle(none_list_item(300000));
+  write(bomb);
+  auto refused = brisk::read_torch_checkpoint(bin.string());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+  INFO(refused.status().message());
+  CHECK(contains(refused.status().message(), "pytorch_model.bin"));
+  CHECK(contains(refused.status().message(), absl::StrCat("data.pkl (", bomb.size(), " bytes)")));
+  CHECK(contains(refused.status().message(), "at most 64 x the size of data.pkl + 1048576 bytes"));
+}
+
+// Found by fuzz_torch_checkpoint (tests/fuzz/regressions/fuzz_torch_checkpoint/oom-0c1fdae3...): libtorch 1.13
+// allocates a record's declared uncompressed size before reading it, so a 1 KB archive declaring a 4 GB record
+// made it allocate 4 GB.
+TEST_CASE("weights: a zip record declaring more bytes than the archive is refused before libtorch allocates it",
+          "[loading][weights][torch]") {
+  if (!brisk::torch_checkpoints_supported()) return;
+  TempDir dir;
+  const fs::path bin = dir.path / "pytorch_model.bin";
+  const std::string four_floats(16, '\0');
+  std::string zip = stored_zip({{"archive/data.pkl", state_dict_pickle("")}, {"archive/data/0", four_floats},
+                                {"archive/version", "3\n"}});
+  std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+  REQUIRE(brisk::read_torch_checkpoint(bin.string()).ok());
+  // The central directory entry of archive/version (the last one) now declares 0xFFFFFFFE uncompressed bytes.
+  const size_t entry = zip.rfind(std::string("PK\x01\x02", 4));
+  REQUIRE(entry != std::string::npos);
+  for (int k = 0; k < 4; ++k) zip[entry + 24 + k] = char(k == 0 ? 0xFE : 0xFF);
+  std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+  auto t = brisk::read_torch_checkpoint(bin.string());
+  REQUIRE_FALSE(t.ok());
+  INFO(t.status().message());
+  CHECK(t.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(t.status().message(), "pytorch_model.bin: has a zip record 'archive/version' that declares 4294967294 "
+                                       "bytes, more than the whole archive"));
+  // The fuzzer's input itself (1132 bytes), which libtorch accepted up to the 4 GB allocation.
+  const fs::path found = brisk::testing::test_data_dir() / "bad_checkpoints" / "declared_4gb_record.bin";
+  REQUIRE(fs::exists(found));
+  auto f = brisk::read_torch_checkpoint(found.string());
+  REQUIRE_FALSE(f.ok());
+  INFO(f.status().message());
+  CHECK(contains(f.status().message(), "declared_4gb_record.bin: has a zip record 'archive/version' that declares "
+                                       "4294967294 bytes, more than the whole archive (1132 bytes)"));
 }
 
 TEST_CASE("weights: a missing tensor, a wrong shape or dtype is a clear error", "[loading][weights]") {

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer targets: tests/fuzz/corpus/<target>/<seed> (a few small files each).
+
+  tests/fuzz/make_corpus.py            rewrite every corpus folder (deterministic: the same bytes each run)
+
+Needs only the Python standard library (no torch, no xxhash): the checkpoint seeds are pickled through stand-in
+torch modules, and the checksum fields of the semantic-cache and envelope seeds are left zero because those two
+targets recompute them before parsing (see their banners). Inputs made of several files use the split of their
+target: NUL bytes between config.json, 1_Pooling/config.json, modules.json and sentence_bert_config.json
+(fuzz_config), between tokenizer.json, vocab.txt and tokenizer_config.json (fuzz_tokenizer_load), between label
+value, help, metric name and label name (fuzz_prometheus); newlines between texts (fuzz_capi_embed).
+"""
+import collections
+import io
+import json
+import os
+import pickle
+import shutil
+import struct
+import sys
+import types
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data")
+OUT = os.path.join(HERE, "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- safetensors -------------------------------------------------------------------------------------------------
+def safetensors(tensors, metadata=None, pad_to=8):
+    header, blobs, off = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad_to:
+        text += b" " * (-len(text) % pad_to)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def safetensors_seeds():
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    write("fuzz_safetensors", "two_f32.safetensors",
+          safetensors({"a.weight": ("F32", [2, 3], f32), "a.bias": ("F32", [3], f32[:12])}, {"format": "pt"}))
+    write("fuzz_safetensors", "mixed_dtypes.safetensors",
+          safetensors({"h": ("F16", [4], b"\x00\x3c" * 4), "b": ("BF16", [2, 2], b"\x80\x3f" * 4),
+                       "i": ("I64", [2], struct.pack("<2q", 7, -1)), "u": ("U8", [3], b"\x01\x02\x03"),
+                       "s": ("F32", [0], b"")}))
+    write("fuzz_safetensors", "unaligned.safetensors",
+          safetensors({"x": ("F32", [2], struct.pack("<2f", 0.5, -0.5))}, pad_to=0))
+    write("fuzz_safetensors", "empty_header.safetensors", safetensors({}))
+
+
+# ---- pytorch_model.bin -------------------------------------------------------------------------------------------
+def install_fake_torch():
+    """Stand-in torch modules so that pickle writes the globals torch.save writes, without torch installed."""
+    torch = types.ModuleType("torch")
+    utils = types.ModuleType("torch._utils")
+
+    def _rebuild_tensor_v2(*args):
+        raise NotImplementedError
+
+    def _rebuild_parameter(*args):
+        raise NotImplementedError
+
+    for f in (_rebuild_tensor_v2, _rebuild_parameter):
+        f.__module__ = "torch._utils"
+        f.__qualname__ = f.__name__
+        setattr(utils, f.__name__, f)
+    for n in ("FloatStorage", "HalfStorage", "LongStorage"):
+        cls = type(n, (), {})
+        cls.__module__ = "torch"
+        setattr(torch, n, cls)
+    torch._utils = utils
+    sys.modules["torch"] = torch
+    sys.modules["torch._utils"] = utils
+    return torch, utils
+
+
+class Storage:
+    def __init__(self, kind, key, numel):
+        self.kind, self.key, self.numel = kind, key, numel
+
+
+class Tensor:
+    def __init__(self, storage, offset, size, stride, parameter=False):
+        self.storage, self.offset, self.size, self.stride, self.parameter = storage, offset, size, stride, parameter
+
+    def __reduce__(self):
+        torch = sys.modules["torch"]
+        t = Tensor(self.storage, self.offset, self.size, self.stride)
+        if self.parameter:
+            return (torch._utils._rebuild_parameter, (t, False, collections.OrderedDict()))
+        return (torch._utils._rebuild_tensor_v2,
+                (self.storage, self.offset, self.size, self.stride, False, collections.OrderedDict()))
+
+
+def checkpoint(state, records, protocol):
+    torch = sys.modules["torch"]
+
+    class P(pickle.Pickler):
+        def persistent_id(self, obj):
+            if isinstance(obj, Storage):
+                return ("storage", getattr(torch, obj.kind), obj.key, "cpu", obj.numel)
+            return None
+
+    buf = io.BytesIO()
+    P(buf, protocol=protocol).dump(state)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
+        def put(name, data):  # a fixed timestamp keeps the seeds byte-identical between runs
+            z.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)), data)
+        put("archive/data.pkl", buf.getvalue())
+        put("archive/byteorder", "little")
+        for key, data in records.items():
+            put(f"archive/data/{key}", data)
+        put("archive/version", "3\n")
+    return out.getvalue()
+
+
+def torch_seeds():
+    install_fake_torch()
+    six = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    s0 = Storage("FloatStorage", "0", 6)
+    state = collections.OrderedDict([("w", Tensor(s0, 0, (2, 3), (3, 1))), ("wt", Tensor(s0, 0, (3, 2), (1, 3))),
+                                     ("b", Tensor(Storage("HalfStorage", "1", 2), 0, (2,), (1,), parameter=True)),
+                                     ("ids", Tensor(Storage("LongStorage", "2", 2), 1, (1,), (1,)))])
+    records = {"0": six, "1": b"\x00\x3c\x00\xc0", "2": struct.pack("<2q", 3, 4)}
+    write("fuzz_torch_checkpoint", "protocol2.bin", checkpoint(state, records, 2))
+    write("fuzz_torch_checkpoint", "protocol4.bin", checkpoint(state, records, 4))
+    write("fuzz_torch_checkpoint", "wrapped_state_dict.bin",
+          checkpoint({"state_dict": state, "epoch": 3, "lr": 0.5, "tags": ["a", b"b", None, True]}, records, 2))
+    for name in ("good.bin", "bad_strides.bin"):
+        shutil.copy(os.path.join(DATA, "bad_checkpoints", name), os.path.join(OUT, "fuzz_torch_checkpoint", name))
+
+
+# ---- config files ------------------------------------------------------------------------------------------------
+def config_seeds():
+    bert = {"model_type": "bert", "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
+            "num_attention_heads": 12, "intermediate_size": 1536, "max_position_embeddings": 512,
+            "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu", "pad_token_id": 0}
+    distil = {"model_type": "distilbert", "vocab_size": 100, "dim": 64, "n_layers": 2, "n_heads": 4,
+              "hidden_dim": 128, "activation": "relu", "max_position_embeddings": 64}
+    pooling = {"word_embedding_dimension": 384, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+               "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    sbert = {"max_seq_length": 256, "do_lower_case": False}
+    j = lambda v: json.dumps(v, indent=1)
+    write("fuzz_config", "minilm", "\0".join([j(bert), j(pooling), j(modules), j(sbert)]))
+    write("fuzz_config", "distilbert_cls", "\0".join([j(distil), j(dict(pooling, pooling_mode_cls_token=True,
+                                                                        pooling_mode_mean_tokens=False))]))
+    write("fuzz_config", "bert_only", j({k: bert[k] for k in list(bert)[1:6]}))
+    write("fuzz_config", "gelu_new_max", "\0".join([j(dict(bert, hidden_act="gelu_new")),
+                                                    j(dict(pooling, pooling_mode_max_tokens=True,
+                                                           pooling_mode_mean_tokens=False)), j(modules[:2]), "{}"]))
+
+
+# ---- tokenizer loading -------------------------------------------------------------------------------------------
+VOCAB = (["[PAD]"] + [f"[unused{i}]" for i in range(3)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+         list("abcdefghijklmnopqrstuvwxyz.,!?'") + ["##s", "##ing", "##ed", "hello", "world", "the", "un", "##aff",
+                                                   "##able", "é", "日", "本", "語", "##ö"])
+
+
+def tokenizer_json(vocab, lowercase=True, strip_accents=None):
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": vocab.index(t), "special": True, "content": t, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False} for t in specials],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": strip_accents, "lowercase": lowercase},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing"},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(vocab)}},
+    }, ensure_ascii=False)
+
+
+def tokenizer_load_seeds():
+    vocab_txt = "\n".join(VOCAB) + "\n"
+    config = json.dumps({"do_lower_case": True, "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                         "cls_token": "[CLS]", "mask_token": "[MASK]", "tokenize_chinese_chars": True,
+                         "strip_accents": None, "tokenizer_class": "BertTokenizer", "model_max_length": 512})
+    write("fuzz_tokenizer_load", "all_three", "\0".join([tokenizer_json(VOCAB), vocab_txt, config]))
+    write("fuzz_tokenizer_load", "cased_strip_accents",
+          "\0".join([tokenizer_json(VOCAB, lowercase=False, strip_accents=True), vocab_txt]))
+    write("fuzz_tokenizer_load", "vocab_and_config_only", "\0".join(["", vocab_txt, config]))
+    write("fuzz_tokenizer_load", "vocab_only_crlf", "\0".join(["", vocab_txt.replace("\n", "\r\n")]))
+
+
+# ---- tokenizer encode (first byte: max_seq_len - 2) ---------------------------------------------------------------
+def tokenizer_encode_seeds():
+    texts = {
+        "english": "Hello, world! How do I reset my password?",
+        "accents_cjk": "Café déjà vu — 日本語のテキスト, naïve RÉSUMÉ",
+        "specials": "[CLS] question [SEP] answer [MASK] [UNK] [PAD]",
+        "long_word": "pneumonoultramicroscopicsilicovolcanoconiosis " * 3 + "x" * 120,
+        "controls_emoji": "tab\there\r\nnul\x00end \u200b zero-width 😀👍🏽 \ufffd",
+    }
+    for i, (name, text) in enumerate(texts.items()):
+        write("fuzz_tokenizer_encode", name, bytes([[14, 254, 6, 30, 0][i]]) + text.encode("utf-8"))
+    write("fuzz_tokenizer_encode", "invalid_utf8", b"\x40ok \xc3\x28 then \xed\xa0\x80 surrogate \xf4\x90 end \xff")
+    write("fuzz_tokenizer_encode", "truncated_utf8", b"\x08abc \xe6\x97")
+
+
+# ---- semantic cache file (dim 8; payload size and checksum are fixed up by the target) -----------------------------
+def semantic_cache_seeds():
+    def entry(tenant, q, a, tags, ttl, emb):
+        b = b"".join(struct.pack("<I", len(s)) + s for s in (tenant, q, a))
+        b += struct.pack("<I", len(tags)) + b"".join(struct.pack("<I", len(t)) + t for t in tags)
+        return b + struct.pack("<q", ttl) + struct.pack("<8f", *emb)
+
+    def file(entries, dim=8):
+        payload = b"".join(entries)
+        return b"BRSKSEMC" + struct.pack("<IIQQQ", 1, dim, len(entries), len(payload), 0) + payload
+
+    unit = [1, 0, 0, 0, 0, 0, 0, 0]
+    half = [0.5] * 4 + [0.0] * 4
+    never = (1 << 63) - 1
+    write("fuzz_semantic_cache_file", "two_entries", file([
+        entry(b"", b"what is brisk?", b"an inference library", [b"faq"], never, unit),
+        entry(b"acme", b"how do i reset my password?", b"use the link", [b"faq", b"v2"], 3_600_000_000_000, half)]))
+    write("fuzz_semantic_cache_file", "expired_entry", file([entry(b"t", b"old question", b"stale", [], 0, unit)]))
+    write("fuzz_semantic_cache_file", "empty", file([]))
+    write("fuzz_semantic_cache_file", "bad_embedding", file([entry(b"", b"q", b"a", [], never, [0.0] * 8)]))
+
+
+# ---- value envelope (format 2, codec 7, key KEY; the checksum is fixed up by the target) --------------------------
+ENVELOPE_KEY = b"brisk:fuzz:key"  # the key fuzz_value_envelope expects
+
+
+def envelope(codec, tags, payload, key=ENVELOPE_KEY, version=2, flags=0, mac=b""):
+    block = b"".join(struct.pack("<I", len(t)) + t for t in tags)
+    header = (b"BRKV" + bytes([version, flags, 0, 0]) + struct.pack("<IIII", codec, len(key), len(block), 0) +
+              struct.pack("<Q", len(payload)) + b"\0" * 8)
+    return header + key + block + payload + mac
+
+
+def envelope_seeds():
+    write("fuzz_value_envelope", "float_vector", envelope(7, [b"faq", b"model:minilm"], struct.pack("<4f", 1, 2, 3, 4)))
+    write("fuzz_value_envelope", "no_tags", envelope(7, [], b"plain payload"))
+    write("fuzz_value_envelope", "empty", envelope(7, [b""], b""))
+    write("fuzz_value_envelope", "other_codec", envelope(9, [b"x"], b"y"))
+    write("fuzz_value_envelope", "other_key", envelope(7, [b"x"], b"y", key=b"brisk:fuzz:other"))
+    write("fuzz_value_envelope", "signed_bad_mac", envelope(7, [b"t"], b"payload", flags=1, mac=b"\xaa" * 32))
+    write("fuzz_value_envelope", "format1", envelope(7, [b"t"], b"payload", version=1))
+
+
+def prometheus_seeds():
+    write("fuzz_prometheus", "plain", "minilm\0Requests completed.\0brisk_requests_total\0model")
+    write("fuzz_prometheus", "escapes", 'a "quoted" \\ back\nslash\0line one\nline \\two\0brisk_x\0stage')
+    write("fuzz_prometheus", "utf8_and_invalid", "Grüße 日本 \xff\0help \xc3\0brisk_y:z\0__reserved")
+    write("fuzz_prometheus", "bad_names", "v\0h\09bad name\0le")
+
+
+# ---- C API embed (texts separated by newlines) --------------------------------------------------------------------
+def capi_seeds():
+    write("fuzz_capi_embed", "two_texts", "How do I reset my password?\nWhere is my order?")
+    write("fuzz_capi_embed", "unicode", "Café déjà vu — 日本語\n😀\n")
+    write("fuzz_capi_embed", "invalid_utf8", b"fine\nbroken \xc3\x28 text")
+    write("fuzz_capi_embed", "long", "word " * 200)
+
+
+def main():
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    safetensors_seeds()
+    torch_seeds()
+    config_seeds()
+    tokenizer_load_seeds()
+    tokenizer_encode_seeds()
+    semantic_cache_seeds()
+    envelope_seeds()
+    prometheus_seeds()
+    capi_seeds()
+    n = sum(len(fs) for _, _, fs in os.walk(OUT))
+    print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()
