@@ -1,3 +1,4 @@
+// WriteBehind: the bounded queue and background thread that carry the tiered cache's L2 writes to Redis.
 #include "brisk/cache/write_behind.h"
 
 #include <algorithm>

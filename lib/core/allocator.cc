@@ -1,3 +1,4 @@
+// Aligned CPU allocation (and the CUDA allocation entry points) behind Tensor's storage.
 #include "brisk/core/allocator.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// Run-time CPU ISA detection (scalar, AVX2, AVX-512) with the BRISK_ISA and set_cpu_isa_cap() caps.
 #include "brisk/core/cpu_features.h"
 
 #include <atomic>

@@ -1,3 +1,4 @@
+// parallel_for on brisk's one OpenMP thread team: thread counts (global and scoped), static and dynamic schedules.
 #include "brisk/core/parallel.h"
 
 #include <omp.h>

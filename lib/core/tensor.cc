@@ -1,3 +1,4 @@
+// Tensor: dtype and device names, shape and size checks, owned, borrowed and shared storage.
 #include "brisk/core/tensor.h"
 
 #include <cstring>

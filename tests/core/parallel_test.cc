@@ -1,3 +1,4 @@
+// Tests of parallel_for and parallel_for_dynamic: coverage of every index, nesting, thread counts, exceptions, the ISA cap.
 #include <catch2/catch.hpp>
 
 #include <atomic>

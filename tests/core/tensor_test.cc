@@ -1,3 +1,4 @@
+// Tests of Tensor: alignment, sizing by dtype, shared storage, and errors for bad shapes.
 #include <catch2/catch.hpp>
 
 #include <cstdint>

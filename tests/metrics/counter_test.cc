@@ -1,3 +1,4 @@
+// Tests of Counter, Gauge and DoubleGauge, alone and under concurrent updates.
 #include <catch2/catch.hpp>
 
 #include <thread>

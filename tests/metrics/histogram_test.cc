@@ -1,3 +1,4 @@
+// Tests of Histogram: bucket layout, exactness, percentile error bounds, snapshots, reset and concurrent recording.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

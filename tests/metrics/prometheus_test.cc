@@ -1,3 +1,4 @@
+// Tests of PrometheusWriter: the text exposition format, label escaping and number formatting.
 #include <catch2/catch.hpp>
 
 #include <cmath>
