@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "brisk/core/cpu_features.h"
+#include "brisk/kernels/vector_math.h"
 
 // Every header hnswlib includes, first, so that the memcpy macro below reaches hnswlib's own code only.
 #include <assert.h>
@@ -53,73 +53,17 @@ namespace brisk::cache::internal {
 
 namespace {
 
-// Inner-product distance (1 - a.b) with the widest SIMD this CPU has, chosen at run time. hnswlib's own
+// Inner-product distance (1 - a.b) through brisk::dot, which picks the widest SIMD this CPU has at run time
+// (cpu_isa(), so BRISK_ISA and set_cpu_isa_cap() reach the index as they reach the kernels). hnswlib's own
 // InnerProductSpace picks its SIMD at compile time, and brisk is built for baseline x86-64 (SSE only).
-float dot_scalar(const float* a, const float* b, size_t n) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; ++i) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, size_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  __m256 acc = _mm256_add_ps(acc0, acc1);
-  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-  float s = _mm_cvtss_f32(lo);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, size_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, _mm512_add_ps(acc0, acc1));
-  float s = 0;
-  for (float lane : lanes) s += lane;
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-#endif
-
-template <float (*Dot)(const float*, const float*, size_t)>
 float ip_distance(const void* a, const void* b, const void* dim) {
-  return 1.0f - Dot(static_cast<const float*>(a), static_cast<const float*>(b), *static_cast<const size_t*>(dim));
-}
-
-// brisk's ISA level, so that BRISK_ISA and set_cpu_isa_cap() reach the index as they reach the kernels.
-hnswlib::DISTFUNC<float> pick_distance() {
-#if defined(__x86_64__)
-  if (cpu_isa() >= CpuIsa::kAvx512) return &ip_distance<dot_avx512>;
-  if (cpu_isa() >= CpuIsa::kAvx2) return &ip_distance<dot_avx2>;
-#endif
-  return &ip_distance<dot_scalar>;
+  return 1.0f - dot<Device::kCPU>(static_cast<const float*>(a), static_cast<const float*>(b),
+                                  static_cast<int64_t>(*static_cast<const size_t*>(dim)));
 }
 
 class DotSpace final : public hnswlib::SpaceInterface<float> {
  public:
-  explicit DotSpace(size_t dim) : dim_(dim), dist_(pick_distance()) {}
+  explicit DotSpace(size_t dim) : dim_(dim), dist_(&ip_distance) {}
   size_t get_data_size() override { return dim_ * sizeof(float); }
   hnswlib::DISTFUNC<float> get_dist_func() override { return dist_; }
   void* get_dist_func_param() override { return &dim_; }

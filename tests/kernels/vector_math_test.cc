@@ -127,5 +127,24 @@ TEST_CASE("vector_* work in place and on lengths that are not a multiple of the 
   }
 }
 
+TEST_CASE("dot matches a double-precision sum for every length 0..70, per ISA level", "[kernels]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  std::vector<float> a(70), b(70);
+  for (int i = 0; i < 70; ++i) {
+    a[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+    b[i] = std::cos(0.11f * static_cast<float>(i)) - 0.25f;
+  }
+  for (int64_t n = 0; n <= 70; ++n) {
+    double want = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want += static_cast<double>(a[i]) * b[i];
+      mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+    }
+    INFO("n = " << n);
+    CHECK(std::fabs(dot<Device::kCPU>(a.data(), b.data(), n) - want) <= 1e-6 * mag + 1e-7);
+  }
+  CHECK(dot<Device::kCPU>(a.data(), b.data(), -1) == 0.0f);
+}
+
 }  // namespace
 }  // namespace brisk

@@ -37,4 +37,12 @@ BRISK_API void vector_erf<Device::kCPU>(const float* x, float* out, int64_t n);
 template <>
 BRISK_API void vector_tanh<Device::kCPU>(const float* x, float* out, int64_t n);
 
+// The dot product a[0..n) . b[0..n), on the calling thread (no parallel_for: its callers, such as the semantic
+// cache's ANN index, call it per pair). n <= 0 gives 0. The summation order differs per ISA level, so results
+// differ in the last bits between levels.
+template <Device D>
+BRISK_API float dot(const float* a, const float* b, int64_t n);
+template <>
+BRISK_API float dot<Device::kCPU>(const float* a, const float* b, int64_t n);
+
 }  // namespace brisk

@@ -64,11 +64,15 @@ struct ElementwiseArgs {
   void softmax_rows_##isa(const SoftmaxArgs& args, int64_t row_begin, int64_t row_end);                \
   void mean_pool_rows_##isa(const MeanPoolArgs& args, int64_t row_begin, int64_t row_end);             \
   void l2_normalize_rows_##isa(float* x, int64_t cols, float eps, int64_t row_begin, int64_t row_end); \
-  void elementwise_rows_##isa(const ElementwiseArgs& args, int64_t row_begin, int64_t row_end);
+  void elementwise_rows_##isa(const ElementwiseArgs& args, int64_t row_begin, int64_t row_end);        \
+  float dot_##isa(const float* a, const float* b, int64_t n);
 
 // The scalar reference of the element-wise kernel (elementwise.cc), shared by bias_gelu and vector_*; the
 // other ops keep their scalar reference next to their dispatch.
 void elementwise_rows_scalar(const ElementwiseArgs& args, int64_t row_begin, int64_t row_end);
+
+// The scalar dot product (dot.cc), next to brisk::dot's dispatch.
+float dot_scalar(const float* a, const float* b, int64_t n);
 
 BRISK_DECLARE_ROW_KERNELS(avx2)
 BRISK_DECLARE_ROW_KERNELS(avx512)
