@@ -40,7 +40,7 @@ bb::BatchPolicy saturation_policy(int executors, size_t max_batch) {
   policy.max_batch_size = max_batch;
   policy.executor_threads = executors;
   policy.max_queue_size = kRoundRequests + 1;  // a whole round fits: nothing is rejected
-  return policy;                                // max_queue_delay: the default 1 ms
+  return policy;                               // max_queue_delay: the default 1 ms
 }
 
 void set_counters(benchmark::State& state, double seconds, int64_t requests, const bb::BatcherStats& stats,
@@ -53,8 +53,8 @@ void set_counters(benchmark::State& state, double seconds, int64_t requests, con
 
 // The batcher for args (producers, executor_threads, max_batch_size); nullptr after SkipWithError.
 std::unique_ptr<IntBatcher> saturated_batcher(benchmark::State& state) {
-  auto batcher = IntBatcher::create(saturation_policy(static_cast<int>(state.range(1)), state.range(2)),
-                                    noop_functions());
+  auto batcher =
+      IntBatcher::create(saturation_policy(static_cast<int>(state.range(1)), state.range(2)), noop_functions());
   if (!batcher.ok()) {
     state.SkipWithError(std::string(batcher.status().message()).c_str());
     return nullptr;

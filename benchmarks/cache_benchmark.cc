@@ -20,8 +20,8 @@ using brisk::cache::EvictionPolicy;
 using IntCache = Cache<uint64_t, uint64_t>;
 
 constexpr size_t kCapacity = 100'000;
-constexpr uint64_t kResident = 50'000;   // keys 0..kResident-1 are cached before the hit benchmarks run
-constexpr size_t kKeys = 1 << 16;        // per-thread key sequence (a power of two, indexed by a mask)
+constexpr uint64_t kResident = 50'000;  // keys 0..kResident-1 are cached before the hit benchmarks run
+constexpr size_t kKeys = 1 << 16;       // per-thread key sequence (a power of two, indexed by a mask)
 
 std::unique_ptr<IntCache> make_cache(EvictionPolicy policy) {
   CacheOptions<uint64_t, uint64_t> o;

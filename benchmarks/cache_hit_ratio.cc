@@ -140,7 +140,7 @@ std::vector<size_t> next_uses(const std::vector<uint64_t>& keys) {
 // Bélády's OPT with bypass: the cached keys ordered by next use; on a miss with the cache full, the key used
 // furthest in the future (possibly the requested one) is the one left out.
 double opt_hit_ratio(const std::vector<uint64_t>& keys, const std::vector<size_t>& next, size_t capacity) {
-  std::set<std::pair<size_t, uint64_t>> by_next;       // (next use, key)
+  std::set<std::pair<size_t, uint64_t>> by_next;      // (next use, key)
   absl::flat_hash_map<uint64_t, size_t> cached_next;  // key -> its entry's next use
   uint64_t hits = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -205,9 +205,13 @@ struct Row {
 
 void run(const Trace& t, size_t size, int shards, uint64_t seed, std::vector<Row>& rows, const std::string& note = "") {
   const auto next = next_uses(t.keys);
-  Row r{t.name, size, note, brisk_hit_ratio(t.keys, size, EvictionPolicy::kWTinyLfu, shards, seed),
+  Row r{t.name,
+        size,
+        note,
+        brisk_hit_ratio(t.keys, size, EvictionPolicy::kWTinyLfu, shards, seed),
         brisk_hit_ratio(t.keys, size, EvictionPolicy::kLru, shards, seed).hit_ratio,
-        opt_hit_ratio(t.keys, next, size), t.scan_or_loop};
+        opt_hit_ratio(t.keys, next, size),
+        t.scan_or_loop};
   fmt::print(stderr, "  {} size {}{}: W-TinyLFU {:.2f}% LRU {:.2f}% OPT {:.2f}%\n", t.name, size, note,
              100 * r.tinylfu.hit_ratio, 100 * r.lru, 100 * r.opt);
   rows.push_back(std::move(r));
@@ -235,7 +239,8 @@ int main(int argc, char** argv) {
   // --quick halves the cache sizes with a third of the requests: W-TinyLFU needs the trace to be long against
   // its sketch's aging period (10 x capacity requests) to recover from the shift trace's change of popular set.
   if (length == 0) length = quick ? 500'000 : 1'500'000;
-  const std::vector<size_t> sizes = quick ? std::vector<size_t>{500, 2'000, 8'000} : std::vector<size_t>{1'000, 4'000, 16'000};
+  const std::vector<size_t> sizes =
+      quick ? std::vector<size_t>{500, 2'000, 8'000} : std::vector<size_t>{1'000, 4'000, 16'000};
   const auto start = std::chrono::steady_clock::now();
 
   std::vector<Row> rows;
@@ -251,8 +256,8 @@ int main(int argc, char** argv) {
       fmt::format(" (auto: {} shards)", SimCache::automatic_shards(sizes.back())));
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("Cache hit ratios, {} requests per trace, seed {}, brisk shards = 1 unless noted ({:.1f} s)\n\n",
-             length, seed, secs);
+  fmt::print("Cache hit ratios, {} requests per trace, seed {}, brisk shards = 1 unless noted ({:.1f} s)\n\n", length,
+             seed, secs);
   fmt::print("| trace | size | W-TinyLFU | LRU | OPT | W-TinyLFU - LRU (points) | W-TinyLFU/OPT | window |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
@@ -266,8 +271,8 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     const double diff = 100 * (r.tinylfu.hit_ratio - r.lru);
     const bool ge = diff >= 0;
-    fmt::print("{}: W-TinyLFU >= LRU on {} size {}{} ({:+.2f} points)\n", ge ? "PASS" : "FAIL", r.trace, r.size,
-               r.note, diff);
+    fmt::print("{}: W-TinyLFU >= LRU on {} size {}{} ({:+.2f} points)\n", ge ? "PASS" : "FAIL", r.trace, r.size, r.note,
+               diff);
     all_pass &= ge;
     if (r.scan_or_loop) {
       const bool plus5 = diff >= 5;

@@ -43,8 +43,8 @@ void BM_Linear(benchmark::State& state) {
     if (!fc.forward(x.data(), m, y.data(), epilogue).ok()) state.SkipWithError("forward failed");
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
-                                                 benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 // QKV, attention output (accumulate), FFN up (GeLU), FFN down (accumulate) at B*T = 4096 and 16.
 BENCHMARK(BM_Linear)
@@ -69,7 +69,8 @@ void BM_SelfAttention(benchmark::State& state) {
   auto qkv = random_vector(static_cast<size_t>(tokens * 3 * kHidden), 1.0f);
   std::vector<float> ctx(static_cast<size_t>(tokens * kHidden));
   double flops = 0;
-  for (int64_t b = 0; b < batch; ++b) flops += 4.0 * double(offsets[b + 1] - offsets[b]) * (offsets[b + 1] - offsets[b]) * kHidden;
+  for (int64_t b = 0; b < batch; ++b)
+    flops += 4.0 * double(offsets[b + 1] - offsets[b]) * (offsets[b + 1] - offsets[b]) * kHidden;
   for (auto _ : state) {
     if (!brisk::self_attention<brisk::Device::kCPU>(qkv.data(), offsets.data(), batch, kHeads, kHidden / kHeads,
                                                     ctx.data())
@@ -81,9 +82,14 @@ void BM_SelfAttention(benchmark::State& state) {
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_SelfAttention)->ArgNames({"B", "T", "mixed"})->Args({32, 128, 0})->Args({32, 128, 1})
-    ->Args({8, 64, 0})->Args({1, 16, 0})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SelfAttention)
+    ->ArgNames({"B", "T", "mixed"})
+    ->Args({32, 128, 0})
+    ->Args({32, 128, 1})
+    ->Args({8, 64, 0})
+    ->Args({1, 16, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_LayerNorm(benchmark::State& state) {
   brisk::set_num_threads(2);
@@ -91,8 +97,8 @@ void BM_LayerNorm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(rows * kHidden), 3.0f);
   auto gamma = random_vector(kHidden, 1.0f), beta = random_vector(kHidden, 1.0f);
   for (auto _ : state) {
-    brisk::layer_norm_bias_residual<brisk::Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(),
-                                                         1e-12f, x.data(), rows, kHidden);
+    brisk::layer_norm_bias_residual<brisk::Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                                         x.data(), rows, kHidden);
     benchmark::ClobberMemory();
   }
 }
@@ -125,14 +131,22 @@ void BM_RuntimeEmbed(benchmark::State& state) {
   for (auto _ : state) {
     if (!(*rt)->embed(texts, out).ok()) state.SkipWithError("embed failed");
   }
-  state.counters["seq/s"] = benchmark::Counter(static_cast<double>(batch),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["seq/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   // 1 for every uncached row up to batching.max_batch_size (32): one call, one forward pass.
   state.counters["passes/call"] = benchmark::Counter(static_cast<double>((*rt)->forward_passes() - passes_before),
                                                      benchmark::Counter::kAvgIterations);
 }
-BENCHMARK(BM_RuntimeEmbed)->ArgNames({"B", "T", "cached"})->Args({1, 16, 0})->Args({1, 128, 0})->Args({8, 64, 0})
-    ->Args({32, 128, 0})->Args({1, 16, 1})->Args({1, 128, 1})->Args({32, 128, 1})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_RuntimeEmbed)
+    ->ArgNames({"B", "T", "cached"})
+    ->Args({1, 16, 0})
+    ->Args({1, 128, 0})
+    ->Args({8, 64, 0})
+    ->Args({32, 128, 0})
+    ->Args({1, 16, 1})
+    ->Args({1, 128, 1})
+    ->Args({32, 128, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -65,8 +65,8 @@ void BM_layer_norm_bias_residual(benchmark::State& state) {
   const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 4);
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
-    layer_norm_bias_residual<Device::kCPU>(x.data(), bias.data(), h.data(), gamma.data(), beta.data(), 1e-12f,
-                                           h.data(), rows, cols);
+    layer_norm_bias_residual<Device::kCPU>(x.data(), bias.data(), h.data(), gamma.data(), beta.data(), 1e-12f, h.data(),
+                                           rows, cols);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 3 * static_cast<int64_t>(sizeof(float)));
@@ -81,8 +81,8 @@ void BM_layer_norm_plain(benchmark::State& state) {
   const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 4);
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
-    layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
-                                           x.data(), rows, cols);
+    layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, x.data(),
+                                           rows, cols);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 * static_cast<int64_t>(sizeof(float)));

@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
     auto number = [&](double lo) {
       const double v = std::strtod(value.c_str(), &end);
       if (end == value.c_str() || *end != '\0' || !(v >= lo)) {
-        std::fprintf(stderr, "brisk_load_generator: %s is '%s'; expected a number >= %g\n", arg.c_str(),
-                     value.c_str(), lo);
+        std::fprintf(stderr, "brisk_load_generator: %s is '%s'; expected a number >= %g\n", arg.c_str(), value.c_str(),
+                     lo);
         std::exit(2);
       }
       return v;

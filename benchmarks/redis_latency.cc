@@ -92,7 +92,8 @@ int main() {
          measure(2000, [&](int i) { (void)(*reader)->get("t", key((i * 7919) % 1000)); }));
   const TieredCacheStats s = (*reader)->stats();
   std::printf("  during the stall: %llu timeouts, %llu calls short-circuited, breaker opened %llu times\n",
-              static_cast<unsigned long long>(s.redis.timeouts), static_cast<unsigned long long>(s.redis.short_circuited),
+              static_cast<unsigned long long>(s.redis.timeouts),
+              static_cast<unsigned long long>(s.redis.short_circuited),
               static_cast<unsigned long long>(s.redis.breaker_opens));
   server.resume();
   return 0;

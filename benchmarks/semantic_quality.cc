@@ -70,13 +70,17 @@ int main(int argc, char** argv) {
   int entries = 5000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--model-dir" && i + 1 < argc) model_dir = argv[++i];
-    else if (a == "--threshold" && i + 1 < argc) chosen = std::stof(argv[++i]);
-    else if (a == "--entries" && i + 1 < argc) entries = std::stoi(argv[++i]);
+    if (a == "--model-dir" && i + 1 < argc)
+      model_dir = argv[++i];
+    else if (a == "--threshold" && i + 1 < argc)
+      chosen = std::stof(argv[++i]);
+    else if (a == "--entries" && i + 1 < argc)
+      entries = std::stoi(argv[++i]);
     else if (a == "-h" || a == "--help") {
       std::fprintf(stderr, "usage: brisk_semantic_quality [TSV] [--model-dir DIR] [--threshold T] [--entries N]\n");
       return 0;
-    } else tsv = a;
+    } else
+      tsv = a;
   }
 
   // ---- data
@@ -129,8 +133,8 @@ int main(int argc, char** argv) {
   std::vector<std::shared_ptr<const SemanticGuard>> guards = default_semantic_guards();
   std::vector<std::string> guard_names = {"polarity", "number", "entity (capitals)"};
   if (tok.ok()) {
-    guards.push_back(std::make_shared<EntityGuard>(
-        [t = *tok](std::string_view w) { return t.token_to_id(w) != t.unk_id(); }));
+    guards.push_back(
+        std::make_shared<EntityGuard>([t = *tok](std::string_view w) { return t.token_to_id(w) != t.unk_id(); }));
     guard_names.push_back("entity (capitals + vocabulary)");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -160,10 +164,12 @@ int main(int argc, char** argv) {
   float best_f1_t = 0, best_f1 = -1, zero_fp_t = 1, zero_fp_recall = -1;
   fmt::print("## Semantic cache quality on {} ({} pairs: {} positive, {} negative)\n\n",
              "shared/data/semantic_pairs.tsv", rows.size(), score(0, false).positives, score(0, false).negatives);
-  fmt::print("Pairwise: the cached question is the only entry; a hit is cosine >= threshold (and, with guards, every\n"
-             "default guard accepts). Recall = positives hit; false hits = negatives hit.\n\n");
-  fmt::print("| threshold | recall, cosine only | false hits, cosine only | precision, cosine only | F1, cosine only "
-             "| recall, guards | false hits, guards | precision, guards | F1, guards |\n");
+  fmt::print(
+      "Pairwise: the cached question is the only entry; a hit is cosine >= threshold (and, with guards, every\n"
+      "default guard accepts). Recall = positives hit; false hits = negatives hit.\n\n");
+  fmt::print(
+      "| threshold | recall, cosine only | false hits, cosine only | precision, cosine only | F1, cosine only "
+      "| recall, guards | false hits, guards | precision, guards | F1, guards |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|\n");
   for (float t : sweep) {
     Score a = score(t, false), b = score(t, true);
@@ -188,13 +194,16 @@ int main(int argc, char** argv) {
     }
   }
   // ---- 4. whole cache
-  fmt::print("\n### Whole cache: every cached question inserted into one SemanticCache, every incoming one looked "
-             "up\n\n");
-  fmt::print("A right hit is a positive returning its own cached question; a wrong hit is any other hit (a positive\n"
-             "returning another entry, or any hit for a negative). Precision = right / (right + wrong).\n\n");
-  fmt::print("| threshold | right hits, cosine only | wrong hits, cosine only | F1, cosine only | right hits, guards | "
-             "wrong hits, guards (on negatives) | precision, guards | F1, guards | F0.5, guards |\n"
-             "|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "\n### Whole cache: every cached question inserted into one SemanticCache, every incoming one looked "
+      "up\n\n");
+  fmt::print(
+      "A right hit is a positive returning its own cached question; a wrong hit is any other hit (a positive\n"
+      "returning another entry, or any hit for a negative). Precision = right / (right + wrong).\n\n");
+  fmt::print(
+      "| threshold | right hits, cosine only | wrong hits, cosine only | F1, cosine only | right hits, guards | "
+      "wrong hits, guards (on negatives) | precision, guards | F1, guards | F0.5, guards |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   struct Whole {
     int right = 0, wrong = 0, wrong_neg = 0, positives = 0;
     double precision() const { return right + wrong ? double(right) / (right + wrong) : 1; }
@@ -220,7 +229,8 @@ int main(int argc, char** argv) {
       w.positives += rows[i].label;
       if (!r.hit) continue;
       bool own = question_key(*normalize_question(r.answer)) == question_key(*normalize_question(rows[i].cached));
-      if (rows[i].label && own) ++w.right;
+      if (rows[i].label && own)
+        ++w.right;
       else {
         ++w.wrong;
         w.wrong_neg += rows[i].label ? 0 : 1;
@@ -248,8 +258,10 @@ int main(int argc, char** argv) {
              whole_best_f05, whole_best_t, whole_best_f1, whole_f1_t);
 
   if (chosen < 0) chosen = whole_best_t;  // the default: best F0.5 of the whole-cache run with guards
-  fmt::print("\nPairwise with guards: best F1 {:.3f} at threshold {:.2f}; highest recall with zero false hits "
-             "{:.3f} at {:.2f}.\n", best_f1, best_f1_t, zero_fp_recall, zero_fp_t);
+  fmt::print(
+      "\nPairwise with guards: best F1 {:.3f} at threshold {:.2f}; highest recall with zero false hits "
+      "{:.3f} at {:.2f}.\n",
+      best_f1, best_f1_t, zero_fp_recall, zero_fp_t);
   fmt::print("Pairwise cosine only: highest recall with zero false hits {:.3f} at {:.2f}.\n", cosine_zero_fp_recall,
              cosine_zero_fp_t);
   fmt::print("Threshold used below: {:.2f}.\n\n", chosen);
@@ -273,14 +285,17 @@ int main(int argc, char** argv) {
 
   // ---- 3. per guard
   fmt::print("\n### Per guard (all pairs, whatever their cosine)\n\n");
-  fmt::print("| guard | negatives rejected (of {}) | by category | positives wrongly rejected (of {}) |\n"
-             "|---|---|---|---|\n", score(0, false).negatives, score(0, false).positives);
+  fmt::print(
+      "| guard | negatives rejected (of {}) | by category | positives wrongly rejected (of {}) |\n"
+      "|---|---|---|---|\n",
+      score(0, false).negatives, score(0, false).positives);
   for (size_t g = 0; g < guards.size(); ++g) {
     int neg = 0, pos = 0;
     std::map<std::string, int> by_cat;
     for (const auto& r : rows) {
       if (r.guard_accepts[g]) continue;
-      if (r.label) ++pos;
+      if (r.label)
+        ++pos;
       else {
         ++neg;
         ++by_cat[r.category];

@@ -195,19 +195,19 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.normalize = cpp.normalize ? (*cpp.normalize ? 1 : 0) : -1;
   defaults.device = cpp.device == brisk::Device::kCUDA ? BRISK_DEVICE_CUDA : BRISK_DEVICE_CPU;
   defaults.max_batch_size = static_cast<int32_t>(cpp.batching.max_batch_size);
-  defaults.batch_max_delay_us = static_cast<int32_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(cpp.batching.max_queue_delay).count());
+  defaults.batch_max_delay_us =
+      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::microseconds>(cpp.batching.max_queue_delay).count());
   defaults.batch_max_queue = static_cast<int32_t>(cpp.batching.max_queue_size);
   defaults.batch_p99_target_ms = 0;
   defaults.cache_result_bytes = static_cast<int64_t>(cpp.cache.result_cache_bytes);
-  defaults.cache_ttl_ms = static_cast<int32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(cpp.cache.result_ttl).count());
+  defaults.cache_ttl_ms =
+      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(cpp.cache.result_ttl).count());
   defaults.cache_token_entries = static_cast<int32_t>(cpp.cache.token_cache_entries);
   const brisk::cache::RedisOptions redis;
   defaults.redis_host = nullptr;
   defaults.redis_port = redis.port;
-  defaults.redis_timeout_ms = static_cast<int32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(redis.command_timeout).count());
+  defaults.redis_timeout_ms =
+      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(redis.command_timeout).count());
   defaults.redis_user = nullptr;
   defaults.redis_password = nullptr;
   defaults.redis_signing_key = nullptr;
@@ -292,13 +292,15 @@ brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_
     if (out == nullptr) return null_argument("brisk_embed", "out");
     const size_t dim = static_cast<size_t>(runtime->runtime->embedding_dim());
     if (out_len / dim < n) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_embed: out_len is " + std::to_string(out_len) + " floats; expected at least n * dim = " +
-                                              std::to_string(n) + " * " + std::to_string(dim));
+      return fail(BRISK_INVALID_ARGUMENT, "brisk_embed: out_len is " + std::to_string(out_len) +
+                                              " floats; expected at least n * dim = " + std::to_string(n) + " * " +
+                                              std::to_string(dim));
     }
     std::vector<std::string_view> views(n);
     for (size_t i = 0; i < n; ++i) {
       if (texts[i] == nullptr) {
-        return fail(BRISK_INVALID_ARGUMENT, "brisk_embed: texts[" + std::to_string(i) + "] is NULL; expected a NUL-terminated UTF-8 string");
+        return fail(BRISK_INVALID_ARGUMENT,
+                    "brisk_embed: texts[" + std::to_string(i) + "] is NULL; expected a NUL-terminated UTF-8 string");
       }
       views[i] = texts[i];
     }

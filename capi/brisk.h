@@ -48,13 +48,13 @@ extern "C" {
 
 typedef enum brisk_status {
   BRISK_OK = 0,
-  BRISK_INVALID_ARGUMENT = 1,   /* a NULL pointer, a bad option, invalid UTF-8, a too-small buffer */
-  BRISK_NOT_FOUND = 2,          /* a model file or directory does not exist */
+  BRISK_INVALID_ARGUMENT = 1, /* a NULL pointer, a bad option, invalid UTF-8, a too-small buffer */
+  BRISK_NOT_FOUND = 2,        /* a model file or directory does not exist */
   BRISK_OUT_OF_RANGE = 3,
   BRISK_RESOURCE_EXHAUSTED = 4, /* out of memory, or overloaded: a full queue or a rate limit (retry later) */
   BRISK_UNIMPLEMENTED = 5,      /* e.g. a device this build lacks */
   BRISK_FAILED_PRECONDITION = 6,
-  BRISK_DATA_LOSS = 7,          /* a corrupt or truncated model file */
+  BRISK_DATA_LOSS = 7, /* a corrupt or truncated model file */
   BRISK_INTERNAL = 8,
   BRISK_DEADLINE_EXCEEDED = 9,  /* a submitted request's deadline passed before it ran */
   BRISK_CANCELLED = 10,         /* brisk_cancel was called for the request */
@@ -127,8 +127,8 @@ typedef struct brisk_runtime_options {
  * the call. It runs on a batcher thread (or inside brisk_cancel / brisk_runtime_destroy), or, for a text found
  * in the result cache, on the calling thread before brisk_submit_embed returns: keep it short, do not take a
  * lock the caller holds around brisk_submit_embed, and do not call brisk_runtime_destroy from it. */
-typedef void (*brisk_embed_callback)(void* user_data, uint64_t request_id, brisk_status status,
-                                     const float* embedding, size_t dim, const char* error);
+typedef void (*brisk_embed_callback)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding,
+                                     size_t dim, const char* error);
 
 BRISK_C_API uint32_t brisk_abi_version(void);
 BRISK_C_API const char* brisk_version_string(void);
@@ -152,11 +152,12 @@ BRISK_C_API brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_
 BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out,
                                      size_t out_len);
 
-/* Queues one NUL-terminated UTF-8 text for batched embedding and returns without waiting for the model. priority: 0 (most urgent) to 2.
- * deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED instead of
- * running; 0 means none, and so does a deadline past the clock's range (INT64_MAX); negative is invalid. *request_id (may be NULL) receives the id for brisk_cancel.
- * When this returns an error (BRISK_OVERLOADED for a full queue or a deadline the queued work ahead cannot meet,
- * BRISK_INVALID_ARGUMENT, ...) callback is never called; otherwise it is called exactly once. */
+/* Queues one NUL-terminated UTF-8 text for batched embedding and returns without waiting for the model. priority: 0
+ * (most urgent) to 2. deadline_ms: milliseconds from now after which the request fails with BRISK_DEADLINE_EXCEEDED
+ * instead of running; 0 means none, and so does a deadline past the clock's range (INT64_MAX); negative is invalid.
+ * *request_id (may be NULL) receives the id for brisk_cancel. When this returns an error (BRISK_OVERLOADED for a full
+ * queue or a deadline the queued work ahead cannot meet, BRISK_INVALID_ARGUMENT, ...) callback is never called;
+ * otherwise it is called exactly once. */
 BRISK_C_API brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority,
                                             int64_t deadline_ms, brisk_embed_callback callback, void* user_data,
                                             uint64_t* request_id);

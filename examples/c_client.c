@@ -1,5 +1,6 @@
 /* A C client of libbrisk: embeds its arguments and prints the cosine similarity of each to the first.
- *   c_client [--model DIR] TEXT TEXT...   (default model: $BRISK_MODEL_DIR or ~/.cache/brisk/models/all-MiniLM-L6-v2) */
+ *   c_client [--model DIR] TEXT TEXT...   (default model: $BRISK_MODEL_DIR or ~/.cache/brisk/models/all-MiniLM-L6-v2)
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -73,8 +73,7 @@ inline double cosine(const float* a, const float* b, size_t n) {
 }
 
 // Polls `cond` every 5 ms until it holds or `limit` passes (for asynchronous effects: pub/sub, write-behind).
-inline bool wait_until(const std::function<bool()>& cond,
-                       std::chrono::nanoseconds limit = std::chrono::seconds(5)) {
+inline bool wait_until(const std::function<bool()>& cond, std::chrono::nanoseconds limit = std::chrono::seconds(5)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (cond()) return true;

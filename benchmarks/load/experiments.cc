@@ -136,11 +136,11 @@ void experiment_a(Env& env, bool print) {
 
 std::string cell_row(const std::string& setup, const std::string& load, const CellResult& c) {
   const Summary& s = c.all;
-  return fmt::format("| {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {:.2f} |\n",
-                     setup, load, s.offered_rate, s.goodput(), s.p50_ms, s.p95_ms, s.p99_ms, s.pct(s.rejected),
-                     s.pct(s.expired), c.mean_batch(),
-                     s.rejected ? fmt::format("{:.1f}", s.rejected_submit_p50_us) : std::string("–"),
-                     s.generator_late_p99_ms);
+  return fmt::format(
+      "| {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {:.2f} |\n", setup,
+      load, s.offered_rate, s.goodput(), s.p50_ms, s.p95_ms, s.p99_ms, s.pct(s.rejected), s.pct(s.expired),
+      c.mean_batch(), s.rejected ? fmt::format("{:.1f}", s.rejected_submit_p50_us) : std::string("–"),
+      s.generator_late_p99_ms);
 }
 
 constexpr const char* kCellHeader =
@@ -163,9 +163,8 @@ void experiment_b(Env& env) {
   for (size_t li = 0; li < loads.size(); ++li) {
     for (size_t si = 0; si < setups.size(); ++si) {
       const double rate = loads[li] * env.S;
-      CellResult c = run_open_loop(env.questions, setups[si].policy, Backend::kPacked,
-                                   {Stream{rate, 0, env.opt.slo}}, env.opt.duration_s,
-                                   mix_seed(env.opt.seed, 'b', si, li), {env.opt.slo});
+      CellResult c = run_open_loop(env.questions, setups[si].policy, Backend::kPacked, {Stream{rate, 0, env.opt.slo}},
+                                   env.opt.duration_s, mix_seed(env.opt.seed, 'b', si, li), {env.opt.slo});
       points[si].push_back({rate, meets_slo(c.all, slo_ms), c.all.p99_ms, c.all.goodput()});
       cells[si].push_back(std::move(c));
     }
@@ -193,8 +192,10 @@ void experiment_b(Env& env) {
   auto bounds = [&](size_t si, double& lo, double& hi) {
     lo = 0;
     hi = std::numeric_limits<double>::infinity();
-    for (const Point& p : points[si]) if (p.pass) lo = std::max(lo, p.rate);
-    for (const Point& p : points[si]) if (!p.pass && p.rate > lo) hi = std::min(hi, p.rate);
+    for (const Point& p : points[si])
+      if (p.pass) lo = std::max(lo, p.rate);
+    for (const Point& p : points[si])
+      if (!p.pass && p.rate > lo) hi = std::min(hi, p.rate);
   };
   std::vector<int> tests(setups.size(), 0), bisections(setups.size(), 0);
   for (bool any = true; any;) {
@@ -213,15 +214,15 @@ void experiment_b(Env& env) {
       } else {
         continue;
       }
-      CellResult c = run_open_loop(env.questions, setups[si].policy, Backend::kPacked,
-                                   {Stream{rate, 0, env.opt.slo}}, env.opt.duration_s,
-                                   mix_seed(env.opt.seed, 's', si, tests[si]++), {env.opt.slo});
+      CellResult c = run_open_loop(env.questions, setups[si].policy, Backend::kPacked, {Stream{rate, 0, env.opt.slo}},
+                                   env.opt.duration_s, mix_seed(env.opt.seed, 's', si, tests[si]++), {env.opt.slo});
       points[si].push_back({rate, meets_slo(c.all, slo_ms), c.all.p99_ms, c.all.goodput()});
       any = true;
     }
   }
-  std::string search = "| setup | throughput at SLO, seq/s | P99 there, ms | rates tried (seq/s: pass/fail) |\n"
-                       "|---|---|---|---|\n";
+  std::string search =
+      "| setup | throughput at SLO, seq/s | P99 there, ms | rates tried (seq/s: pass/fail) |\n"
+      "|---|---|---|---|\n";
   std::vector<double> at_slo(setups.size());
   for (size_t si = 0; si < setups.size(); ++si) {
     double lo, hi;
@@ -255,15 +256,15 @@ void experiment_b(Env& env) {
         "rejections return in < 50 µs median and <= 1% expire): {}\n"
         "  - throughput at the SLO >= 3x no batching: {:.0f} seq/s ({:.2f}x): {}\n",
         setups[si].name, ad80.p99_ms, nb80.p99_ms > 0 ? ad80.p99_ms / nb80.p99_ms : 0, yes_no(t1), ad120.p99_ms,
-        ad120.pct(ad120.rejected), ad120.rejected_submit_p50_us, ad120.rejected_submit_p99_us,
-        ad120.pct(ad120.expired), yes_no(t2), at_slo[si], ratio, yes_no(ratio >= 3));
+        ad120.pct(ad120.rejected), ad120.rejected_submit_p50_us, ad120.rejected_submit_p99_us, ad120.pct(ad120.expired),
+        yes_no(t2), at_slo[si], ratio, yes_no(ratio >= 3));
   }
   targets += fmt::format("- for reference, fixed B<=32, 5 ms: throughput at the SLO {:.0f} seq/s ({:.2f}x)\n\n",
                          at_slo[1], at_slo[0] > 0 ? at_slo[1] / at_slo[0] : 0);
-  env.report.write(fmt::format(
-      "Throughput at the SLO (highest offered rate with P99 <= {:.0f} ms and goodput >= 99% of offered; "
-      "bisection, {} steps after the grid above):\n\n{}\n{}",
-      slo_ms, env.opt.search_steps, search, targets));
+  env.report.write(
+      fmt::format("Throughput at the SLO (highest offered rate with P99 <= {:.0f} ms and goodput >= 99% of offered; "
+                  "bisection, {} steps after the grid above):\n\n{}\n{}",
+                  slo_ms, env.opt.search_steps, search, targets));
 }
 
 // ---- c: priority isolation ------------------------------------------------------------------------------
@@ -275,13 +276,14 @@ void experiment_c(Env& env) {
     Duration aging;
     size_t low_cap;  // 0: only the total limit
   };
-  const size_t total_cap = static_cast<size_t>(env.S * 1.0);          // what drains in the low deadline
+  const size_t total_cap = static_cast<size_t>(env.S * 1.0);                       // what drains in the low deadline
   const size_t low_cap = std::max<size_t>(16, static_cast<size_t>(env.S * 0.05));  // 50 ms of work
   const std::vector<Variant> variants = {{"strict priority", Duration::zero(), 0},
                                          {"aging, no low-level cap", milliseconds(100), 0},
                                          {"aging + low-level cap (chosen)", milliseconds(100), low_cap}};
   std::string table =
-      "| variant | aging | low queue cap | high P50 ms | high P99 ms | high good % | high rejected % | high expired % | "
+      "| variant | aging | low queue cap | high P50 ms | high P99 ms | high good % | high rejected % | high expired % "
+      "| "
       "low completed/s | low P99 ms | low rejected % | low expired % | low rejected submit P50 µs | mean batch |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::vector<CellResult> results;
@@ -292,32 +294,32 @@ void experiment_c(Env& env) {
     p.aging_interval = v.aging;
     p.levels = {batch::PriorityLevel{.name = "realtime", .default_timeout = high_target},
                 batch::PriorityLevel{.name = "bulk", .max_queue_size = v.low_cap, .default_timeout = low_deadline}};
-    CellResult c = run_open_loop(env.questions, p, Backend::kPacked,
-                                 {Stream{0.2 * env.S, 0, {}}, Stream{2.0 * env.S, 1, {}}}, env.opt.duration_s,
-                                 mix_seed(env.opt.seed, 'c', vi), {high_target, low_deadline});
+    CellResult c =
+        run_open_loop(env.questions, p, Backend::kPacked, {Stream{0.2 * env.S, 0, {}}, Stream{2.0 * env.S, 1, {}}},
+                      env.opt.duration_s, mix_seed(env.opt.seed, 'c', vi), {high_target, low_deadline});
     const Summary& h = c.streams[0];
     const Summary& l = c.streams[1];
-    table += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {:.1f} | {:.1f} | {:.1f} | "
-                         "{} | {:.1f} |\n",
-                         v.name, v.aging.count() ? fmt::format("{:.0f} ms", to_ms(v.aging)) : "off",
-                         v.low_cap ? std::to_string(v.low_cap) : "–", h.p50_ms, h.p99_ms,
-                         h.offered ? 100.0 * h.good / h.offered : 0, h.pct(h.rejected), h.pct(h.expired),
-                         l.completed_rate(), l.p99_ms, l.pct(l.rejected),
-                         l.pct(l.expired), l.rejected ? fmt::format("{:.1f}", l.rejected_submit_p50_us) : "–",
-                         c.mean_batch());
+    table += fmt::format(
+        "| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {:.1f} | {:.1f} | {:.1f} | "
+        "{} | {:.1f} |\n",
+        v.name, v.aging.count() ? fmt::format("{:.0f} ms", to_ms(v.aging)) : "off",
+        v.low_cap ? std::to_string(v.low_cap) : "–", h.p50_ms, h.p99_ms, h.offered ? 100.0 * h.good / h.offered : 0,
+        h.pct(h.rejected), h.pct(h.expired), l.completed_rate(), l.p99_ms, l.pct(l.rejected), l.pct(l.expired),
+        l.rejected ? fmt::format("{:.1f}", l.rejected_submit_p50_us) : "–", c.mean_batch());
     results.push_back(std::move(c));
   }
   const Summary& chosen = results.back().streams[0];
   env.report.write(fmt::format(
       "### c. Priority isolation\n\n"
       "High priority (level 0, deadline {:.0f} ms = its target) at 0.2 x S = {:.0f}/s plus low priority (level 1, "
-      "deadline {:.0f} ms) at 2 x S = {:.0f}/s, FAQ questions, the adaptive setup of (b) otherwise, total max_queue_size {} (S x 1 s); {:.1f} s per cell. With aging, a low request that waited aging_interval competes "
+      "deadline {:.0f} ms) at 2 x S = {:.0f}/s, FAQ questions, the adaptive setup of (b) otherwise, total "
+      "max_queue_size {} (S x 1 s); {:.1f} s per cell. With aging, a low request that waited aging_interval competes "
       "as level 0, and older: it goes before newer high requests. That bounds low-priority starvation, but under a "
       "sustained low overload the aged backlog sits in front of every new high request; a per-level cap on the low "
       "queue (S x 50 ms = {}) bounds that backlog, so high requests wait at most about 50 ms of low work.\n\n{}\n"
       "Target: high-priority P99 <= 200 ms with aging + cap: {:.1f} ms: {}\n\n",
-      to_ms(high_target), 0.2 * env.S, to_ms(low_deadline), 2.0 * env.S, total_cap, env.opt.duration_s, low_cap,
-      table, chosen.p99_ms, yes_no(chosen.p99_ms <= 200 && chosen.completed > 0)));
+      to_ms(high_target), 0.2 * env.S, to_ms(low_deadline), 2.0 * env.S, total_cap, env.opt.duration_s, low_cap, table,
+      chosen.p99_ms, yes_no(chosen.p99_ms <= 200 && chosen.completed > 0)));
 }
 
 // ---- d: padding -----------------------------------------------------------------------------------------
@@ -336,7 +338,8 @@ void experiment_d(Env& env) {
   const std::vector<size_t> budgets = {2048, 512};
   const std::vector<double> loads = {0.8, 1.2};
   std::string closed =
-      "| max_batch_tokens | mode | seq/s | mean batch | padded tokens/request | padding waste |\n|---|---|---|---|---|---|\n";
+      "| max_batch_tokens | mode | seq/s | mean batch | padded tokens/request | padding waste "
+      "|\n|---|---|---|---|---|---|\n";
   std::string open =
       "| max_batch_tokens | mode | load | offered/s | goodput/s | P50 ms | P99 ms | expired % | mean batch | tokens | "
       "padded tokens | padded/request | padding waste |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -345,8 +348,8 @@ void experiment_d(Env& env) {
     const size_t budget = budgets[bi];
     double sat[2];
     for (int m = 0; m < 2; ++m) {
-      ClosedResult c = run_closed_loop(env.mixed, policy(m == 1, budget), Backend::kPadded, 96, 0.5,
-                                       env.opt.duration_s, mix_seed(env.opt.seed, 'D', bi, m));
+      ClosedResult c = run_closed_loop(env.mixed, policy(m == 1, budget), Backend::kPadded, 96, 0.5, env.opt.duration_s,
+                                       mix_seed(env.opt.seed, 'D', bi, m));
       sat[m] = c.throughput;
       closed += fmt::format("| {} | {} | {:.0f} | {:.1f} | {:.1f} | {:.1f}% |\n", budget, names[m], c.throughput,
                             c.mean_batch, c.batched ? double(c.padded_tokens) / c.batched : 0,
@@ -372,9 +375,9 @@ void experiment_d(Env& env) {
       };
       const double cut = per_request(r[0]) > 0 ? 1 - per_request(r[1]) / per_request(r[0]) : 0;
       if (li == 0) {  // for reference: bucketing at the same utilisation as FIFO (80% of its own saturation)
-        CellResult own = run_open_loop(env.mixed, policy(true, budget), Backend::kPadded,
-                                       {Stream{loads[li] * sat[1], 0, deadline}}, env.opt.duration_s,
-                                       mix_seed(env.opt.seed, 'o', bi), {deadline});
+        CellResult own =
+            run_open_loop(env.mixed, policy(true, budget), Backend::kPadded, {Stream{loads[li] * sat[1], 0, deadline}},
+                          env.opt.duration_s, mix_seed(env.opt.seed, 'o', bi), {deadline});
         const Summary& s = own.all;
         const batch::BatcherStats& st = own.stats;
         open += fmt::format(

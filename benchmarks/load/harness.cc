@@ -39,8 +39,8 @@ StatusOr<std::unique_ptr<Model>> load_model(const std::string& dir, int threads)
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   model->pooling = pooling.mode;
   const int64_t model_max = model->config.max_position_embeddings;
-  model->max_seq_len = static_cast<int>(pooling.max_seq_length > 0 ? std::min(pooling.max_seq_length, model_max)
-                                                                   : model_max);
+  model->max_seq_len =
+      static_cast<int>(pooling.max_seq_length > 0 ? std::min(pooling.max_seq_length, model_max) : model_max);
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
   model->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
   BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, model->config));
@@ -141,8 +141,8 @@ std::vector<Arrival> poisson_schedule(const std::vector<Stream>& streams, double
     std::exponential_distribution<double> gap(streams[s].rate);
     std::uniform_int_distribution<uint32_t> pick(0, static_cast<uint32_t>(items - 1));
     for (double t = gap(rng); t < duration_s; t += gap(rng)) {
-      all.push_back({std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)), pick(rng),
-                     static_cast<uint8_t>(s)});
+      all.push_back(
+          {std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)), pick(rng), static_cast<uint8_t>(s)});
     }
   }
   std::stable_sort(all.begin(), all.end(), [](const Arrival& a, const Arrival& b) { return a.at < b.at; });
@@ -215,9 +215,9 @@ CellResult run_open_loop(const Source& source, const batch::BatchPolicy& policy,
       auto id = batcher.submit(std::move(request), options,
                                [&rec, &outstanding, scheduled](batch::RequestId, StatusOr<Result> r) {
                                  rec.latency_ns = (SteadyTime::now() - scheduled).count();
-                                 rec.outcome = r.ok() ? Outcome::kCompleted
+                                 rec.outcome = r.ok()                                 ? Outcome::kCompleted
                                                : absl::IsDeadlineExceeded(r.status()) ? Outcome::kExpired
-                                                                                     : Outcome::kFailed;
+                                                                                      : Outcome::kFailed;
                                  outstanding.fetch_sub(1, std::memory_order_release);
                                });
       rec.submit_ns = (SteadyTime::now() - t0).count();
@@ -243,8 +243,8 @@ CellResult run_open_loop(const Source& source, const batch::BatchPolicy& policy,
   return result;
 }
 
-ClosedResult run_closed_loop(const Source& source, const batch::BatchPolicy& policy, Backend backend,
-                             size_t window, double warmup_s, double duration_s, uint64_t seed) {
+ClosedResult run_closed_loop(const Source& source, const batch::BatchPolicy& policy, Backend backend, size_t window,
+                             double warmup_s, double duration_s, uint64_t seed) {
   auto created = LoadBatcher::create(policy, make_functions(*source.model, backend));
   if (!created.ok()) die("creating the batcher", created.status());
   LoadBatcher& batcher = **created;
@@ -268,21 +268,20 @@ ClosedResult run_closed_loop(const Source& source, const batch::BatchPolicy& pol
         --free_slots;
       }
       const TimePoint now = SteadyTime::now();
-      auto id = batcher.submit(Request{source.ids(pick(rng)), now}, {},
-                               [&, now](batch::RequestId, StatusOr<Result> r) {
-                                 if (r.ok()) {
-                                   done.fetch_add(1, std::memory_order_relaxed);
-                                   if (measuring.load(std::memory_order_relaxed)) {
-                                     std::lock_guard lock(latencies_mu);
-                                     latencies.push_back((SteadyTime::now() - now).count());
-                                   }
-                                 }
-                                 {
-                                   std::lock_guard lock(slots_mu);
-                                   ++free_slots;
-                                 }
-                                 slots_cv.notify_one();
-                               });
+      auto id = batcher.submit(Request{source.ids(pick(rng)), now}, {}, [&, now](batch::RequestId, StatusOr<Result> r) {
+        if (r.ok()) {
+          done.fetch_add(1, std::memory_order_relaxed);
+          if (measuring.load(std::memory_order_relaxed)) {
+            std::lock_guard lock(latencies_mu);
+            latencies.push_back((SteadyTime::now() - now).count());
+          }
+        }
+        {
+          std::lock_guard lock(slots_mu);
+          ++free_slots;
+        }
+        slots_cv.notify_one();
+      });
       if (!id.ok()) die("closed-loop submit", id.status());
     }
   });

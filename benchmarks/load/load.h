@@ -88,9 +88,9 @@ enum class Outcome : uint8_t { kPending, kCompleted, kRejected, kExpired, kFaile
 struct Record {
   Outcome outcome = Outcome::kPending;
   uint8_t stream = 0;
-  int64_t latency_ns = 0;  // completion - scheduled arrival
-  int64_t submit_ns = 0;   // the submit() call alone
-  int64_t lateness_ns = 0; // how late the generator submitted against the schedule
+  int64_t latency_ns = 0;   // completion - scheduled arrival
+  int64_t submit_ns = 0;    // the submit() call alone
+  int64_t lateness_ns = 0;  // how late the generator submitted against the schedule
 };
 
 // Per-stream summary of one open-loop cell.
@@ -127,8 +127,8 @@ struct ClosedResult {
   uint64_t tokens = 0, padded_tokens = 0, completed = 0;
   uint64_t batched = 0;  // requests in the batches of the measured window (BatcherStats difference)
 };
-ClosedResult run_closed_loop(const Source& source, const batch::BatchPolicy& policy, Backend backend,
-                             size_t window, double warmup_s, double duration_s, uint64_t seed);
+ClosedResult run_closed_loop(const Source& source, const batch::BatchPolicy& policy, Backend backend, size_t window,
+                             double warmup_s, double duration_s, uint64_t seed);
 
 // Markdown goes to stdout and, when a file is open, to it too.
 class Report {
@@ -148,14 +148,14 @@ namespace brisk::load {
 
 struct Options {
   std::string model_dir;
-  std::string questions;             // examples/faq_assistant/questions.txt
-  std::string out;                   // also write the tables here ("" : stdout only)
+  std::string questions;  // examples/faq_assistant/questions.txt
+  std::string out;        // also write the tables here ("" : stdout only)
   std::string experiments = "a,b,c,d";
-  double duration_s = 5;             // per cell
+  double duration_s = 5;  // per cell
   uint64_t seed = 1;
-  int threads = 2;                   // encoder threads per batch
+  int threads = 2;  // encoder threads per batch
   Duration slo = std::chrono::milliseconds(100);
-  int search_steps = 4;              // bisection steps of the throughput-at-SLO search
+  int search_steps = 4;  // bisection steps of the throughput-at-SLO search
   std::string command_line;
 };
 

@@ -67,21 +67,19 @@ struct Options {
   std::string questions_path = BRISK_FAQ_DIR "/questions.txt";
   double threshold = 0.5;
   bool quiet = false;
-  int limit = 0;        // 0: every question
-  int threads = 0;      // 0: one per core
-  int index_batch = 32; // FAQ questions per embed call while indexing
-  int clients = 8;      // concurrent users submitting through the batcher; 0: one at a time via embed()
-  bool metrics = false; // print the Prometheus metrics after the report
-  bool cache = true;    // the runtime's result cache and the semantic answer cache
-  std::string redis;    // HOST:PORT of a Redis server for the shared result tier; empty: none
+  int limit = 0;         // 0: every question
+  int threads = 0;       // 0: one per core
+  int index_batch = 32;  // FAQ questions per embed call while indexing
+  int clients = 8;       // concurrent users submitting through the batcher; 0: one at a time via embed()
+  bool metrics = false;  // print the Prometheus metrics after the report
+  bool cache = true;     // the runtime's result cache and the semantic answer cache
+  std::string redis;     // HOST:PORT of a Redis server for the shared result tier; empty: none
 };
 
 // The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
 constexpr std::string_view kTenant = "bank";
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 std::string_view trim(std::string_view s) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
@@ -96,9 +94,10 @@ std::string_view trim(std::string_view s) {
 StatusOr<std::vector<FaqEntry>> load_faq(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(fmt::format(
-        "cannot open the FAQ file '{}'; expected a UTF-8 text file with one question<TAB>answer per line "
-        "(pass --faq FILE)", path));
+    return absl::NotFoundError(
+        fmt::format("cannot open the FAQ file '{}'; expected a UTF-8 text file with one question<TAB>answer per line "
+                    "(pass --faq FILE)",
+                    path));
   }
   std::vector<FaqEntry> faq;
   std::string raw;
@@ -115,22 +114,24 @@ StatusOr<std::vector<FaqEntry>> load_faq(const std::string& path) {
     }
     if (line.find('\t', tab + 1) != std::string_view::npos) {
       return absl::InvalidArgumentError(fmt::format(
-          "{}:{}: malformed FAQ line (more than one TAB): expected exactly one TAB between question and answer",
-          path, line_no));
+          "{}:{}: malformed FAQ line (more than one TAB): expected exactly one TAB between question and answer", path,
+          line_no));
     }
     const std::string_view q = trim(line.substr(0, tab)), a = trim(line.substr(tab + 1));
     if (q.empty() || a.empty()) {
-      return absl::InvalidArgumentError(fmt::format("{}:{}: malformed FAQ line: the {} is empty; expected "
-                                                    "question<TAB>answer, both non-empty",
-                                                    path, line_no, q.empty() ? "question" : "answer"));
+      return absl::InvalidArgumentError(
+          fmt::format("{}:{}: malformed FAQ line: the {} is empty; expected "
+                      "question<TAB>answer, both non-empty",
+                      path, line_no, q.empty() ? "question" : "answer"));
     }
     faq.push_back({std::string(q), std::string(a), line_no});
   }
   if (in.bad()) return absl::DataLossError(fmt::format("error while reading the FAQ file '{}'", path));
   if (faq.empty()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the FAQ file '{}' has no entries ({} lines read, all blank or comments); expected at least one "
-        "question<TAB>answer line", path, line_no));
+    return absl::InvalidArgumentError(
+        fmt::format("the FAQ file '{}' has no entries ({} lines read, all blank or comments); expected at least one "
+                    "question<TAB>answer line",
+                    path, line_no));
   }
   return faq;
 }
@@ -138,9 +139,10 @@ StatusOr<std::vector<FaqEntry>> load_faq(const std::string& path) {
 StatusOr<std::vector<std::string>> load_questions(const std::string& path, int limit) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(fmt::format(
-        "cannot open the questions file '{}'; expected a UTF-8 text file with one question per line "
-        "(pass --questions FILE)", path));
+    return absl::NotFoundError(
+        fmt::format("cannot open the questions file '{}'; expected a UTF-8 text file with one question per line "
+                    "(pass --questions FILE)",
+                    path));
   }
   std::vector<std::string> questions;
   std::string raw;
@@ -283,8 +285,8 @@ StatusOr<std::vector<Answer>> answer_one_at_a_time(const Responder& respond,
     const auto t0 = Clock::now();
     const std::string_view text = questions[i];
     if (Status s = rt.embed(std::span<const std::string_view>(&text, 1), query); !s.ok()) {
-      return absl::Status(s.code(), fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i],
-                                                std::string(s.message())));
+      return absl::Status(s.code(),
+                          fmt::format("question {} ('{:.60}'): {}", i + 1, questions[i], std::string(s.message())));
     }
     answers[i] = {respond(questions[i], query), ms_since(t0)};
   }
@@ -293,8 +295,8 @@ StatusOr<std::vector<Answer>> answer_one_at_a_time(const Responder& respond,
 
 // `clients` users, each taking the next question and submitting it through the batcher, waiting for the
 // answer before taking another.
-StatusOr<std::vector<Answer>> answer_concurrently(const Responder& respond,
-                                                  const std::vector<std::string>& questions, int clients) {
+StatusOr<std::vector<Answer>> answer_concurrently(const Responder& respond, const std::vector<std::string>& questions,
+                                                  int clients) {
   const brisk::Runtime& rt = respond.rt;
   std::vector<Answer> answers(questions.size());
   std::vector<Status> errors(questions.size());
@@ -304,9 +306,8 @@ StatusOr<std::vector<Answer>> answer_concurrently(const Responder& respond,
       const auto t0 = Clock::now();
       std::promise<StatusOr<std::vector<float>>> promise;
       auto future = promise.get_future();
-      auto id = rt.submit(questions[i], {}, [&promise](uint64_t, StatusOr<std::vector<float>> e) {
-        promise.set_value(std::move(e));
-      });
+      auto id = rt.submit(questions[i], {},
+                          [&promise](uint64_t, StatusOr<std::vector<float>> e) { promise.set_value(std::move(e)); });
       StatusOr<std::vector<float>> embedding = id.ok() ? future.get() : StatusOr<std::vector<float>>(id.status());
       if (!embedding.ok()) {
         errors[i] = embedding.status();
@@ -329,10 +330,11 @@ StatusOr<std::vector<Answer>> answer_concurrently(const Responder& respond,
 
 void print_batching_report(const brisk::Runtime& rt) {
   const brisk::batch::BatcherStats s = rt.batch_stats();
-  fmt::print("batching       {} batches, {:.1f} questions per batch (max {}), queue p50 {:.2f} ms p99 {:.2f} ms, "
-             "forward pass p50 {:.2f} ms\n",
-             s.batches, s.batch_size.mean(), s.batch_size.max(), s.queue_time.percentile(50) / 1e6,
-             s.queue_time.percentile(99) / 1e6, s.compute_time.percentile(50) / 1e6);
+  fmt::print(
+      "batching       {} batches, {:.1f} questions per batch (max {}), queue p50 {:.2f} ms p99 {:.2f} ms, "
+      "forward pass p50 {:.2f} ms\n",
+      s.batches, s.batch_size.mean(), s.batch_size.max(), s.queue_time.percentile(50) / 1e6,
+      s.queue_time.percentile(99) / 1e6, s.compute_time.percentile(50) / 1e6);
 }
 
 void print_cache_report(const brisk::Runtime& rt, const brisk::cache::SemanticCache* cache) {
@@ -342,10 +344,12 @@ void print_cache_report(const brisk::Runtime& rt, const brisk::cache::SemanticCa
   }
   const brisk::cache::SemanticCacheStats s = cache->stats();
   std::string vetoes;
-  for (const auto& [guard, n] : s.rejections_by_guard) vetoes += fmt::format("{}{} {}", vetoes.empty() ? "" : ", ", guard, n);
-  fmt::print("semantic cache {} of {} questions answered without a search ({:.1f}%); {} entries; candidates vetoed "
-             "by the guards: {}\n",
-             s.hits, s.lookups, 100.0 * s.hit_rate(), s.entries, vetoes);
+  for (const auto& [guard, n] : s.rejections_by_guard)
+    vetoes += fmt::format("{}{} {}", vetoes.empty() ? "" : ", ", guard, n);
+  fmt::print(
+      "semantic cache {} of {} questions answered without a search ({:.1f}%); {} entries; candidates vetoed "
+      "by the guards: {}\n",
+      s.hits, s.lookups, 100.0 * s.hit_rate(), s.entries, vetoes);
   const nlohmann::json j = nlohmann::json::parse(rt.cache_stats_json());
   const nlohmann::json& r = j["result"];
   fmt::print("result cache   {} of {} texts not embedded again ({:.1f}%); {} entries, {:.1f} KiB{}\n",
@@ -405,8 +409,8 @@ Status run(const Options& opt) {
   if (!opt.quiet) {
     fmt::print("brisk FAQ assistant: {} FAQ entries from {}, {} questions from {}\n", faq.size(), opt.faq_path,
                questions.size(), opt.questions_path);
-    fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n\n",
-               info.model_dir, info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
+    fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n\n", info.model_dir,
+               info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
   }
 
   const auto t_all = Clock::now();
@@ -428,17 +432,19 @@ Status run(const Options& opt) {
   for (double v : latency_ms) mean += v;
   mean /= static_cast<double>(latency_ms.size());
   fmt::print("== report ==\n");
-  fmt::print("model          {} (threads: {})\n", info.model_dir, opt.threads == 0 ? "auto" : std::to_string(opt.threads));
-  fmt::print("FAQ indexing   {} entries in {:.1f} ms ({:.1f} entries/s, batches of {})\n", faq.size(),
-             index.build_ms, faq.size() / (index.build_ms / 1e3), opt.index_batch);
+  fmt::print("model          {} (threads: {})\n", info.model_dir,
+             opt.threads == 0 ? "auto" : std::to_string(opt.threads));
+  fmt::print("FAQ indexing   {} entries in {:.1f} ms ({:.1f} entries/s, batches of {})\n", faq.size(), index.build_ms,
+             faq.size() / (index.build_ms / 1e3), opt.index_batch);
   fmt::print("questions      {} answered, {} handed to an agent (threshold {:.2f}), {} in all\n", answered,
              questions.size() - answered, opt.threshold, questions.size());
-  fmt::print("latency        p50 {:.2f} ms  p95 {:.2f} ms  p99 {:.2f} ms  (mean {:.2f}, max {:.2f}; per question, "
-             "embed + search)\n",
-             percentile(latency_ms, 50), percentile(latency_ms, 95), percentile(latency_ms, 99), mean,
-             *std::max_element(latency_ms.begin(), latency_ms.end()));
-  fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, {})\n",
-             questions.size() / (total_ms / 1e3), questions.size(), total_ms,
+  fmt::print(
+      "latency        p50 {:.2f} ms  p95 {:.2f} ms  p99 {:.2f} ms  (mean {:.2f}, max {:.2f}; per question, "
+      "embed + search)\n",
+      percentile(latency_ms, 50), percentile(latency_ms, 95), percentile(latency_ms, 99), mean,
+      *std::max_element(latency_ms.begin(), latency_ms.end()));
+  fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, {})\n", questions.size() / (total_ms / 1e3),
+             questions.size(), total_ms,
              opt.clients == 0 ? "one at a time" : fmt::format("{} concurrent clients", opt.clients));
   if (opt.clients > 0) print_batching_report(*rt);
   print_cache_report(*rt, cache.get());
@@ -451,8 +457,7 @@ Status run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   opt.model_dir = brisk::default_model_dir();
-  CLI::App app{"brisk FAQ assistant: answers bank customer questions by semantic search over an FAQ",
-               "faq_assistant"};
+  CLI::App app{"brisk FAQ assistant: answers bank customer questions by semantic search over an FAQ", "faq_assistant"};
   app.failure_message(CLI::FailureMessage::help);
   app.add_option("--model", opt.model_dir, "Hugging Face model directory")->capture_default_str();
   app.add_option("--faq", opt.faq_path, "FAQ file, one question<TAB>answer per line")->capture_default_str();
@@ -475,7 +480,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   app.add_flag("--metrics", opt.metrics, "print the runtime's Prometheus metrics after the report");
-  app.add_flag("--no-cache{false}", opt.cache, "no result cache and no semantic cache: embed and search every question");
+  app.add_flag("--no-cache{false}", opt.cache,
+               "no result cache and no semantic cache: embed and search every question");
   app.add_option("--redis", opt.redis, "HOST:PORT of a Redis server that shares cached results between processes");
   try {
     app.parse(argc, argv);

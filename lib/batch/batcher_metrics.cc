@@ -17,13 +17,16 @@ void write_prometheus(metrics::PrometheusWriter& w, const BatcherStats& s, const
 
   const std::string requests = name("_requests_total");
   const char* requests_help = "Requests by how they ended (rejected_* never entered the queue).";
-  const std::pair<const char*, uint64_t> outcomes[] = {
-      {"completed", s.completed},           {"failed", s.failed},
-      {"expired", s.expired},               {"cancelled", s.cancelled},
-      {"shutdown", s.shutdown},             {"evicted", s.evicted},
-      {"rejected_overloaded", s.rejected_overloaded},
-      {"rejected_deadline", s.rejected_deadline}, {"rejected_invalid", s.rejected_invalid},
-      {"rejected_shutdown", s.rejected_shutdown}};
+  const std::pair<const char*, uint64_t> outcomes[] = {{"completed", s.completed},
+                                                       {"failed", s.failed},
+                                                       {"expired", s.expired},
+                                                       {"cancelled", s.cancelled},
+                                                       {"shutdown", s.shutdown},
+                                                       {"evicted", s.evicted},
+                                                       {"rejected_overloaded", s.rejected_overloaded},
+                                                       {"rejected_deadline", s.rejected_deadline},
+                                                       {"rejected_invalid", s.rejected_invalid},
+                                                       {"rejected_shutdown", s.rejected_shutdown}};
   for (const auto& [outcome, count] : outcomes) w.counter(requests, requests_help, with("outcome", outcome), count);
   w.counter(name("_submitted_total"), "Requests admitted to the queue.", base, s.submitted);
   w.counter(name("_batches_total"), "Batches run.", base, s.batches);

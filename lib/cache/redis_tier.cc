@@ -37,9 +37,9 @@ Status RedisOptions::validate() const {
     return absl::InvalidArgumentError("RedisOptions.invalidation_channel is empty; expected a channel name");
   }
   if (subscriber_backoff_min <= Duration::zero() || subscriber_backoff_max < subscriber_backoff_min) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RedisOptions.subscriber_backoff_min/max are ", subscriber_backoff_min.count(), "/",
-        subscriber_backoff_max.count(), " ns; expected 0 < min <= max"));
+    return absl::InvalidArgumentError(absl::StrCat("RedisOptions.subscriber_backoff_min/max are ",
+                                                   subscriber_backoff_min.count(), "/", subscriber_backoff_max.count(),
+                                                   " ns; expected 0 < min <= max"));
   }
   if (!user.empty() && password.empty()) {
     return absl::InvalidArgumentError(
@@ -201,10 +201,10 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
   const std::string what = redis_internal::describe_command(commands.front());
   CircuitBreaker::Permit permit = breaker.try_acquire();
   if (!permit) {
-    return absl::UnavailableError(absl::StrCat(
-        "redis ", address, ": ", what, ": circuit breaker open after ", options.breaker.failure_threshold,
-        " consecutive failures; calls fail fast for ", to_ms(options.breaker.open_duration),
-        " ms (breaker.open_duration), then one probe is let through"));
+    return absl::UnavailableError(
+        absl::StrCat("redis ", address, ": ", what, ": circuit breaker open after ", options.breaker.failure_threshold,
+                     " consecutive failures; calls fail fast for ", to_ms(options.breaker.open_duration),
+                     " ms (breaker.open_duration), then one probe is let through"));
   }
   // The whole call, pool wait included, stays within connect_timeout + command_timeout.
   const auto start = RealClock::now();
@@ -219,9 +219,9 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
       pool_exhausted.fetch_add(1, std::memory_order_relaxed);
       errors.fetch_add(1, std::memory_order_relaxed);
       breaker.record_neutral(permit);
-      return absl::UnavailableError(absl::StrCat(
-          "redis ", address, ": ", what, ": all ", options.pool_size, " connections stayed busy for ",
-          to_ms(options.command_timeout), " ms (command_timeout); expected a free one (raise pool_size)"));
+      return absl::UnavailableError(absl::StrCat("redis ", address, ": ", what, ": all ", options.pool_size,
+                                                 " connections stayed busy for ", to_ms(options.command_timeout),
+                                                 " ms (command_timeout); expected a free one (raise pool_size)"));
     }
     if (!idle.empty()) {
       conn = std::move(idle.back());
@@ -287,8 +287,7 @@ Status RedisTier::Impl::call(std::span<const Command> commands, std::vector<Repl
         auth_failures.fetch_add(1, std::memory_order_relaxed);
         return auth_error(text);
       }
-      return absl::InternalError(absl::StrCat("redis ", address, ": ",
-                                              redis_internal::describe_command(commands[i]),
+      return absl::InternalError(absl::StrCat("redis ", address, ": ", redis_internal::describe_command(commands[i]),
                                               ": server replied with an error: ", std::string(r->str, r->len)));
     }
   }
@@ -337,8 +336,8 @@ StatusOr<std::optional<std::string>> RedisTier::get(std::string_view key) {
   const redisReply* r = replies[0].get();
   if (r->type == REDIS_REPLY_NIL) return std::optional<std::string>();
   if (r->type != REDIS_REPLY_STRING) {
-    return absl::InternalError(absl::StrCat("redis ", impl_->address, ": GET ", k, ": reply of type ", r->type,
-                                            "; expected a string or nil"));
+    return absl::InternalError(
+        absl::StrCat("redis ", impl_->address, ": GET ", k, ": reply of type ", r->type, "; expected a string or nil"));
   }
   return std::optional<std::string>(std::string(r->str, r->len));
 }
@@ -352,8 +351,8 @@ StatusOr<std::optional<RedisTier::ValueWithTtl>> RedisTier::get_with_ttl(std::st
   const redisReply* t = replies[1].get();
   if (v->type == REDIS_REPLY_NIL) return std::optional<ValueWithTtl>();
   if (v->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_INTEGER) {
-    return absl::InternalError(absl::StrCat("redis ", impl_->address, ": GET/PTTL ", k, ": replies of types ",
-                                            v->type, "/", t->type, "; expected a string and an integer"));
+    return absl::InternalError(absl::StrCat("redis ", impl_->address, ": GET/PTTL ", k, ": replies of types ", v->type,
+                                            "/", t->type, "; expected a string and an integer"));
   }
   ValueWithTtl out{std::string(v->str, v->len), Duration(0)};
   if (t->integer > 0) out.ttl = std::chrono::milliseconds(t->integer);
@@ -404,7 +403,7 @@ StatusOr<size_t> RedisTier::invalidate_tag(std::string_view tag) {
   const std::string tk = impl_->tag_key(tag);
   const std::string header = redis_internal::message_header(impl_->origin);
   const std::string max_keys = std::to_string(impl_->options.max_keys_per_message);
-  const Command cmd = {"EVAL", kInvalidateTagScript, "1", tk, impl_->options.invalidation_channel,
+  const Command cmd = {"EVAL", kInvalidateTagScript,      "1",      tk, impl_->options.invalidation_channel,
                        header, impl_->options.key_prefix, max_keys, tag};
   std::vector<Reply> replies;
   BRISK_RETURN_IF_ERROR(impl_->call({&cmd, 1}, &replies));

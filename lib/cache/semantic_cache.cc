@@ -35,8 +35,7 @@ Status SemanticCacheOptions::validate() const {
   if (M < 2 || M > 1024) return bad(absl::StrCat("M is ", M, "; expected 2..1024"));
   if (ef_construction < 1 || ef_construction > 100000)
     return bad(absl::StrCat("ef_construction is ", ef_construction, "; expected 1..100000"));
-  if (ef_search < 1 || ef_search > 100000)
-    return bad(absl::StrCat("ef_search is ", ef_search, "; expected 1..100000"));
+  if (ef_search < 1 || ef_search > 100000) return bad(absl::StrCat("ef_search is ", ef_search, "; expected 1..100000"));
   if (max_entries == 0 || max_entries > (size_t{1} << 31))
     return bad(absl::StrCat("max_entries is ", max_entries, "; expected 1..2^31 (per tenant)"));
   if (default_ttl <= Duration::zero())
@@ -222,8 +221,8 @@ Status SemanticCache::Impl::insert_until(std::string_view tenant_name, std::stri
 Status SemanticCache::insert(std::string_view tenant, std::string_view question, std::span<const float> embedding,
                              std::string answer, const PutOptions& options) {
   if (options.ttl < Duration::zero())
-    return absl::InvalidArgumentError(absl::StrCat("SemanticCache::insert: ttl is ", options.ttl.count(),
-                                                   " ns; expected >= 0 (0: default_ttl)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SemanticCache::insert: ttl is ", options.ttl.count(), " ns; expected >= 0 (0: default_ttl)"));
   Duration ttl = options.ttl > Duration::zero() ? options.ttl : impl_->options.default_ttl;
   return impl_->insert_until(tenant, question, embedding, std::move(answer), options.tags,
                              expiry_after(impl_->clock->now(), ttl));

@@ -39,7 +39,7 @@ struct SemanticTenant {
   std::string name;
   mutable std::shared_mutex mu;
   std::unique_ptr<internal::HnswIndex> index;
-  std::deque<SemanticSlot> slots;  // a deque: slots never move (atomics inside)
+  std::deque<SemanticSlot> slots;     // a deque: slots never move (atomics inside)
   std::vector<uint32_t> free_labels;  // removed entries' labels, reused first
   absl::flat_hash_map<std::string, uint32_t> by_key;
   absl::flat_hash_map<std::string, absl::flat_hash_set<uint32_t>> by_tag;
@@ -63,8 +63,8 @@ struct SemanticCache::Impl {
 
   std::atomic<uint64_t> tick{0};
   struct Counters {
-    std::atomic<uint64_t> lookups{0}, hits{0}, no_candidate{0}, below_threshold{0}, rejected{0}, expired{0},
-        invalid{0}, inserts{0}, replacements{0}, expirations{0}, evictions{0}, invalidations{0}, erasures{0};
+    std::atomic<uint64_t> lookups{0}, hits{0}, no_candidate{0}, below_threshold{0}, rejected{0}, expired{0}, invalid{0},
+        inserts{0}, replacements{0}, expirations{0}, evictions{0}, invalidations{0}, erasures{0};
   } counters;
   std::unique_ptr<std::atomic<uint64_t>[]> guard_rejections;  // one per options.guards
 

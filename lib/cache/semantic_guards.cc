@@ -30,74 +30,76 @@ bool in(std::string_view w, std::initializer_list<std::string_view> list) {
 // Closed-class words: they carry no polarity and do not consume a negation's scope.
 bool is_stopword(std::string_view w) {
   static const absl::flat_hash_set<std::string_view> kStop = {
-      "a", "an", "the", "to", "of", "for", "in", "at", "by", "with", "from", "into", "about", "as", "up",
-      "my", "your", "our", "their", "his", "her", "its", "i", "you", "we", "they", "he", "she", "it", "me",
-      "us", "them", "do", "does", "did", "is", "are", "was", "were", "be", "been", "being", "am", "have",
-      "has", "had", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "ca", "wo",
-      "sha", "this", "that", "these", "those", "there", "here", "'s", "'m", "'re", "'ve", "'d", "'ll", "any",
-      "some", "all", "please", "just", "also", "very", "too", "still", "really", "again", "ever", "yet",
-      "one", "get", "got"};
+      "a",    "an",    "the",    "to",    "of",   "for",   "in",    "at",     "by",    "with",  "from",
+      "into", "about", "as",     "up",    "my",   "your",  "our",   "their",  "his",   "her",   "its",
+      "i",    "you",   "we",     "they",  "he",   "she",   "it",    "me",     "us",    "them",  "do",
+      "does", "did",   "is",     "are",   "was",  "were",  "be",    "been",   "being", "am",    "have",
+      "has",  "had",   "can",    "could", "will", "would", "shall", "should", "may",   "might", "must",
+      "ca",   "wo",    "sha",    "this",  "that", "these", "those", "there",  "here",  "'s",    "'m",
+      "'re",  "'ve",   "'d",     "'ll",   "any",  "some",  "all",   "please", "just",  "also",  "very",
+      "too",  "still", "really", "again", "ever", "yet",   "one",   "get",    "got"};
   return kStop.contains(w);
 }
 
 // Words that end a negation's scope (besides punctuation).
 bool is_scope_break(std::string_view w) {
-  return in(w, {"but", "and", "or", "so", "because", "how", "what", "why", "when", "where", "who", "which",
-                "if", "then", "than", "while", "although", "though", "yet", "whether", "unless"});
+  return in(w, {"but",   "and", "or",   "so",   "because", "how",      "what",   "why", "when",    "where", "who",
+                "which", "if",  "then", "than", "while",   "although", "though", "yet", "whether", "unless"});
 }
 
 bool is_negator(std::string_view w) {
-  return in(w, {"not", "no", "never", "n't", "cannot", "without", "nor", "neither", "none", "nothing", "nobody",
-                "nowhere", "non", "unable", "dont", "doesnt", "didnt", "cant", "couldnt", "wont", "wouldnt", "shouldnt",
-                "isnt", "arent", "wasnt", "werent", "havent", "hasnt", "hadnt", "mustnt"});
+  return in(w,
+            {"not",     "no",       "never", "n't",    "cannot", "without", "nor",    "neither", "none",    "nothing",
+             "nobody",  "nowhere",  "non",   "unable", "dont",   "doesnt",  "didnt",  "cant",    "couldnt", "wont",
+             "wouldnt", "shouldnt", "isnt",  "arent",  "wasnt",  "werent",  "havent", "hasnt",   "hadnt",   "mustnt"});
 }
 
 // "un"/"dis"/"non" words whose rest is a different word, not the negation of one.
 bool is_prefix_false_friend(std::string_view w) {
-  return in(w, {"display", "discount", "discover", "dispatch", "distribute", "discard", "discharge", "dismiss",
-                "dispose", "disclose", "dispute", "distance", "district", "discuss", "disk", "dish", "disc",
-                "distinct", "dissolve", "disaster", "under", "understand", "undergo", "underneath", "union",
-                "unique", "unit", "unite", "united", "universe", "universal", "university", "until", "uniform",
-                "unicode", "unix", "none", "nonce", "undo", "unless", "disguise", "disgust", "dismal"});
+  return in(w, {"display",  "discount", "discover", "dispatch", "distribute", "discard",    "discharge", "dismiss",
+                "dispose",  "disclose", "dispute",  "distance", "district",   "discuss",    "disk",      "dish",
+                "disc",     "distinct", "dissolve", "disaster", "under",      "understand", "undergo",   "underneath",
+                "union",    "unique",   "unit",     "unite",    "united",     "universe",   "universal", "university",
+                "until",    "uniform",  "unicode",  "unix",     "none",       "nonce",      "undo",      "unless",
+                "disguise", "disgust",  "dismal"});
 }
 
 const std::vector<std::pair<std::vector<std::string_view>, std::vector<std::string_view>>>& antonym_groups() {
-  static const auto* groups =
-      new std::vector<std::pair<std::vector<std::string_view>, std::vector<std::string_view>>>{
-          {{"enable"}, {"disable"}},
-          {{"activate"}, {"deactivate"}},
-          {{"open"}, {"close"}},
-          {{"lock"}, {"unlock"}},
-          {{"accept", "approve", "allow", "permit", "grant"},
-           {"reject", "decline", "deny", "refuse", "block", "forbid", "prohibit", "ban"}},
-          {{"add"}, {"remove", "delete"}},
-          {{"increase", "raise", "high", "higher"}, {"decrease", "reduce", "low", "lower"}},
-          {{"maximum", "max"}, {"minimum", "min"}},
-          {{"upgrade"}, {"downgrade"}},
-          {{"start"}, {"stop"}},
-          {{"succeed", "success", "successful"}, {"fail", "failure"}},
-          {{"include"}, {"exclude"}},
-          {{"on"}, {"off"}},
-          {{"before"}, {"after"}},
-          {{"early"}, {"late"}},
-          {{"buy"}, {"sell"}},
-          {{"deposit"}, {"withdraw"}},
-          {{"upload"}, {"download"}},
-          {{"import"}, {"export"}},
-          {{"send"}, {"receive"}},
-          {{"credit"}, {"debit"}},
-          {{"valid"}, {"invalid"}},
-          {{"possible"}, {"impossible"}},
-          {{"correct"}, {"incorrect"}},
-          {{"complete"}, {"incomplete"}},
-          {{"eligible"}, {"ineligible"}},
-          {{"legal"}, {"illegal"}},
-          {{"true"}, {"false"}},
-          {{"positive"}, {"negative"}},
-          {{"public"}, {"private"}},
-          {{"inbound"}, {"outbound"}},
-          {{"incoming"}, {"outgoing"}},
-      };
+  static const auto* groups = new std::vector<std::pair<std::vector<std::string_view>, std::vector<std::string_view>>>{
+      {{"enable"}, {"disable"}},
+      {{"activate"}, {"deactivate"}},
+      {{"open"}, {"close"}},
+      {{"lock"}, {"unlock"}},
+      {{"accept", "approve", "allow", "permit", "grant"},
+       {"reject", "decline", "deny", "refuse", "block", "forbid", "prohibit", "ban"}},
+      {{"add"}, {"remove", "delete"}},
+      {{"increase", "raise", "high", "higher"}, {"decrease", "reduce", "low", "lower"}},
+      {{"maximum", "max"}, {"minimum", "min"}},
+      {{"upgrade"}, {"downgrade"}},
+      {{"start"}, {"stop"}},
+      {{"succeed", "success", "successful"}, {"fail", "failure"}},
+      {{"include"}, {"exclude"}},
+      {{"on"}, {"off"}},
+      {{"before"}, {"after"}},
+      {{"early"}, {"late"}},
+      {{"buy"}, {"sell"}},
+      {{"deposit"}, {"withdraw"}},
+      {{"upload"}, {"download"}},
+      {{"import"}, {"export"}},
+      {{"send"}, {"receive"}},
+      {{"credit"}, {"debit"}},
+      {{"valid"}, {"invalid"}},
+      {{"possible"}, {"impossible"}},
+      {{"correct"}, {"incorrect"}},
+      {{"complete"}, {"incomplete"}},
+      {{"eligible"}, {"ineligible"}},
+      {{"legal"}, {"illegal"}},
+      {{"true"}, {"false"}},
+      {{"positive"}, {"negative"}},
+      {{"public"}, {"private"}},
+      {{"inbound"}, {"outbound"}},
+      {{"incoming"}, {"outgoing"}},
+  };
   return *groups;
 }
 
@@ -191,13 +193,15 @@ namespace {
 
 int number_word_value(std::string_view w) {
   static const absl::flat_hash_map<std::string_view, int> kWords = {
-      {"zero", 0},        {"one", 1},        {"two", 2},       {"three", 3},     {"four", 4},
-      {"five", 5},        {"six", 6},        {"seven", 7},     {"eight", 8},     {"nine", 9},
-      {"ten", 10},        {"eleven", 11},    {"twelve", 12},   {"thirteen", 13}, {"fourteen", 14},
-      {"fifteen", 15},    {"sixteen", 16},   {"seventeen", 17}, {"eighteen", 18}, {"nineteen", 19},
-      {"twenty", 20},     {"thirty", 30},    {"forty", 40},    {"fifty", 50},    {"sixty", 60},
-      {"seventy", 70},    {"eighty", 80},    {"ninety", 90},   {"hundred", 100}, {"thousand", 1000},
-      {"million", 1000000}, {"billion", 1000000000}, {"dozen", 12}};
+      {"zero", 0},      {"one", 1},         {"two", 2},           {"three", 3},
+      {"four", 4},      {"five", 5},        {"six", 6},           {"seven", 7},
+      {"eight", 8},     {"nine", 9},        {"ten", 10},          {"eleven", 11},
+      {"twelve", 12},   {"thirteen", 13},   {"fourteen", 14},     {"fifteen", 15},
+      {"sixteen", 16},  {"seventeen", 17},  {"eighteen", 18},     {"nineteen", 19},
+      {"twenty", 20},   {"thirty", 30},     {"forty", 40},        {"fifty", 50},
+      {"sixty", 60},    {"seventy", 70},    {"eighty", 80},       {"ninety", 90},
+      {"hundred", 100}, {"thousand", 1000}, {"million", 1000000}, {"billion", 1000000000},
+      {"dozen", 12}};
   auto it = kWords.find(w);
   return it == kWords.end() ? -1 : it->second;
 }
@@ -233,10 +237,11 @@ std::string canonical_number(std::string_view digits) {
 bool is_pronoun_one(const QuestionText& text, size_t i) {
   const Word& w = text.words[i];
   if (i > 0 && !w.clause_start &&
-      in(text.words[i - 1].lower, {"a", "an", "the", "this", "that", "which", "each", "every", "any", "no",
-                                   "another", "new", "old", "same", "other", "only", "right", "wrong", "last",
-                                   "next", "first", "good", "better", "best", "different", "single", "little",
-                                   "big", "current", "such", "someone", "anyone", "everyone", "no-one"}))
+      in(text.words[i - 1].lower,
+         {"a",    "an",      "the",   "this",    "that",   "which",    "each",      "every",  "any",
+          "no",   "another", "new",   "old",     "same",   "other",    "only",      "right",  "wrong",
+          "last", "next",    "first", "good",    "better", "best",     "different", "single", "little",
+          "big",  "current", "such",  "someone", "anyone", "everyone", "no-one"}))
     return true;
   if (i + 1 >= text.words.size() || text.words[i + 1].clause_start) return true;
   return in(text.words[i + 1].lower, {"of", "another", "or", "and"});
@@ -299,8 +304,8 @@ bool is_determiner(std::string_view w) {
 }
 
 struct Entities {
-  std::vector<std::string> strong, weak;  // stems
-  absl::flat_hash_set<std::string> stems;  // every word, for matching
+  std::vector<std::string> strong, weak;                                // stems
+  absl::flat_hash_set<std::string> stems;                               // every word, for matching
   absl::flat_hash_set<std::pair<std::string, std::string>> directions;  // (x, y) from "x to y"
 };
 
@@ -323,8 +328,10 @@ Entities entities_of(const QuestionText& text, const std::function<bool(std::str
     if (w.has_digit) {
       strong = true;  // a code: "S24", "2FA", "10GB"
     } else if (case_informative && w.lower != "i") {
-      if (w.upper_inner) strong = true;                        // "iPhone", "PayPal", "ATM" anywhere
-      else if (w.upper_first && !w.sentence_start) strong = true;  // "Canada"
+      if (w.upper_inner)
+        strong = true;  // "iPhone", "PayPal", "ATM" anywhere
+      else if (w.upper_first && !w.sentence_start)
+        strong = true;  // "Canada"
     }
     if (strong) {
       e.strong.push_back(w.stem);
@@ -379,8 +386,7 @@ bool EntityGuard::accept(std::string_view query, std::string_view cached) const 
   if (q_unmatched && c_unmatched) return false;
   // (c) opposite directions.
   for (const auto& [x, y] : q.directions)
-    if (c.directions.contains({y, x}) && !c.directions.contains({x, y}) && !q.directions.contains({y, x}))
-      return false;
+    if (c.directions.contains({y, x}) && !c.directions.contains({x, y}) && !q.directions.contains({y, x})) return false;
   return true;
 }
 

@@ -91,11 +91,11 @@ StatusOr<std::unique_ptr<HnswIndex>> HnswIndex::create(const HnswParams& params)
     impl->space = std::make_unique<DotSpace>(params.dim);
     size_t initial = std::min<size_t>(params.max_elements, 64);
     impl->hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(impl->space.get(), initial, params.M,
-                                                                    params.ef_construction, /*random_seed=*/100);
+                                                                   params.ef_construction, /*random_seed=*/100);
     impl->hnsw->setEf(params.ef_search);
   } catch (const std::exception& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("semantic cache: could not create an HNSW index of dim ",
-                                                     params.dim, ": ", e.what()));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("semantic cache: could not create an HNSW index of dim ", params.dim, ": ", e.what()));
   }
   return std::unique_ptr<HnswIndex>(new HnswIndex(std::move(impl)));
 }
@@ -106,8 +106,8 @@ Status HnswIndex::add(uint32_t label, const float* vec) {
     bool known = h.label_lookup_.count(label) != 0;
     if (!known) {
       if (label >= impl_->params.max_elements)
-        return absl::InternalError(absl::StrCat("semantic cache: HNSW label ", label, " beyond capacity ",
-                                                impl_->params.max_elements));
+        return absl::InternalError(
+            absl::StrCat("semantic cache: HNSW label ", label, " beyond capacity ", impl_->params.max_elements));
       if (h.cur_element_count >= h.max_elements_) {
         size_t grown = std::min(impl_->params.max_elements, std::max<size_t>(h.max_elements_ * 2, 64));
         h.resizeIndex(grown);

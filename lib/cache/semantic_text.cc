@@ -46,14 +46,14 @@ StatusOr<std::string> normalize_question(std::string_view text) {
     size_t len;
     if (next_cp(text, pos, len) < 0)
       return absl::InvalidArgumentError(absl::StrCat("question is not valid UTF-8: bad byte 0x",
-                                                     absl::Hex(static_cast<unsigned char>(text[pos])),
-                                                     " at offset ", pos, "; expected UTF-8 text"));
+                                                     absl::Hex(static_cast<unsigned char>(text[pos])), " at offset ",
+                                                     pos, "; expected UTF-8 text"));
     pos += len;
   }
   utf8proc_uint8_t* composed = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                    static_cast<utf8proc_ssize_t>(text.size()), &composed,
-                                    static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                   &composed, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("question could not be normalised (", utf8proc_errmsg(n), "); expected UTF-8 text"));
@@ -125,21 +125,44 @@ enum class CharKind { kWord, kSentenceEnd, kClauseBreak, kOther };
 CharKind kind_of(int32_t cp) {
   if (cp < 0) return CharKind::kOther;
   switch (utf8proc_category(cp)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-      return CharKind::kWord;
-    default:
-      break;
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO: return CharKind::kWord;
+    default: break;
   }
   switch (cp) {
-    case '.': case '?': case '!': case 0x2026: case 0x3002: case 0xFF01: case 0xFF1F: case 0x061F:
-      return CharKind::kSentenceEnd;
-    case ',': case ';': case ':': case '(': case ')': case '[': case ']': case '"': case '\n': case 0x201C:
-    case 0x201D: case 0xFF0C: case 0x3001: case 0x2014: case 0x2013:
-      return CharKind::kClauseBreak;
-    default:
-      return CharKind::kOther;
+    case '.':
+    case '?':
+    case '!':
+    case 0x2026:
+    case 0x3002:
+    case 0xFF01:
+    case 0xFF1F:
+    case 0x061F: return CharKind::kSentenceEnd;
+    case ',':
+    case ';':
+    case ':':
+    case '(':
+    case ')':
+    case '[':
+    case ']':
+    case '"':
+    case '\n':
+    case 0x201C:
+    case 0x201D:
+    case 0xFF0C:
+    case 0x3001:
+    case 0x2014:
+    case 0x2013: return CharKind::kClauseBreak;
+    default: return CharKind::kOther;
   }
 }
 
@@ -229,8 +252,10 @@ QuestionText analyze(std::string_view text) {
       }
       auto cat = utf8proc_category(cp);
       bool upper = cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT;
-      if (first_cp) cur.upper_first = upper;
-      else if (upper) cur.upper_inner = true;
+      if (first_cp)
+        cur.upper_first = upper;
+      else if (upper)
+        cur.upper_inner = true;
       first_cp = false;
       if (is_letter(cp)) cur.has_alpha = true;
       if (cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO)

@@ -9,10 +9,10 @@
 namespace brisk::cache::internal {
 
 struct Word {
-  std::string lower;            // lower-cased per code point (UTF-8)
-  std::string stem;             // light suffix stem of `lower`
-  bool upper_first = false;     // first code point is upper or title case
-  bool upper_inner = false;     // an upper-case letter after the first code point ("iPhone", "ATM")
+  std::string lower;         // lower-cased per code point (UTF-8)
+  std::string stem;          // light suffix stem of `lower`
+  bool upper_first = false;  // first code point is upper or title case
+  bool upper_inner = false;  // an upper-case letter after the first code point ("iPhone", "ATM")
   bool has_alpha = false;
   bool has_digit = false;
   bool clitic = false;          // "n't", "'s", "'re", ... split off the word before

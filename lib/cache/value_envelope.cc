@@ -93,8 +93,8 @@ StatusOr<DecodedEnvelope> decode_envelope(std::string_view bytes, uint32_t expec
   if (bytes.size() < 5) return absl::DataLossError("cache value ends inside its envelope header");
   const auto version = static_cast<uint8_t>(bytes[4]);
   if (version != kEnvelopeFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("cache value has envelope format version ", version,
-                                                      "; expected ", kEnvelopeFormatVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache value has envelope format version ", version, "; expected ", kEnvelopeFormatVersion));
   }
   if (bytes.size() < kEnvelopeHeaderSize) {
     return absl::DataLossError(absl::StrCat("cache value of ", bytes.size(), " bytes is shorter than the ",
@@ -108,8 +108,8 @@ StatusOr<DecodedEnvelope> decode_envelope(std::string_view bytes, uint32_t expec
   out.signed_value = (flags & kFlagSigned) != 0;
   out.codec_id = static_cast<uint32_t>(get_le(bytes.data() + 8, 4));
   if (out.codec_id != expected_codec_id) {
-    return absl::FailedPreconditionError(absl::StrCat("cache value was written by codec type id ", out.codec_id,
-                                                      "; expected ", expected_codec_id));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache value was written by codec type id ", out.codec_id, "; expected ", expected_codec_id));
   }
   const uint64_t key_len = get_le(bytes.data() + 12, 4);
   const uint64_t tags_len = get_le(bytes.data() + 16, 4);

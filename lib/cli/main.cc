@@ -43,8 +43,8 @@
 namespace {
 
 using brisk::Status;
-using brisk::cli::printable;
 using brisk::StatusOr;
+using brisk::cli::printable;
 using json = nlohmann::json;
 
 // Exit codes.
@@ -56,7 +56,6 @@ int report_error(const Status& status) {
   fmt::print(stderr, "brisk: error: {}\n", printable(std::string(status.message())));
   return kExitError;
 }
-
 
 // Options shared by every subcommand that loads a model.
 struct ModelFlags {
@@ -90,7 +89,7 @@ struct ModelFlags {
     o.model_dir = model_dir;
     o.num_threads = threads;
     o.max_seq_len = max_seq_len;
-    o.pooling = pooling == "mean" ? brisk::Pooling::kMean
+    o.pooling = pooling == "mean"  ? brisk::Pooling::kMean
                 : pooling == "cls" ? brisk::Pooling::kCls
                                    : brisk::Pooling::kModelDefault;
     if (no_normalize) o.normalize = false;
@@ -169,8 +168,8 @@ int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
     }
     chunk.clear();
     if (s.ok()) return s;
-    return absl::Status(s.code(), fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no,
-                                              std::string(s.message())));
+    return absl::Status(s.code(),
+                        fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no, std::string(s.message())));
   };
   while (std::getline(std::cin, line)) {
     ++line_no;
@@ -260,7 +259,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   if (!text.ok()) return report_error(text.status());
 
   brisk::RuntimeOptions opts = flags.runtime_options();
-  opts.max_seq_len = b.seq;                               // truncation at T keeps every row at exactly T tokens
+  opts.max_seq_len = b.seq;  // truncation at T keeps every row at exactly T tokens
   // One forward pass per call: the whole batch in one pass, within the padded-token budget.
   opts.batching.max_batch_size = std::max(opts.batching.max_batch_size, static_cast<size_t>(b.batch));
   opts.batching.max_batch_tokens = std::max(opts.batching.max_batch_tokens, static_cast<size_t>(b.batch * b.seq));
@@ -269,8 +268,8 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) return report_error(rt.status());
   if ((*rt)->info().max_seq_len < b.seq) {
-    return report_error(absl::InvalidArgumentError(fmt::format(
-        "--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
+    return report_error(absl::InvalidArgumentError(
+        fmt::format("--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
   }
 
   std::vector<std::string_view> texts(static_cast<size_t>(b.batch), *text);
@@ -300,13 +299,19 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   const int threads = opts.num_threads;
 
   if (b.json_output) {
-    json j = {{"batch", b.batch},       {"seq", b.seq},
-              {"iters", b.iters},       {"warmup", b.warmup},
-              {"threads", threads},     {"seq_per_s", seq_per_s},
+    json j = {{"batch", b.batch},
+              {"seq", b.seq},
+              {"iters", b.iters},
+              {"warmup", b.warmup},
+              {"threads", threads},
+              {"seq_per_s", seq_per_s},
               {"tokens_per_s", seq_per_s * b.seq},
-              {"p50_ms", p50},          {"p90_ms", p90},
-              {"p99_ms", p99},          {"mean_ms", mean},
-              {"min_ms", ms.front()},   {"max_ms", ms.back()},
+              {"p50_ms", p50},
+              {"p90_ms", p90},
+              {"p99_ms", p99},
+              {"mean_ms", mean},
+              {"min_ms", ms.front()},
+              {"max_ms", ms.back()},
               {"passes_per_call", passes_per_call},
               {"model_dir", flags.model_dir},
               {"brisk_version", brisk_version_string()}};
@@ -314,14 +319,14 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
     fmt::print("{}\n", j.dump(-1, ' ', false, json::error_handler_t::replace));
     return kExitOk;
   }
-  fmt::print("brisk bench: {}, batch {}, seq {} tokens, threads {}, {} iterations after {} warm-up\n",
-             flags.model_dir, b.batch, b.seq, threads == 0 ? std::string("auto") : std::to_string(threads),
-             b.iters, b.warmup);
+  fmt::print("brisk bench: {}, batch {}, seq {} tokens, threads {}, {} iterations after {} warm-up\n", flags.model_dir,
+             b.batch, b.seq, threads == 0 ? std::string("auto") : std::to_string(threads), b.iters, b.warmup);
   fmt::print("  throughput  {:10.1f} seq/s  ({:.0f} tokens/s; batch / median batch time)\n", seq_per_s,
              seq_per_s * b.seq);
-  fmt::print("  latency     p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  (per batch; mean {:.3f}, min {:.3f}, "
-             "max {:.3f})\n",
-             p50, p90, p99, mean, ms.front(), ms.back());
+  fmt::print(
+      "  latency     p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  (per batch; mean {:.3f}, min {:.3f}, "
+      "max {:.3f})\n",
+      p50, p90, p99, mean, ms.front(), ms.back());
   fmt::print("  passes      {:.2f} forward passes per call\n", passes_per_call);
   return kExitOk;
 }
@@ -354,9 +359,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--seq", bench.seq, "tokens per text, [CLS] and [SEP] included")
       ->check(CLI::Range(2, 8192))
       ->required();
-  bench_cmd->add_option("--iters", bench.iters, "timed iterations")->check(CLI::Range(1, 1000000))
+  bench_cmd->add_option("--iters", bench.iters, "timed iterations")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000))
+  bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   bench_cmd->add_option("--word", bench.word, "the repeated word; must be one token")->capture_default_str();
   bench_cmd->add_option("--pooling", bench_flags.pooling, "mean or cls")->check(CLI::IsMember({"mean", "cls"}));

@@ -21,8 +21,7 @@ StatusOr<void*> allocate(Device device, size_t bytes) {
       }
       return p;
     }
-    case Device::kCUDA:
-      return cuda_allocate(bytes);
+    case Device::kCUDA: return cuda_allocate(bytes);
   }
   return absl::InvalidArgumentError("unknown device; expected cpu or cuda");
 }

@@ -122,8 +122,8 @@ StatusOr<Tensor> Tensor::reshape(std::vector<int64_t> shape) const {
   }
   BRISK_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape, dtype_));
   if (n != numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", shape_string(), " (", numel(),
-                                                   " elements) to a shape with ", n, " elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", shape_string(), " (", numel(), " elements) to a shape with ", n, " elements"));
   }
   Tensor t = *this;
   t.strides_ = contiguous_strides(shape);
@@ -133,8 +133,8 @@ StatusOr<Tensor> Tensor::reshape(std::vector<int64_t> shape) const {
 
 StatusOr<Tensor> Tensor::slice_rows(int64_t begin, int64_t end) const {
   if (rank() == 0 || begin < 0 || end < begin || end > shape_[0]) {
-    return absl::OutOfRangeError(absl::StrCat("row slice [", begin, ", ", end, ") is outside tensor ",
-                                              shape_string(), "; expected 0 <= begin <= end <= dim 0"));
+    return absl::OutOfRangeError(absl::StrCat("row slice [", begin, ", ", end, ") is outside tensor ", shape_string(),
+                                              "; expected 0 <= begin <= end <= dim 0"));
   }
   Tensor t = *this;
   t.shape_[0] = end - begin;

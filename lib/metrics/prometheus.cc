@@ -106,12 +106,9 @@ double scaled(double value, double scale) {
 
 std::string SampleValue::str() const {
   switch (kind_) {
-    case Kind::kInt:
-      return integer_text(i_);
-    case Kind::kUint:
-      return integer_text(u_);
-    case Kind::kDouble:
-      break;
+    case Kind::kInt: return integer_text(i_);
+    case Kind::kUint: return integer_text(u_);
+    case Kind::kDouble: break;
   }
   return PrometheusWriter::format_double(d_);
 }
@@ -168,9 +165,8 @@ void PrometheusWriter::fail(Status s) {
   if (status_.ok()) status_ = std::move(s);
 }
 
-PrometheusWriter::Family* PrometheusWriter::family_for(const char* method, std::string_view name,
-                                                       std::string_view help, Type type, Labels labels,
-                                                       std::string_view reserved_label,
+PrometheusWriter::Family* PrometheusWriter::family_for(const char* method, std::string_view name, std::string_view help,
+                                                       Type type, Labels labels, std::string_view reserved_label,
                                                        std::string* rendered_labels) {
   auto error = [&](auto&&... parts) {
     fail(absl::InvalidArgumentError(concat("PrometheusWriter::", method, "(\"", name, "\"): ", parts...)));
@@ -250,7 +246,7 @@ void PrometheusWriter::scalar(const char* method, Type type, std::string_view na
                               Labels labels, SampleValue value) {
   if (type == Type::kCounter && value.negative()) {
     fail(absl::InvalidArgumentError(concat("PrometheusWriter::counter(\"", name, "\"): value ", value.str(),
-                                                 " is negative; expected a count >= 0")));
+                                           " is negative; expected a count >= 0")));
     return;
   }
   std::string rendered;
@@ -270,8 +266,8 @@ void PrometheusWriter::gauge(std::string_view name, std::string_view help, Label
 void PrometheusWriter::summary(std::string_view name, std::string_view help, Labels labels,
                                const HistogramSnapshot& snapshot, double scale) {
   if (!(std::isfinite(scale) && scale > 0.0)) {
-    fail(absl::InvalidArgumentError(concat("PrometheusWriter::summary(\"", name, "\"): scale ",
-                                                 format_double(scale), " is invalid; expected finite and > 0")));
+    fail(absl::InvalidArgumentError(concat("PrometheusWriter::summary(\"", name, "\"): scale ", format_double(scale),
+                                           " is invalid; expected finite and > 0")));
     return;
   }
   std::string rendered;
@@ -281,8 +277,7 @@ void PrometheusWriter::summary(std::string_view name, std::string_view help, Lab
   for (double q : kSummaryQuantiles) {
     const double v = empty ? std::numeric_limits<double>::quiet_NaN()
                            : scaled(static_cast<double>(snapshot.percentile(q * 100.0)), scale);
-    append_sample(&f->samples, name, rendered, concat("quantile=\"", format_double(q), "\""),
-                  format_double(v));
+    append_sample(&f->samples, name, rendered, concat("quantile=\"", format_double(q), "\""), format_double(v));
   }
   append_sample(&f->samples, concat(name, "_sum"), rendered, {},
                 format_double(scaled(static_cast<double>(snapshot.sum()), scale)));

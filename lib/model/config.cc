@@ -207,7 +207,8 @@ Status BertConfig::validate(const std::string& source) const {
                                     "; expected hidden size = heads x head dimension"));
   }
   if (!(layer_norm_eps > 0.0) || layer_norm_eps > 1.0) {
-    return bad(source, absl::StrCat("key \"layer_norm_eps\" is ", layer_norm_eps, "; expected a small positive number"));
+    return bad(source,
+               absl::StrCat("key \"layer_norm_eps\" is ", layer_norm_eps, "; expected a small positive number"));
   }
   if (pad_token_id < 0 || pad_token_id >= vocab_size) {
     return bad(source, absl::StrCat("key \"pad_token_id\" is ", pad_token_id, "; expected 0 <= pad_token_id < ",
@@ -222,9 +223,9 @@ StatusOr<BertConfig> BertConfig::from_json_file(const std::string& path) {
 }
 
 std::string BertConfig::summary() const {
-  return absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ",
-                      num_attention_heads, " heads, intermediate ", intermediate_size, ", vocab ", vocab_size,
-                      ", max positions ", max_position_embeddings, ", ", hidden_act_name);
+  return absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ", num_attention_heads,
+                      " heads, intermediate ", intermediate_size, ", vocab ", vocab_size, ", max positions ",
+                      max_position_embeddings, ", ", hidden_act_name);
 }
 
 StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text, const std::string& source) {
@@ -234,22 +235,23 @@ StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text,
   BRISK_ASSIGN_OR_RETURN(bool mean, get_bool(j, "pooling_mode_mean_tokens", source));
   BRISK_ASSIGN_OR_RETURN(bool cls, get_bool(j, "pooling_mode_cls_token", source));
   BRISK_ASSIGN_OR_RETURN(bool max, get_bool(j, "pooling_mode_max_tokens", source));
-  for (const char* key : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
-                          "pooling_mode_lasttoken"}) {
+  for (const char* key :
+       {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
     BRISK_ASSIGN_OR_RETURN(bool other, get_bool(j, key, source));
     if (other) {
-      return bad(source, absl::StrCat("key \"", key,
-                                      "\" is true; brisk supports mean, cls and max pooling only"));
+      return bad(source, absl::StrCat("key \"", key, "\" is true; brisk supports mean, cls and max pooling only"));
     }
   }
   const int count = int(mean) + int(cls) + int(max);
   if (count > 1) {
-    return bad(source, "more than one of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens "
-                       "is true; expected exactly one (concatenated poolings are not supported)");
+    return bad(source,
+               "more than one of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens "
+               "is true; expected exactly one (concatenated poolings are not supported)");
   }
   if (count == 0) {
-    return bad(source, "none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens is true; "
-                       "expected exactly one");
+    return bad(source,
+               "none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens is true; "
+               "expected exactly one");
   }
   p.mode = mean ? Pooling::kMean : cls ? Pooling::kCls : Pooling::kMax;
   if (p.word_embedding_dimension < 0) {
@@ -353,8 +355,8 @@ StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
     BRISK_ASSIGN_OR_RETURN(json st, parse_object(*st_text, st_path));
     BRISK_ASSIGN_OR_RETURN(pooling.max_seq_length, get_int(st, "max_seq_length", st_path, false, 0));
     if (pooling.max_seq_length < 0) {
-      return bad(st_path, absl::StrCat("key \"max_seq_length\" is ", pooling.max_seq_length,
-                                       "; expected a positive integer"));
+      return bad(st_path,
+                 absl::StrCat("key \"max_seq_length\" is ", pooling.max_seq_length, "; expected a positive integer"));
     }
   } else if (!absl::IsNotFound(st_text.status())) {
     return st_text.status();

@@ -106,9 +106,9 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                                                            Device device) {
   BRISK_RETURN_IF_ERROR(config.validate("BertEncoder config"));
   if (static_cast<int64_t>(weights.layers.size()) != config.num_hidden_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("BertEncoder: weights have ", weights.layers.size(),
-                                                   " layers but the config has num_hidden_layers = ",
-                                                   config.num_hidden_layers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("BertEncoder: weights have ", weights.layers.size(),
+                     " layers but the config has num_hidden_layers = ", config.num_hidden_layers));
   }
   if (device != Device::kCPU) {
     return absl::UnimplementedError("BertEncoder: this build runs the encoder on cpu only; expected device cpu");
@@ -145,16 +145,15 @@ Status BertEncoder::Impl::check_input(const PackedSequences& batch) const {
         "; expected them to start at 0 and end at input_ids.size() = ", batch.input_ids.size()));
   }
   if (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("PackedSequences: token_type_ids has ",
-                                                   batch.token_type_ids.size(), " entries; expected 0 or ",
-                                                   batch.input_ids.size()));
+    return absl::InvalidArgumentError(absl::StrCat("PackedSequences: token_type_ids has ", batch.token_type_ids.size(),
+                                                   " entries; expected 0 or ", batch.input_ids.size()));
   }
   for (int64_t i = 0; i < batch.size(); ++i) {
     const int64_t len = batch.length(i);
     if (len < 0 || len > config.max_position_embeddings) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, " has ", len,
-                                                     " tokens; expected between 0 and max_position_embeddings = ",
-                                                     config.max_position_embeddings));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence ", i, " has ", len,
+                       " tokens; expected between 0 and max_position_embeddings = ", config.max_position_embeddings));
     }
   }
   for (size_t t = 0; t < batch.input_ids.size(); ++t) {
@@ -233,7 +232,9 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
 }
 
 Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) const {
-  if (hidden_states == nullptr) return absl::InvalidArgumentError("BertEncoder::forward: hidden_states is null; expected a buffer of total_tokens x hidden_size floats");
+  if (hidden_states == nullptr)
+    return absl::InvalidArgumentError(
+        "BertEncoder::forward: hidden_states is null; expected a buffer of total_tokens x hidden_size floats");
   BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
   if (batch.total_tokens() == 0) return absl::OkStatus();
   auto ws = impl_->acquire();
@@ -244,7 +245,9 @@ Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) 
 }
 
 Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const {
-  if (out == nullptr) return absl::InvalidArgumentError("BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
+  if (out == nullptr)
+    return absl::InvalidArgumentError(
+        "BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
   if (pooling == Pooling::kMax) {
     return absl::UnimplementedError("BertEncoder::embed: max pooling is not supported; expected mean or cls");
   }

@@ -47,11 +47,11 @@ struct DTypeEntry {
 };
 
 constexpr DTypeEntry kDTypes[] = {
-    {"F32", true, DType::kF32},     {"F16", true, DType::kF16},     {"BF16", true, DType::kBF16},
-    {"I8", true, DType::kI8},       {"U8", true, DType::kU8},       {"I32", true, DType::kI32},
-    {"I64", true, DType::kI64},     {"F64", false, DType::kF32},    {"BOOL", false, DType::kF32},
-    {"I16", false, DType::kF32},    {"U16", false, DType::kF32},    {"U32", false, DType::kF32},
-    {"U64", false, DType::kF32},    {"F8_E4M3", false, DType::kF32}, {"F8_E5M2", false, DType::kF32},
+    {"F32", true, DType::kF32},  {"F16", true, DType::kF16},      {"BF16", true, DType::kBF16},
+    {"I8", true, DType::kI8},    {"U8", true, DType::kU8},        {"I32", true, DType::kI32},
+    {"I64", true, DType::kI64},  {"F64", false, DType::kF32},     {"BOOL", false, DType::kF32},
+    {"I16", false, DType::kF32}, {"U16", false, DType::kF32},     {"U32", false, DType::kF32},
+    {"U64", false, DType::kF32}, {"F8_E4M3", false, DType::kF32}, {"F8_E5M2", false, DType::kF32},
     {"C64", false, DType::kF32},
 };
 
@@ -142,14 +142,14 @@ StatusOr<SafetensorsTensorInfo> parse_entry(const std::string& file, const std::
     return bad(file, absl::StrCat(where, " has data_offsets ", off_str, " with begin > end; expected begin <= end"));
   }
   if (info.data_end > data_size) {
-    return bad(file, absl::StrCat(where, " has data_offsets ", off_str, " but the data section holds only ",
-                                  data_size, " bytes; expected end <= ", data_size, " (truncated file?)"));
+    return bad(file, absl::StrCat(where, " has data_offsets ", off_str, " but the data section holds only ", data_size,
+                                  " bytes; expected end <= ", data_size, " (truncated file?)"));
   }
   const uint64_t need = numel * elem;
   if (info.data_end - info.data_begin != need) {
-    return bad(file, absl::StrCat(where, " has data_offsets ", off_str, " (", info.data_end - info.data_begin,
-                                  " bytes) but shape ", shape_str, " x ", dtype_name(info.dtype), " needs ", need,
-                                  " bytes"));
+    return bad(file,
+               absl::StrCat(where, " has data_offsets ", off_str, " (", info.data_end - info.data_begin,
+                            " bytes) but shape ", shape_str, " x ", dtype_name(info.dtype), " needs ", need, " bytes"));
   }
   return info;
 }
@@ -181,8 +181,8 @@ StatusOr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    return bad(file, absl::StrCat("file is ", size,
-                                  " bytes; a safetensors file needs at least 8 bytes (the header length)"));
+    return bad(file,
+               absl::StrCat("file is ", size, " bytes; a safetensors file needs at least 8 bytes (the header length)"));
   }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   const int map_err = errno;
@@ -226,8 +226,8 @@ StatusOr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
       }
       for (auto m = it->begin(); m != it->end(); ++m) {
         if (!m->is_string()) {
-          return bad(file, absl::StrCat("__metadata__ key '", m.key(), "' is a JSON ", json_type(*m),
-                                        "; expected a string"));
+          return bad(file,
+                     absl::StrCat("__metadata__ key '", m.key(), "' is a JSON ", json_type(*m), "; expected a string"));
         }
         out.metadata_[m.key()] = m->get<std::string>();
       }
@@ -262,8 +262,8 @@ uint64_t SafetensorsFile::file_size() const { return mapping_ ? mapping_->size :
 StatusOr<SafetensorsTensorInfo> SafetensorsFile::info(const std::string& name) const {
   auto it = infos_.find(name);
   if (it == infos_.end()) {
-    return absl::NotFoundError(absl::StrCat(display_name(path_), ": no tensor named '", name, "' (the file has ",
-                                            names_.size(), " tensors)"));
+    return absl::NotFoundError(
+        absl::StrCat(display_name(path_), ": no tensor named '", name, "' (the file has ", names_.size(), " tensors)"));
   }
   return it->second;
 }
@@ -271,8 +271,8 @@ StatusOr<SafetensorsTensorInfo> SafetensorsFile::info(const std::string& name) c
 StatusOr<Tensor> SafetensorsFile::get(const std::string& name) const {
   auto it = infos_.find(name);
   if (it == infos_.end()) {
-    return absl::NotFoundError(absl::StrCat(display_name(path_), ": no tensor named '", name, "' (the file has ",
-                                            names_.size(), " tensors)"));
+    return absl::NotFoundError(
+        absl::StrCat(display_name(path_), ": no tensor named '", name, "' (the file has ", names_.size(), " tensors)"));
   }
   const SafetensorsTensorInfo& info = it->second;
   char* data = static_cast<char*>(mapping_->base) + info.file_offset;

@@ -41,8 +41,8 @@ enum class CharClass : uint8_t { kOther, kDrop, kSpace, kPunct };
 // Unicode White_Space (Rust char::is_whitespace, which BertNormalizer and BertPreTokenizer use).
 inline bool is_white_space(int32_t c) {
   if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
-  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 inline bool is_cjk(int32_t c) {
@@ -58,11 +58,14 @@ inline bool is_ascii_punct(int32_t c) {
 inline bool is_punct(int32_t c) {
   if (c < 0x80) return is_ascii_punct(c);
   switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS: case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF: case UTF8PROC_CATEGORY_PO:
-      return true;
-    default:
-      return false;
+    case UTF8PROC_CATEGORY_PC:
+    case UTF8PROC_CATEGORY_PD:
+    case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE:
+    case UTF8PROC_CATEGORY_PI:
+    case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO: return true;
+    default: return false;
   }
 }
 
@@ -70,10 +73,11 @@ inline bool is_punct(int32_t c) {
 inline bool is_control(int32_t c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;
   switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CS:
-      return true;
-    default:
-      return false;
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CS: return true;
+    default: return false;
   }
 }
 
@@ -90,25 +94,46 @@ const std::array<CharClass, 128> kPreAscii = make_pre_ascii();
 // Decodes one code point at s[i]. Returns its length, or 0 with *why set when the bytes are not UTF-8.
 inline int decode_utf8(const unsigned char* s, size_t n, size_t i, int32_t* cp, const char** why) {
   const unsigned char b0 = s[i];
-  if (b0 < 0x80) { *cp = b0; return 1; }
+  if (b0 < 0x80) {
+    *cp = b0;
+    return 1;
+  }
   int len;
   int32_t c;
-  if (b0 >= 0xC2 && b0 <= 0xDF) { len = 2; c = b0 & 0x1F; }
-  else if (b0 >= 0xE0 && b0 <= 0xEF) { len = 3; c = b0 & 0x0F; }
-  else if (b0 >= 0xF0 && b0 <= 0xF4) { len = 4; c = b0 & 0x07; }
-  else {
-    *why = (b0 & 0xC0) == 0x80 ? "a continuation byte with no lead byte"
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+    c = b0 & 0x1F;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    c = b0 & 0x0F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    c = b0 & 0x07;
+  } else {
+    *why = (b0 & 0xC0) == 0x80          ? "a continuation byte with no lead byte"
            : (b0 == 0xC0 || b0 == 0xC1) ? "an overlong 2-byte lead byte"
-                                         : "a byte that never occurs in UTF-8";
+                                        : "a byte that never occurs in UTF-8";
     return 0;
   }
   for (int k = 1; k < len; ++k) {
-    if (i + k >= n || (s[i + k] & 0xC0) != 0x80) { *why = "a truncated multi-byte sequence"; return 0; }
+    if (i + k >= n || (s[i + k] & 0xC0) != 0x80) {
+      *why = "a truncated multi-byte sequence";
+      return 0;
+    }
     c = (c << 6) | (s[i + k] & 0x3F);
   }
-  if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000)) { *why = "an overlong encoding"; return 0; }
-  if (c >= 0xD800 && c <= 0xDFFF) { *why = "an encoded UTF-16 surrogate (U+D800..U+DFFF)"; return 0; }
-  if (c > 0x10FFFF) { *why = "a code point above U+10FFFF"; return 0; }
+  if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000)) {
+    *why = "an overlong encoding";
+    return 0;
+  }
+  if (c >= 0xD800 && c <= 0xDFFF) {
+    *why = "an encoded UTF-16 surrogate (U+D800..U+DFFF)";
+    return 0;
+  }
+  if (c > 0x10FFFF) {
+    *why = "a code point above U+10FFFF";
+    return 0;
+  }
   *cp = c;
   return len;
 }
@@ -123,7 +148,10 @@ inline void append_utf8(std::string& out, int32_t c) {
 
 // Open-addressing table from token text to id. Keys are views into Impl::arena (no per-token allocations).
 struct VocabTable {
-  struct Slot { uint32_t hash; int32_t id; };
+  struct Slot {
+    uint32_t hash;
+    int32_t id;
+  };
   std::vector<Slot> slots;
   uint32_t mask = 0;
   size_t skip = 0;  // bytes of each stored token that are not part of its key (the "##" prefix)
@@ -139,8 +167,8 @@ struct WordPieceTokenizer::Impl {
   size_t max_word_start_bytes = 0, max_cont_bytes = 0;
   int32_t unk = -1, cls = -1, sep = -1, pad = -1, mask = -1;
   std::vector<std::pair<std::string, int32_t>> specials;  // literal tokens, longest first
-  std::array<bool, 256> special_first{};                   // first bytes of the specials
-  std::array<CharClass, 128> ascii_in{};                   // ASCII input classes, clean_text applied
+  std::array<bool, 256> special_first{};                  // first bytes of the specials
+  std::array<CharClass, 128> ascii_in{};                  // ASCII input classes, clean_text applied
 
   std::string_view token(int32_t id) const {
     return std::string_view(arena).substr(offsets[id], offsets[id + 1] - offsets[id]);
@@ -163,9 +191,15 @@ struct WordPieceTokenizer::Impl {
     const uint32_t h = mix(fnv(key));
     for (uint32_t i = h & t.mask;; i = (i + 1) & t.mask) {
       auto& s = t.slots[i];
-      if (s.id < 0) { s = {h, id}; return; }
+      if (s.id < 0) {
+        s = {h, id};
+        return;
+      }
       // A repeated token keeps the later id, like HF's vocab dict.
-      if (s.hash == h && token(s.id).substr(t.skip) == key) { s.id = id; return; }
+      if (s.hash == h && token(s.id).substr(t.skip) == key) {
+        s.id = id;
+        return;
+      }
     }
   }
   static void size_table(VocabTable& t, size_t n) {
@@ -176,9 +210,11 @@ struct WordPieceTokenizer::Impl {
   }
 
   // Greedy longest-match-first WordPiece of one word; appends ids (or one [UNK]) to out.
-  void word_piece(std::string_view word, int nchars, std::vector<int32_t>& out,
-                  std::vector<uint32_t>& hashes) const {
-    if (nchars > opts.max_input_chars_per_word) { out.push_back(unk); return; }
+  void word_piece(std::string_view word, int nchars, std::vector<int32_t>& out, std::vector<uint32_t>& hashes) const {
+    if (nchars > opts.max_input_chars_per_word) {
+      out.push_back(unk);
+      return;
+    }
     const size_t first = out.size();
     size_t start = 0;
     while (start < word.size()) {
@@ -223,9 +259,9 @@ struct WordPieceTokenizer::Impl {
       const char* why = "";
       const int n = decode_utf8(s, text.size(), i, &cp, &why);
       if (n == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "invalid UTF-8 at byte offset ", i, " (byte 0x", absl::Hex(s[i], absl::kZeroPad2), ": ", why,
-            "); expected well-formed UTF-8 text; pass valid UTF-8 or enable replace_invalid_utf8"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("invalid UTF-8 at byte offset ", i, " (byte 0x", absl::Hex(s[i], absl::kZeroPad2), ": ", why,
+                         "); expected well-formed UTF-8 text; pass valid UTF-8 or enable replace_invalid_utf8"));
       }
       i += static_cast<size_t>(n);
     }
@@ -253,7 +289,10 @@ struct WordPieceTokenizer::Impl {
     auto put = [&](int32_t c) {
       if (c < 0x80) {
         const CharClass k = kPreAscii[c];
-        if (k == CharClass::kSpace) { flush(); return; }
+        if (k == CharClass::kSpace) {
+          flush();
+          return;
+        }
         if (k == CharClass::kPunct) {
           if (!flush()) return;
           word.push_back(static_cast<char>(c));
@@ -265,7 +304,10 @@ struct WordPieceTokenizer::Impl {
         ++nchars;
         return;
       }
-      if (is_white_space(c)) { flush(); return; }
+      if (is_white_space(c)) {
+        flush();
+        return;
+      }
       if (is_punct(c)) {
         if (!flush()) return;
         append_utf8(word, c);
@@ -279,15 +321,25 @@ struct WordPieceTokenizer::Impl {
     // Accent stripping (NFD, drop Mn) then lowercasing, in BertNormalizer's order.
     auto normalise = [&](int32_t c) {
       if (!strip_accents) {
-        if (!opts.lowercase) { put(c); return; }
-        if (c == 0x130) { put('i'); put(0x307); return; }  // the one unconditional multi-char lowercase
+        if (!opts.lowercase) {
+          put(c);
+          return;
+        }
+        if (c == 0x130) {
+          put('i');
+          put(0x307);
+          return;
+        }  // the one unconditional multi-char lowercase
         put(utf8proc_tolower(c));
         return;
       }
       utf8proc_int32_t buf[8];
       int last_boundclass = 0;
       utf8proc_ssize_t m = utf8proc_decompose_char(c, buf, 8, UTF8PROC_DECOMPOSE, &last_boundclass);
-      if (m < 0 || m > 8) { buf[0] = c; m = 1; }  // cannot happen for canonical decompositions
+      if (m < 0 || m > 8) {
+        buf[0] = c;
+        m = 1;
+      }  // cannot happen for canonical decompositions
       for (utf8proc_ssize_t k = 0; k < m && go; ++k) {
         const int32_t d = buf[k];
         if (utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
@@ -324,7 +376,10 @@ struct WordPieceTokenizer::Impl {
       int32_t c;
       const char* why = "";
       int len = decode_utf8(s, n, i, &c, &why);
-      if (len == 0) { c = 0xFFFD; len = 1; }  // validate() already rejected this unless replacing
+      if (len == 0) {
+        c = 0xFFFD;
+        len = 1;
+      }  // validate() already rejected this unless replacing
       i += static_cast<size_t>(len);
       if (const detail::HfCharOverride ov = detail::hf_char_override(c); ov != detail::kNoOverride) {
         if ((ov == detail::kMark && strip_accents) || (ov == detail::kControl && opts.clean_text)) continue;
@@ -336,7 +391,10 @@ struct WordPieceTokenizer::Impl {
       }
       if (opts.clean_text) {
         if (c == 0xFFFD || is_control(c)) continue;
-        if (is_white_space(c)) { flush(); continue; }
+        if (is_white_space(c)) {
+          flush();
+          continue;
+        }
       }
       if (opts.tokenize_chinese_chars && is_cjk(c)) {
         if (!flush()) return;
@@ -359,7 +417,10 @@ struct IdSink {
   std::vector<uint32_t> hashes;
   bool word(std::string_view w, int nchars) {
     impl.word_piece(w, nchars, out, hashes);
-    if (out.size() >= limit) { out.resize(limit); return false; }
+    if (out.size() >= limit) {
+      out.resize(limit);
+      return false;
+    }
     return true;
   }
   bool special(int32_t id) {
@@ -371,8 +432,14 @@ struct IdSink {
 struct WordSink {
   const WordPieceTokenizer::Impl& impl;
   std::vector<std::string>& out;
-  bool word(std::string_view w, int) { out.emplace_back(w); return true; }
-  bool special(int32_t id) { out.emplace_back(impl.token(id)); return true; }
+  bool word(std::string_view w, int) {
+    out.emplace_back(w);
+    return true;
+  }
+  bool special(int32_t id) {
+    out.emplace_back(impl.token(id));
+    return true;
+  }
 };
 
 }  // namespace
@@ -436,7 +503,11 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_tokens(std::vector<std::st
   }
 
   auto lookup = [&](const std::string& tok) { return impl->find(impl->all, tok, fnv(tok)); };
-  struct Required { const char* field; const std::string* tok; int32_t* id; };
+  struct Required {
+    const char* field;
+    const std::string* tok;
+    int32_t* id;
+  };
   const Required required[] = {{"unk_token", &o.unk_token, &impl->unk},
                                {"cls_token", &o.cls_token, &impl->cls},
                                {"sep_token", &o.sep_token, &impl->sep},
@@ -514,8 +585,7 @@ StatusOr<std::vector<int32_t>> WordPieceTokenizer::encode(std::string_view text,
 namespace {
 
 template <typename Text>
-StatusOr<BatchEncoding> encode_batch_impl(const WordPieceTokenizer& tok, std::span<const Text> texts,
-                                          int max_seq_len) {
+StatusOr<BatchEncoding> encode_batch_impl(const WordPieceTokenizer& tok, std::span<const Text> texts, int max_seq_len) {
   if (texts.empty()) {
     return absl::InvalidArgumentError("encode_batch: texts is empty; expected at least one text");
   }
@@ -539,7 +609,8 @@ StatusOr<BatchEncoding> encode_batch_impl(const WordPieceTokenizer& tok, std::sp
   size_t at = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto n = static_cast<size_t>(lengths[i]);
-    std::copy_n(flat.begin() + static_cast<ptrdiff_t>(at), n, b.input_ids.begin() + static_cast<ptrdiff_t>(i * longest));
+    std::copy_n(flat.begin() + static_cast<ptrdiff_t>(at), n,
+                b.input_ids.begin() + static_cast<ptrdiff_t>(i * longest));
     std::fill_n(b.attention_mask.begin() + static_cast<ptrdiff_t>(i * longest), n, 1);
     at += n;
   }

@@ -53,7 +53,8 @@ StatusOr<json> read_json(const std::string& path) {
 void read_token_name(const json& cfg, const char* key, std::string& out) {
   auto it = cfg.find(key);
   if (it == cfg.end()) return;
-  if (it->is_string()) out = it->get<std::string>();
+  if (it->is_string())
+    out = it->get<std::string>();
   else if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
     out = (*it)["content"].get<std::string>();
 }
@@ -98,8 +99,8 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
       }
       const int64_t id = it.value().get<int64_t>();
       if (id < 0 || id >= static_cast<int64_t>(tokens.size()) || seen[id]) {
-        return bad(absl::StrCat("model.vocab[\"", it.key(), "\"] = ", id, "; expected unique ids 0..",
-                                tokens.size() - 1));
+        return bad(
+            absl::StrCat("model.vocab[\"", it.key(), "\"] = ", id, "; expected unique ids 0..", tokens.size() - 1));
       }
       seen[id] = true;
       tokens[id] = it.key();
@@ -123,7 +124,8 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
       o.strip_accents.reset();
       if (auto it = norm.find("strip_accents"); it != norm.end() && it->is_boolean()) o.strip_accents = it->get<bool>();
     } else {
-      return bad(absl::StrCat("normalizer ", describe_json(norm), " is not supported; expected null or "
+      return bad(absl::StrCat("normalizer ", describe_json(norm),
+                              " is not supported; expected null or "
                               "{\"type\": \"BertNormalizer\"}"));
     }
     const json& pre = member_or_null(j, "pre_tokenizer");
@@ -177,8 +179,7 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
 
 }  // namespace
 
-StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::string& vocab_txt,
-                                                                 TokenizerOptions opts) {
+StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::string& vocab_txt, TokenizerOptions opts) {
   BRISK_ASSIGN_OR_RETURN(std::string text, read_file(vocab_txt, "vocab file"));
   std::string_view rest(text);
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
@@ -216,8 +217,8 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_dir(const std::strin
   if (fs::exists(tokenizer_json, ec)) return from_tokenizer_json(tokenizer_json, std::move(opts));
   const std::string vocab = (root / "vocab.txt").string();
   if (fs::exists(vocab, ec)) return from_vocab_file(vocab, std::move(opts));
-  return absl::NotFoundError(absl::StrCat("model directory \"", dir,
-                                          "\" has neither tokenizer.json nor vocab.txt; expected one of them"));
+  return absl::NotFoundError(
+      absl::StrCat("model directory \"", dir, "\" has neither tokenizer.json nor vocab.txt; expected one of them"));
 }
 
 }  // namespace brisk

@@ -40,24 +40,38 @@ struct StorageTypeInfo {
 };
 
 constexpr StorageTypeInfo kStorageTypes[] = {
-    {"FloatStorage", StorageType::kFloat, 4}, {"HalfStorage", StorageType::kHalf, 2},
+    {"FloatStorage", StorageType::kFloat, 4},       {"HalfStorage", StorageType::kHalf, 2},
     {"BFloat16Storage", StorageType::kBFloat16, 2}, {"DoubleStorage", StorageType::kDouble, 8},
-    {"LongStorage", StorageType::kLong, 8},   {"IntStorage", StorageType::kInt, 4},
-    {"ShortStorage", StorageType::kShort, 2}, {"CharStorage", StorageType::kChar, 1},
-    {"ByteStorage", StorageType::kByte, 1},   {"BoolStorage", StorageType::kBool, 1},
+    {"LongStorage", StorageType::kLong, 8},         {"IntStorage", StorageType::kInt, 4},
+    {"ShortStorage", StorageType::kShort, 2},       {"CharStorage", StorageType::kChar, 1},
+    {"ByteStorage", StorageType::kByte, 1},         {"BoolStorage", StorageType::kBool, 1},
 };
 
 struct Value {
-  enum Kind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor,
-                        kObject, kMark };
+  enum Kind : uint8_t {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kStr,
+    kBytes,
+    kTuple,
+    kList,
+    kDict,
+    kGlobal,
+    kStorage,
+    kTensor,
+    kObject,
+    kMark
+  };
   Kind kind = kNone;
   int64_t i = 0;
   double f = 0;
-  std::string s, s2;                 // str/bytes; global: module (s) and name (s2); storage: key (s)
-  std::vector<Value*> items;         // tuple, list; dict: key, value, key, value ...
+  std::string s, s2;                         // str/bytes; global: module (s) and name (s2); storage: key (s)
+  std::vector<Value*> items;                 // tuple, list; dict: key, value, key, value ...
   const StorageTypeInfo* storage = nullptr;  // storage, and the tensor's storage type
   int64_t storage_numel = 0;
-  Value* tensor_storage = nullptr;   // tensor
+  Value* tensor_storage = nullptr;  // tensor
   int64_t offset = 0;
   std::vector<int64_t> size, stride;
 };
@@ -84,23 +98,23 @@ class PickleMachine {
       if (stack_.size() > kMaxStack) fail("pickle stack grows beyond 1M entries; expected a state dict");
       const uint8_t op = byte();
       switch (op) {
-        case 0x80: byte(); break;                                  // PROTO
-        case 0x95: bytes(8); break;                                // FRAME
-        case '.': {                                                // STOP
+        case 0x80: byte(); break;    // PROTO
+        case 0x95: bytes(8); break;  // FRAME
+        case '.': {                  // STOP
           if (stack_.empty()) fail("pickle STOP with an empty stack");
           return stack_.back();
         }
         case '(': push(make(Value::kMark)); break;
-        case '0': pop(); break;                                    // POP
-        case '1': pop_mark(); break;                               // POP_MARK
-        case '2': push(top()); break;                              // DUP
+        case '0': pop(); break;        // POP
+        case '1': pop_mark(); break;   // POP_MARK
+        case '2': push(top()); break;  // DUP
         case 'N': push(make(Value::kNone)); break;
-        case 0x88: push(make_int(Value::kBool, 1)); break;         // NEWTRUE
-        case 0x89: push(make_int(Value::kBool, 0)); break;         // NEWFALSE
-        case 'J': push(make_int(Value::kInt, int32_t(le(4)))); break;   // BININT
-        case 'K': push(make_int(Value::kInt, int64_t(le(1)))); break;   // BININT1
-        case 'M': push(make_int(Value::kInt, int64_t(le(2)))); break;   // BININT2
-        case 0x8a: {                                               // LONG1
+        case 0x88: push(make_int(Value::kBool, 1)); break;             // NEWTRUE
+        case 0x89: push(make_int(Value::kBool, 0)); break;             // NEWFALSE
+        case 'J': push(make_int(Value::kInt, int32_t(le(4)))); break;  // BININT
+        case 'K': push(make_int(Value::kInt, int64_t(le(1)))); break;  // BININT1
+        case 'M': push(make_int(Value::kInt, int64_t(le(2)))); break;  // BININT2
+        case 0x8a: {                                                   // LONG1
           const size_t n = byte();
           if (n > 8) fail("pickle integer wider than 64 bits; expected a 64-bit integer");
           uint64_t v = n ? le(n) : 0;
@@ -108,13 +122,16 @@ class PickleMachine {
           push(make_int(Value::kInt, int64_t(v)));
           break;
         }
-        case 'I': {                                                // INT (text)
+        case 'I': {  // INT (text)
           const std::string line = read_line();
-          if (line == "01" || line == "00") { push(make_int(Value::kBool, line == "01")); break; }
+          if (line == "01" || line == "00") {
+            push(make_int(Value::kBool, line == "01"));
+            break;
+          }
           push(make_int(Value::kInt, parse_int(line)));
           break;
         }
-        case 'G': {                                                // BINFLOAT, big-endian
+        case 'G': {  // BINFLOAT, big-endian
           uint64_t bits = 0;
           for (char c : bytes(8)) bits = (bits << 8) | uint8_t(c);
           Value* v = make(Value::kFloat);
@@ -122,64 +139,64 @@ class PickleMachine {
           push(v);
           break;
         }
-        case 'X': push(make_str(Value::kStr, bytes(le(4)))); break;      // BINUNICODE
-        case 0x8c: push(make_str(Value::kStr, bytes(le(1)))); break;     // SHORT_BINUNICODE
-        case 0x8d: push(make_str(Value::kStr, bytes(le(8)))); break;     // BINUNICODE8
-        case 'T': push(make_str(Value::kBytes, bytes(le(4)))); break;    // BINSTRING
-        case 'U': push(make_str(Value::kBytes, bytes(le(1)))); break;    // SHORT_BINSTRING
-        case 'B': push(make_str(Value::kBytes, bytes(le(4)))); break;    // BINBYTES
-        case 'C': push(make_str(Value::kBytes, bytes(le(1)))); break;    // SHORT_BINBYTES
-        case 0x8e: push(make_str(Value::kBytes, bytes(le(8)))); break;   // BINBYTES8
-        case ')': push(make(Value::kTuple)); break;                      // EMPTY_TUPLE
-        case 't': push(make_seq(Value::kTuple, pop_mark())); break;      // TUPLE
-        case 0x85: push(make_seq(Value::kTuple, pop_n(1))); break;       // TUPLE1
-        case 0x86: push(make_seq(Value::kTuple, pop_n(2))); break;       // TUPLE2
-        case 0x87: push(make_seq(Value::kTuple, pop_n(3))); break;       // TUPLE3
-        case ']': push(make(Value::kList)); break;                       // EMPTY_LIST
-        case 'l': push(make_seq(Value::kList, pop_mark())); break;       // LIST
-        case 'a': {                                                      // APPEND
+        case 'X': push(make_str(Value::kStr, bytes(le(4)))); break;     // BINUNICODE
+        case 0x8c: push(make_str(Value::kStr, bytes(le(1)))); break;    // SHORT_BINUNICODE
+        case 0x8d: push(make_str(Value::kStr, bytes(le(8)))); break;    // BINUNICODE8
+        case 'T': push(make_str(Value::kBytes, bytes(le(4)))); break;   // BINSTRING
+        case 'U': push(make_str(Value::kBytes, bytes(le(1)))); break;   // SHORT_BINSTRING
+        case 'B': push(make_str(Value::kBytes, bytes(le(4)))); break;   // BINBYTES
+        case 'C': push(make_str(Value::kBytes, bytes(le(1)))); break;   // SHORT_BINBYTES
+        case 0x8e: push(make_str(Value::kBytes, bytes(le(8)))); break;  // BINBYTES8
+        case ')': push(make(Value::kTuple)); break;                     // EMPTY_TUPLE
+        case 't': push(make_seq(Value::kTuple, pop_mark())); break;     // TUPLE
+        case 0x85: push(make_seq(Value::kTuple, pop_n(1))); break;      // TUPLE1
+        case 0x86: push(make_seq(Value::kTuple, pop_n(2))); break;      // TUPLE2
+        case 0x87: push(make_seq(Value::kTuple, pop_n(3))); break;      // TUPLE3
+        case ']': push(make(Value::kList)); break;                      // EMPTY_LIST
+        case 'l': push(make_seq(Value::kList, pop_mark())); break;      // LIST
+        case 'a': {                                                     // APPEND
           Value* v = pop();
           append(top(), {v});
           break;
         }
-        case 'e': {                                                      // APPENDS
+        case 'e': {  // APPENDS
           std::vector<Value*> vs = pop_mark();
           append(top(), vs);
           break;
         }
-        case '}': push(make(Value::kDict)); break;                       // EMPTY_DICT
-        case 'd': {                                                      // DICT
+        case '}': push(make(Value::kDict)); break;  // EMPTY_DICT
+        case 'd': {                                 // DICT
           std::vector<Value*> kv = pop_mark();
           Value* d = make(Value::kDict);
           set_items(d, kv);
           push(d);
           break;
         }
-        case 's': {                                                      // SETITEM
+        case 's': {  // SETITEM
           std::vector<Value*> kv = pop_n(2);
           set_items(top(), kv);
           break;
         }
-        case 'u': {                                                      // SETITEMS
+        case 'u': {  // SETITEMS
           std::vector<Value*> kv = pop_mark();
           set_items(top(), kv);
           break;
         }
-        case 'q': memo_put(le(1)); break;                                // BINPUT
-        case 'r': memo_put(le(4)); break;                                // LONG_BINPUT
-        case 'p': memo_put(uint64_t(parse_int(read_line()))); break;     // PUT
-        case 0x94: memo_put(memo_.size()); break;                        // MEMOIZE
-        case 'h': push(memo_get(le(1))); break;                          // BINGET
-        case 'j': push(memo_get(le(4))); break;                          // LONG_BINGET
+        case 'q': memo_put(le(1)); break;                                   // BINPUT
+        case 'r': memo_put(le(4)); break;                                   // LONG_BINPUT
+        case 'p': memo_put(uint64_t(parse_int(read_line()))); break;        // PUT
+        case 0x94: memo_put(memo_.size()); break;                           // MEMOIZE
+        case 'h': push(memo_get(le(1))); break;                             // BINGET
+        case 'j': push(memo_get(le(4))); break;                             // LONG_BINGET
         case 'g': push(memo_get(uint64_t(parse_int(read_line())))); break;  // GET
-        case 'c': {                                                      // GLOBAL
+        case 'c': {                                                         // GLOBAL
           Value* g = make(Value::kGlobal);
           g->s = read_line();
           g->s2 = read_line();
           push(g);
           break;
         }
-        case 0x93: {                                                     // STACK_GLOBAL
+        case 0x93: {  // STACK_GLOBAL
           std::vector<Value*> mn = pop_n(2);
           if (mn[0]->kind != Value::kStr || mn[1]->kind != Value::kStr) fail("STACK_GLOBAL expects two strings");
           Value* g = make(Value::kGlobal);
@@ -188,16 +205,19 @@ class PickleMachine {
           push(g);
           break;
         }
-        case 'Q': push(persistent_load(pop())); break;                   // BINPERSID
-        case 'R': case 0x81: {                                           // REDUCE, NEWOBJ
+        case 'Q': push(persistent_load(pop())); break;  // BINPERSID
+        case 'R':
+        case 0x81: {  // REDUCE, NEWOBJ
           std::vector<Value*> fa = pop_n(2);
           push(call(fa[0], fa[1], 0));
           break;
         }
         case 'b': pop(); break;  // BUILD: object state (the state dict's _metadata, tensor subclass state): ignored
         default:
-          fail(absl::StrFormat("unsupported pickle opcode 0x%02x at byte %d of data.pkl; expected a torch.save'd "
-                               "state dict (pickle protocol 2 to 5)", op, p_ - begin_ - 1));
+          fail(
+              absl::StrFormat("unsupported pickle opcode 0x%02x at byte %d of data.pkl; expected a torch.save'd "
+                              "state dict (pickle protocol 2 to 5)",
+                              op, p_ - begin_ - 1));
       }
     }
   }
@@ -372,7 +392,8 @@ class PickleMachine {
     }
     if (m == "torch._utils" && (n == "_rebuild_tensor_v2" || n == "_rebuild_tensor")) {
       if (a.size() < 4 || a[0]->kind != Value::kStorage || a[1]->kind != Value::kInt) {
-        fail(absl::StrCat("torch._utils.", n, " with unexpected arguments; expected (storage, offset, size, stride, ...)"));
+        fail(absl::StrCat("torch._utils.", n,
+                          " with unexpected arguments; expected (storage, offset, size, stride, ...)"));
       }
       Value* t = make(Value::kTensor);
       t->tensor_storage = a[0];
@@ -405,12 +426,16 @@ class PickleMachine {
 
 DType output_dtype(StorageType t) {
   switch (t) {
-    case StorageType::kFloat: case StorageType::kHalf: case StorageType::kBFloat16: case StorageType::kDouble:
-      return DType::kF32;
+    case StorageType::kFloat:
+    case StorageType::kHalf:
+    case StorageType::kBFloat16:
+    case StorageType::kDouble: return DType::kF32;
     case StorageType::kLong: return DType::kI64;
-    case StorageType::kInt: case StorageType::kShort: return DType::kI32;
+    case StorageType::kInt:
+    case StorageType::kShort: return DType::kI32;
     case StorageType::kChar: return DType::kI8;
-    case StorageType::kByte: case StorageType::kBool: return DType::kU8;
+    case StorageType::kByte:
+    case StorageType::kBool: return DType::kU8;
   }
   return DType::kF32;
 }
@@ -420,11 +445,13 @@ Status convert_contiguous(StorageType t, const char* src, int64_t n, Tensor& dst
   char* out = static_cast<char*>(dst.raw_data());
   const size_t count = size_t(n);
   switch (t) {
-    case StorageType::kFloat: case StorageType::kLong: case StorageType::kInt: case StorageType::kChar:
-    case StorageType::kByte:
-      std::memcpy(out, src, count * dtype_size(dst.dtype()));
-      return absl::OkStatus();
-    case StorageType::kHalf: case StorageType::kBFloat16: {
+    case StorageType::kFloat:
+    case StorageType::kLong:
+    case StorageType::kInt:
+    case StorageType::kChar:
+    case StorageType::kByte: std::memcpy(out, src, count * dtype_size(dst.dtype())); return absl::OkStatus();
+    case StorageType::kHalf:
+    case StorageType::kBFloat16: {
       // to_float32 reads through a borrowed view; records are allocator-aligned and offsets are in elements.
       Tensor half = Tensor::borrow(const_cast<char*>(src), {n}, t == StorageType::kHalf ? DType::kF16 : DType::kBF16);
       BRISK_ASSIGN_OR_RETURN(Tensor f, to_float32(half));
@@ -590,8 +617,8 @@ class ZipDirectoryCheck {
         }
       }
       if (declared > size_) {
-        return error(absl::StrCat("has a zip record '", absl::CHexEscape(std::string(name.substr(0, 64))), "' that declares ",
-                                  declared, " bytes, more than the whole archive (", size_,
+        return error(absl::StrCat("has a zip record '", absl::CHexEscape(std::string(name.substr(0, 64))),
+                                  "' that declares ", declared, " bytes, more than the whole archive (", size_,
                                   " bytes); expected torch.save's uncompressed records"));
       }
       p += 46 + name_len + extra_len + comment_len;
@@ -628,8 +655,9 @@ StatusOr<NamedTensors> read_checkpoint(const std::string& path, const std::strin
     in.read(magic, 4);
     if (in.gcount() < 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          file, ": not a zip archive; expected a checkpoint written by torch.save with torch >= 1.6 (the legacy "
-                "pre-1.6 format is not supported: re-save it with a current torch, or convert it to safetensors)"));
+          file,
+          ": not a zip archive; expected a checkpoint written by torch.save with torch >= 1.6 (the legacy "
+          "pre-1.6 format is not supported: re-save it with a current torch, or convert it to safetensors)"));
     }
     std::error_code ec;
     const uint64_t size = std::filesystem::file_size(path, ec);
@@ -645,16 +673,18 @@ StatusOr<NamedTensors> read_checkpoint(const std::string& path, const std::strin
     }
   }
   if (!reader.hasRecord("data.pkl")) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": the archive has no data.pkl record; expected a "
-                                                         "torch.save'd state dict (a TorchScript module is not one)"));
+    return absl::InvalidArgumentError(absl::StrCat(file,
+                                                   ": the archive has no data.pkl record; expected a "
+                                                   "torch.save'd state dict (a TorchScript module is not one)"));
   }
   auto [pkl_ptr, pkl_size] = reader.getRecord("data.pkl");
   PickleMachine machine(static_cast<const char*>(pkl_ptr.get()), pkl_size);
   const Value* root = machine.run();
   const Value* dict = find_state_dict(root);
   if (dict == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": holds a pickled value that is not a dict; expected a "
-                                                         "state dict mapping tensor names to tensors"));
+    return absl::InvalidArgumentError(absl::StrCat(file,
+                                                   ": holds a pickled value that is not a dict; expected a "
+                                                   "state dict mapping tensor names to tensors"));
   }
   // storage key -> record bytes, read once (tied weights share a storage)
   std::unordered_map<std::string, std::pair<at::DataPtr, size_t>> records;
@@ -705,8 +735,8 @@ StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path) {
   } catch (const CheckpointError& e) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", e.what()));
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": libtorch could not read the archive: ",
-                                                   e.what_without_backtrace()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": libtorch could not read the archive: ", e.what_without_backtrace()));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(file, ": out of memory while reading the checkpoint"));
   } catch (const std::exception& e) {

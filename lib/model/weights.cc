@@ -94,10 +94,9 @@ class Resolver {
                                                      absl::StrJoin(candidates, ", "),
                                                      "); expected one encoder per checkpoint"));
     }
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": no tensor named '", scheme.anchor, "' (with or without a",
-                                                   " model prefix such as 'bert.') among ", tensors_.size(),
-                                                   " tensors; expected a ", config_.model_type, " checkpoint",
-                                                   family_hint()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_, ": no tensor named '", scheme.anchor, "' (with or without a", " model prefix such as 'bert.') among ",
+        tensors_.size(), " tensors; expected a ", config_.model_type, " checkpoint", family_hint()));
   }
 
   // Looks a tensor up under its names (first is the canonical one), checks shape and dtype, converts to f32.
@@ -146,8 +145,8 @@ class Resolver {
     auto it = tensors_.lower_bound(extra);
     if (it != tensors_.end() && absl::StartsWith(it->first, extra)) {
       return absl::InvalidArgumentError(absl::StrCat(source_, ": has tensor '", it->first, "' but the config declares ",
-                                                     config_.num_hidden_layers,
-                                                     " layers; expected layers 0 to ", config_.num_hidden_layers - 1,
+                                                     config_.num_hidden_layers, " layers; expected layers 0 to ",
+                                                     config_.num_hidden_layers - 1,
                                                      " only (config.json does not match the weights)"));
     }
     return absl::OkStatus();
@@ -184,12 +183,14 @@ class Resolver {
 Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
   const int64_t h = c.hidden_size, inter = c.intermediate_size;
   EmbeddingWeights& e = w.embeddings;
-  BRISK_RETURN_IF_ERROR(r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x hidden"));
+  BRISK_RETURN_IF_ERROR(
+      r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x hidden"));
   BRISK_RETURN_IF_ERROR(r.take(e.position, {"embeddings.position_embeddings.weight"}, {c.max_position_embeddings, h},
                                "max_position_embeddings x hidden"));
   BRISK_RETURN_IF_ERROR(r.take(e.token_type, {"embeddings.token_type_embeddings.weight"}, {c.type_vocab_size, h},
                                "type_vocab_size x hidden"));
-  BRISK_RETURN_IF_ERROR(r.take(e.ln_gamma, {"embeddings.LayerNorm.weight", "embeddings.LayerNorm.gamma"}, {h}, "hidden"));
+  BRISK_RETURN_IF_ERROR(
+      r.take(e.ln_gamma, {"embeddings.LayerNorm.weight", "embeddings.LayerNorm.gamma"}, {h}, "hidden"));
   BRISK_RETURN_IF_ERROR(r.take(e.ln_beta, {"embeddings.LayerNorm.bias", "embeddings.LayerNorm.beta"}, {h}, "hidden"));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat("encoder.layer.", i, ".");
@@ -204,8 +205,8 @@ Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
         r.take(l.attention_output_weight, {p + "attention.output.dense.weight"}, {h, h}, "hidden x hidden"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_output_bias, {p + "attention.output.dense.bias"}, {h}, "hidden"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma,
-                                 {p + "attention.output.LayerNorm.weight", p + "attention.output.LayerNorm.gamma"},
-                                 {h}, "hidden"));
+                                 {p + "attention.output.LayerNorm.weight", p + "attention.output.LayerNorm.gamma"}, {h},
+                                 "hidden"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_beta,
                                  {p + "attention.output.LayerNorm.bias", p + "attention.output.LayerNorm.beta"}, {h},
                                  "hidden"));
@@ -257,8 +258,8 @@ Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
 
 StatusOr<Tensor> to_float32(const Tensor& t) {
   if (t.device() != Device::kCPU) {
-    return absl::InvalidArgumentError(absl::StrCat("to_float32 needs a cpu tensor; got a ", device_name(t.device()),
-                                                   " tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("to_float32 needs a cpu tensor; got a ", device_name(t.device()), " tensor"));
   }
   if (t.dtype() == DType::kF32) return t;
   if (t.dtype() != DType::kF16 && t.dtype() != DType::kBF16) {
@@ -266,8 +267,8 @@ StatusOr<Tensor> to_float32(const Tensor& t) {
         absl::StrCat("cannot convert dtype ", dtype_name(t.dtype()), " to f32; expected f32, f16 or bf16"));
   }
   if (!t.is_contiguous()) {
-    return absl::InvalidArgumentError(absl::StrCat("to_float32 needs a contiguous tensor; got shape ",
-                                                   t.shape_string(), " with non-contiguous strides"));
+    return absl::InvalidArgumentError(absl::StrCat("to_float32 needs a contiguous tensor; got shape ", t.shape_string(),
+                                                   " with non-contiguous strides"));
   }
   BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(t.shape(), DType::kF32));
   const int64_t n = t.numel();
@@ -294,7 +295,8 @@ StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path) {
 #if !defined(BRISK_HAVE_TORCH)
 StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path) {
   return absl::UnimplementedError(absl::StrCat(
-      display_name(path), ": this build of brisk lacks libtorch (BRISK_WITH_TORCH=OFF or libtorch-dev not found), so "
+      display_name(path),
+      ": this build of brisk lacks libtorch (BRISK_WITH_TORCH=OFF or libtorch-dev not found), so "
       "it cannot read PyTorch checkpoints; convert the checkpoint to model.safetensors (e.g. with Python: "
       "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')) or rebuild with libtorch"));
 }
@@ -316,10 +318,9 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   // Each layer has 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
   constexpr int64_t kTensorsPerLayer = 16;
   if (config.num_hidden_layers > static_cast<int64_t>(tensors.size()) / kTensorsPerLayer) {
-    return absl::InvalidArgumentError(absl::StrCat(source_name, ": the config has num_hidden_layers = ",
-                                                   config.num_hidden_layers, " but the file holds only ",
-                                                   tensors.size(), " tensors; expected ", kTensorsPerLayer,
-                                                   " per layer"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": the config has num_hidden_layers = ", config.num_hidden_layers, " but the file holds only ",
+        tensors.size(), " tensors; expected ", kTensorsPerLayer, " per layer"));
   }
   EncoderWeights w;
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
@@ -353,15 +354,17 @@ StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, cons
   const std::filesystem::path dir(model_dir);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat(model_dir, ": not a directory; expected a model directory holding "
-                                                       "model.safetensors or pytorch_model.bin"));
+    return absl::NotFoundError(absl::StrCat(model_dir,
+                                            ": not a directory; expected a model directory holding "
+                                            "model.safetensors or pytorch_model.bin"));
   }
   for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
     const std::filesystem::path file = dir / name;
     if (std::filesystem::exists(file, ec)) return load_file(file.string(), config);
   }
-  return absl::NotFoundError(absl::StrCat(model_dir, ": holds neither model.safetensors nor pytorch_model.bin; "
-                                                     "expected one of them (sharded checkpoints are not supported)"));
+  return absl::NotFoundError(absl::StrCat(model_dir,
+                                          ": holds neither model.safetensors nor pytorch_model.bin; "
+                                          "expected one of them (sharded checkpoints are not supported)"));
 }
 
 }  // namespace brisk

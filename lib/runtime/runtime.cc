@@ -53,13 +53,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   }
   if (options.batching.max_batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_batch_size is ",
-                                                   options.batching.max_batch_size, "; expected 1 to ",
-                                                   kMaxBatchSize));
+                                                   options.batching.max_batch_size, "; expected 1 to ", kMaxBatchSize));
   }
   if (options.batching.max_queue_size > kMaxQueueSize) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_queue_size is ",
-                                                   options.batching.max_queue_size, "; expected 1 to ",
-                                                   kMaxQueueSize));
+                                                   options.batching.max_queue_size, "; expected 1 to ", kMaxQueueSize));
   }
   if (options.cache.token_cache_entries > kMaxTokenCacheEntries) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.token_cache_entries is ",
@@ -67,19 +65,22 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                                    kMaxTokenCacheEntries));
   }
   if (options.device != Device::kCPU) {
-    return absl::UnimplementedError("RuntimeOptions::device is cuda, but this build runs the encoder on cpu only; "
-                                    "expected Device::kCPU");
+    return absl::UnimplementedError(
+        "RuntimeOptions::device is cuda, but this build runs the encoder on cpu only; "
+        "expected Device::kCPU");
   }
   const std::string dir = options.model_dir;
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
   const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
   if (pooling == Pooling::kMax) {
-    return absl::UnimplementedError(absl::StrCat(
-        pooling_config.config_path, " asks for max pooling, which brisk does not support; expected mean or cls "
-                                    "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+    return absl::UnimplementedError(
+        absl::StrCat(pooling_config.config_path,
+                     " asks for max pooling, which brisk does not support; expected mean or cls "
+                     "pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
+                         WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
                                                    " tokens but config.json has vocab_size = ", config.vocab_size));
@@ -124,7 +125,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     impl->encoder = std::move(*encoder);
   }
   BRISK_ASSIGN_OR_RETURN(impl->caches, RuntimeCaches::create(options.cache, runtime_model_id(info),
-                                                                     static_cast<size_t>(info.hidden_size)));
+                                                             static_cast<size_t>(info.hidden_size)));
   BRISK_RETURN_IF_ERROR(start_batcher(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
@@ -132,7 +133,9 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 int Runtime::embedding_dim() const { return impl_->info.hidden_size; }
 uint64_t Runtime::forward_passes() const { return impl_->forward_passes.value(); }
 const std::string& Runtime::cache_model_id() const { return impl_->caches->model_id(); }
-StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const { return impl_->caches->invalidate_tag(tag); }
+StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const {
+  return impl_->caches->invalidate_tag(tag);
+}
 std::string Runtime::cache_stats_json() const { return impl_->caches->stats_json(); }
 const ModelInfo& Runtime::info() const { return impl_->info; }
 

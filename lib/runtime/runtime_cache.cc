@@ -41,12 +41,12 @@ std::string runtime_model_id(const ModelInfo& info) {
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   const std::string dir = fs::path(info.model_dir).lexically_normal().filename().string();
-  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, hash,
-                         pooling_name(info.pooling), info.normalize ? "-n" : "");
+  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, hash, pooling_name(info.pooling),
+                         info.normalize ? "-n" : "");
 }
 
-StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options,
-                                                               std::string model_id, size_t dim) {
+StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options, std::string model_id,
+                                                               size_t dim) {
   if (options.result_ttl < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is negative (",
                                                    options.result_ttl.count(), " ns); expected >= 0 (0: no expiry)"));
@@ -69,7 +69,8 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
     cache::CacheOptions<std::string, TokenIds> o;
     o.max_entries = options.token_cache_entries;
     auto c = cache::Cache<std::string, TokenIds>::create(std::move(o));
-    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache (token cache): ", c.status().message()));
+    if (!c.ok())
+      return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache (token cache): ", c.status().message()));
     caches->token_cache_ = std::move(*c);
   }
   if (options.result_cache_bytes > 0) {
@@ -196,7 +197,8 @@ std::string RuntimeCaches::stats_json() const {
 }
 
 void RuntimeCaches::write_prometheus(metrics::PrometheusWriter& w, const std::string& model) const {
-  if (token_cache_) cache::write_prometheus(w, token_cache_->stats(), "brisk_cache", {{"model", model}, {"cache", "token"}});
+  if (token_cache_)
+    cache::write_prometheus(w, token_cache_->stats(), "brisk_cache", {{"model", model}, {"cache", "token"}});
   if (!result_cache_) return;
   const cache::MetricLabels labels = {{"model", model}, {"cache", "result"}};
   if (result_cache_->redis() != nullptr) {

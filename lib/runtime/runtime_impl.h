@@ -31,7 +31,7 @@ struct Runtime::Impl {
   std::unique_ptr<WordPieceTokenizer> tokenizer;
   std::unique_ptr<BertEncoder> encoder;
   Pooling pooling = Pooling::kMean;
-  metrics::Histogram tokenize_ns;  // per text, both paths, token-cache hits excluded
+  metrics::Histogram tokenize_ns;           // per text, both paths, token-cache hits excluded
   mutable metrics::Counter forward_passes;  // encode() is const
   std::unique_ptr<RuntimeCaches> caches;
   std::atomic<uint64_t> next_cached_request_id{0};

@@ -151,8 +151,8 @@ StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOpti
                                    EmbeddingCallback done) const {
   if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
   if (options.timeout < std::chrono::nanoseconds::zero()) {
-    return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (",
-                                                   options.timeout.count(), " ns); expected >= 0 (0: none)"));
+    return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", options.timeout.count(),
+                                                   " ns); expected >= 0 (0: none)"));
   }
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
   if (std::optional<std::vector<float>> hit = impl_->caches->lookup(ids)) {

@@ -62,8 +62,7 @@ TEST_CASE("AdaptiveSizer is inert when disabled", "[batch]") {
   CHECK(s.decisions() == 0);
 }
 
-TEST_CASE("AdaptiveSizer shrinks 20% when batch compute is over its budget and grows 15% well under it",
-          "[batch]") {
+TEST_CASE("AdaptiveSizer shrinks 20% when batch compute is over its budget and grows 15% well under it", "[batch]") {
   AdaptiveSizer s(adaptive(20ms, 4), 64, 2ms, 8);  // compute budget 10 ms
   CHECK(s.compute_budget() == 10ms);
   CHECK(s.batch_limit() == 64);
@@ -75,11 +74,11 @@ TEST_CASE("AdaptiveSizer shrinks 20% when batch compute is over its budget and g
   CHECK(s.batch_limit() == 48);  // 64 x 0.8 = 51.2, down to a multiple of 8
   feed(s, 20ms, 4);
   CHECK(s.batch_limit() == 32);  // 38.4 -> 32
-  feed(s, 8ms, 4);  // in the dead band [7, 10] ms: no change
+  feed(s, 8ms, 4);               // in the dead band [7, 10] ms: no change
   CHECK(s.batch_limit() == 32);
   feed(s, 10ms, 4);  // at the budget is not over it
   CHECK(s.batch_limit() == 32);
-  feed(s, 6999us, 4);  // just under 0.7 x budget
+  feed(s, 6999us, 4);            // just under 0.7 x budget
   CHECK(s.batch_limit() == 40);  // 36.8 -> 40
   for (int i = 0; i < 10; ++i) feed(s, 1ms, 4);
   CHECK(s.batch_limit() == 64);  // bounded by the maximum
@@ -192,9 +191,7 @@ TEST_CASE("The batcher shrinks and grows its batch limit from observed compute t
   Duration compute = 20ms;
   std::shared_ptr<ManualClock> clock;
   BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    clock->advance(compute);
-  });
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) { clock->advance(compute); });
   Harness h(p, f);
   clock = h.clock;
   for (int i = 0; i < 64; ++i) h.submit(i);
@@ -220,8 +217,8 @@ TEST_CASE("The batcher's adaptive limit is stable under a steady latency model",
   struct Model {
     double a, b;
   };
-  const Model model = GENERATE(Model{0, 1}, Model{0, 4.2}, Model{5, 4.0}, Model{0, 7}, Model{20, 6.2},
-                               Model{10, 12}, Model{40, 0.5}, Model{0, 30});
+  const Model model = GENERATE(Model{0, 1}, Model{0, 4.2}, Model{5, 4.0}, Model{0, 7}, Model{20, 6.2}, Model{10, 12},
+                               Model{40, 0.5}, Model{0, 30});
   BatchPolicy p = manual_policy();
   p.max_batch_size = 64;
   p.preferred_batch_multiple = 8;
@@ -259,7 +256,7 @@ TEST_CASE("TokenBucket admits rate per second with bursts up to its depth", "[ba
     CHECK(TokenBucket(0.5, 0, t0).burst() == 1);
     TokenBucket b(0.5, 0, t0);
     CHECK(b.try_take(t0));
-    CHECK_FALSE(b.try_take(t0 + 1s));   // half a token
+    CHECK_FALSE(b.try_take(t0 + 1s));  // half a token
     CHECK(b.try_take(t0 + 2s));
   }
   SECTION("refill is capped at the burst, and time going back refills nothing") {

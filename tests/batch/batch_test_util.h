@@ -96,8 +96,13 @@ struct SeenBatch {
 class BatchLog {
  public:
   void record(const BatchInfo& info, std::span<const Req> in) {
-    SeenBatch b{info.sequence, info.formed_at, info.started_at, info.shape, info.padded_cost,
-                {info.requests.begin(), info.requests.end()}, {}};
+    SeenBatch b{info.sequence,
+                info.formed_at,
+                info.started_at,
+                info.shape,
+                info.padded_cost,
+                {info.requests.begin(), info.requests.end()},
+                {}};
     for (const Req& r : in) b.values.push_back(r.value);
     std::lock_guard lock(mu_);
     batches_.push_back(std::move(b));
@@ -144,7 +149,7 @@ inline TestFunctions echo_functions(BatchLog* log) {
 inline TestFunctions echo_functions(BatchLog* log, std::function<void(const BatchInfo&)> before) {
   TestFunctions f = echo_functions(log);
   f.run = [echo = std::move(f.run), before = std::move(before)](const BatchInfo& info, std::span<Req> in,
-                                                                 std::span<absl::StatusOr<int>> out) {
+                                                                std::span<absl::StatusOr<int>> out) {
     before(info);
     return echo(info, in, out);
   };

@@ -130,7 +130,7 @@ TEST_CASE("kDelay requests run after every request that is not late", "[batch]")
     h.advance(2ms);
     CHECK(h.run() == 2);
     CHECK(h.log.values() == std::vector<int>{2, 1});  // level 1 behind level 2 once late
-    REQUIRE(h.out.get(d).ok());  // soft deadline: it still runs
+    REQUIRE(h.out.get(d).ok());                       // soft deadline: it still runs
     CHECK(h.stats().expired == 0);
   }
   SECTION("not late: normal priority") {

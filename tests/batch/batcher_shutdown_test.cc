@@ -78,9 +78,7 @@ TEST_CASE("shutdown with a batch in flight neither hangs nor loses a request", "
   const ShutdownMode mode = GENERATE(ShutdownMode::kDrain, ShutdownMode::kCancel);
   Gate gate;
   BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    gate.pass();
-  });
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) { gate.pass(); });
   BatchPolicy p;
   p.executor_threads = 2;
   p.max_inflight_batches = 1;
@@ -110,8 +108,7 @@ TEST_CASE("shutdown with a batch in flight neither hangs nor loses a request", "
   CHECK(*outcomes.get(1) == 0);
   CHECK(*outcomes.get(2) == 1);
   for (RequestId id = 3; id <= 8; ++id) {
-    CHECK(outcomes.code(id) ==
-          (mode == ShutdownMode::kDrain ? absl::StatusCode::kOk : absl::StatusCode::kUnavailable));
+    CHECK(outcomes.code(id) == (mode == ShutdownMode::kDrain ? absl::StatusCode::kOk : absl::StatusCode::kUnavailable));
   }
   CHECK(log.executed() == (mode == ShutdownMode::kDrain ? 8u : 2u));
   CHECK(b->stats().inflight_batches == 0);
@@ -192,9 +189,8 @@ TEST_CASE("shutdown from inside a callback or the batch function is FAILED_PRECO
     inside.push_back(std::move(s));
   };
   BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    record("batch function", self->shutdown(ShutdownMode::kCancel));
-  });
+  TestFunctions f = echo_functions(
+      &log, [&](const BatchInfo& info) { record("batch function", self->shutdown(ShutdownMode::kCancel)); });
   auto clock = std::make_shared<ManualClock>();
   auto made = TestBatcher::create(p, f, clock);
   REQUIRE(made.ok());
@@ -257,9 +253,7 @@ TEST_CASE("The destructor completes every pending request", "[batch]") {
 TEST_CASE("The destructor waits for a batch in flight", "[batch]") {
   Gate gate;
   BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    gate.pass();
-  });
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) { gate.pass(); });
   BatchPolicy p;
   p.executor_threads = 1;
   p.max_batch_size = 1;

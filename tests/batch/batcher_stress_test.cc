@@ -26,10 +26,10 @@ constexpr size_t kMaxId = size_t{kProducers} * kPerProducer + 1;
 
 // Per-id records, each written once by its owner (an atomic claim guards the plain fields).
 struct State {
-  std::unique_ptr<std::atomic<uint32_t>[]> callbacks{new std::atomic<uint32_t>[kMaxId]()};
-  std::unique_ptr<std::atomic<int>[]> code{new std::atomic<int>[kMaxId]()};
-  std::unique_ptr<std::atomic<uint32_t>[]> executed{new std::atomic<uint32_t>[kMaxId]()};
-  std::unique_ptr<std::atomic<bool>[]> cancel_ok{new std::atomic<bool>[kMaxId]()};
+  std::unique_ptr<std::atomic<uint32_t>[]> callbacks { new std::atomic<uint32_t>[ kMaxId ]() };
+  std::unique_ptr<std::atomic<int>[]> code { new std::atomic<int>[ kMaxId ]() };
+  std::unique_ptr<std::atomic<uint32_t>[]> executed { new std::atomic<uint32_t>[ kMaxId ]() };
+  std::unique_ptr<std::atomic<bool>[]> cancel_ok { new std::atomic<bool>[ kMaxId ]() };
   // Written by the batch function for the first execution of an id; read after shutdown joined the threads.
   std::vector<RequestInfo> info = std::vector<RequestInfo>(kMaxId);
   std::vector<uint64_t> batch_of = std::vector<uint64_t>(kMaxId, 0);
@@ -87,11 +87,12 @@ TEST_CASE("Batcher stress: exactly-once completion, no loss, no late runs, bound
 
   TestFunctions f;
   f.cost = [](const Req& r) { return r.cost; };
-  f.run = [&st, aging = p.aging_interval](const BatchInfo& info, std::span<Req> in, std::span<absl::StatusOr<int>> out) -> absl::Status {
+  f.run = [&st, aging = p.aging_interval](const BatchInfo& info, std::span<Req> in,
+                                          std::span<absl::StatusOr<int>> out) -> absl::Status {
     st.batches_seen.fetch_add(1, std::memory_order_relaxed);
     std::mt19937 rng(static_cast<uint32_t>(info.sequence * 2654435761u));
     const uint32_t roll = rng() % 100;
-    const int whole = roll < 3 ? static_cast<int>(absl::StatusCode::kDataLoss)
+    const int whole = roll < 3   ? static_cast<int>(absl::StatusCode::kDataLoss)
                       : roll < 4 ? static_cast<int>(absl::StatusCode::kInternal)
                                  : 0;
     for (size_t i = 0; i < in.size(); ++i) {

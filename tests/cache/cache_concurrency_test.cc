@@ -214,9 +214,8 @@ TEST_CASE("Cache: during a refresh other callers keep the current value", "[cach
   CHECK(cache->get(1) == std::optional<uint64_t>(2));
 
   // A failed refresh keeps the current (unexpired) value for the refresher too.
-  const auto r = cache->get_or_load(1, [](const uint64_t&) -> StatusOr<uint64_t> {
-    return absl::UnavailableError("down");
-  });
+  const auto r =
+      cache->get_or_load(1, [](const uint64_t&) -> StatusOr<uint64_t> { return absl::UnavailableError("down"); });
   CHECK(*r == 2);
   CHECK(cache->get(1) == std::optional<uint64_t>(2));
 }

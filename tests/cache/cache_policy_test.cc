@@ -119,14 +119,14 @@ TEST_CASE("HillClimber: follows the hit rate and reverses when it drops", "[cach
     for (int i = 0; i < 100; ++i) c.record(i < hits);
     return c.take_adjustment();
   };
-  CHECK(period(50) == -63);   // the first step shrinks the window by 6.25% of 1000 (rounded)
-  CHECK(period(52) == -63);   // better: same direction (the jump from 0 to 50% kept the full step)
+  CHECK(period(50) == -63);            // the first step shrinks the window by 6.25% of 1000 (rounded)
+  CHECK(period(52) == -63);            // better: same direction (the jump from 0 to 50% kept the full step)
   const int64_t decayed = period(53);  // better again: same direction, the step now decays by 2%
   CHECK(decayed < 0);
   CHECK(decayed > -63);
-  CHECK(period(51) > 0);      // worse: reverse, the window grows
-  CHECK(period(20) < 0);      // much worse: reverse again ...
-  CHECK(period(21) == -63);   // ... and the step restarts at full size
+  CHECK(period(51) > 0);            // worse: reverse, the window grows
+  CHECK(period(20) < 0);            // much worse: reverse again ...
+  CHECK(period(21) == -63);         // ... and the step restarts at full size
   CHECK(c.take_adjustment() == 0);  // nothing until the next period ends
 }
 
@@ -195,8 +195,8 @@ TEST_CASE("Cache: the admission window grows when recency pays", "[cache][cache-
     }
   }
   const CacheStats st = tinylfu->stats();
-  INFO("window " << st.window_capacity << " hits first 10% " << hits_first << " last 10% " << hits_last
-                 << " LRU total " << hits_lru << " W-TinyLFU total " << st.hits);
+  INFO("window " << st.window_capacity << " hits first 10% " << hits_first << " last 10% " << hits_last << " LRU total "
+                 << hits_lru << " W-TinyLFU total " << st.hits);
   CHECK(st.window_capacity >= 5 * initial);
   CHECK(hits_last > hits_first);
 }

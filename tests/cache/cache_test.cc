@@ -355,7 +355,8 @@ TEST_CASE("Cache: invalidate_tag removes exactly the tagged entries", "[cache][c
     if (i % 3 == 0) tags.push_back("three");
     cache->put(absl::StrCat("k", i), "v", {.ttl = Duration{0}, .tags = tags});
   }
-  cache->put("k0", "v", {.ttl = Duration{0}, .tags = {"three", "three"}});  // re-put replaces the tags (duplicates are one tag)
+  cache->put("k0", "v",
+             {.ttl = Duration{0}, .tags = {"three", "three"}});  // re-put replaces the tags (duplicates are one tag)
   CHECK(cache->invalidate_tag("nope") == 0);
   const size_t n = cache->invalidate_tag("even");
   CHECK(n == 49);  // 50 even keys, minus k0 which lost the tag
@@ -423,9 +424,8 @@ TEST_CASE("Cache: get_or_load statistics and load time", "[cache][cache-core]") 
   CHECK(st.misses == 3);
 
   // A loader that throws becomes INTERNAL, and nothing is cached.
-  const auto thrown = cache->get_or_load("t", [](const std::string&) -> StatusOr<std::string> {
-    throw std::runtime_error("boom");
-  });
+  const auto thrown =
+      cache->get_or_load("t", [](const std::string&) -> StatusOr<std::string> { throw std::runtime_error("boom"); });
   CHECK(thrown.status().code() == absl::StatusCode::kInternal);
   CHECK_THAT(std::string(thrown.status().message()), Catch::Contains("boom"));
   CHECK(cache->stats().load_failures == 3);
@@ -458,10 +458,10 @@ TEST_CASE("Cache: on_removal reports every cause and may call the cache", "[cach
   cache->put("a", "1", {.ttl = Duration{0}, .tags = {"t"}});
   cache->put("a", "2", {.ttl = Duration{0}, .tags = {"t"}});  // kReplaced
   cache->put("b", "1");
-  cache->put("c", "1");                   // kSize: a is the LRU
-  cache->put("d", "1", with_ttl(1s));      // kSize: b
+  cache->put("c", "1");                // kSize: a is the LRU
+  cache->put("d", "1", with_ttl(1s));  // kSize: b
   clock->advance(1s);
-  cache->cleanup();                        // kExpired: d
+  cache->cleanup();  // kExpired: d
   cache->put("e", "1", {.ttl = Duration{0}, .tags = {"t"}});
   CHECK(cache->invalidate_tag("t") == 1);  // kTag: e
   CHECK(cache->invalidate("c"));           // kExplicit

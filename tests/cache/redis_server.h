@@ -175,8 +175,9 @@ class RedisServer {
     const std::string port = std::to_string(port_);
     const std::string dir = dir_.path.string();
     const std::string log = log_file().string();
-    std::vector<std::string> args = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                                     "--appendonly", "no", "--dir", dir, "--logfile", log, "--daemonize", "no"};
+    std::vector<std::string> args = {
+        "redis-server", "--port", port, "--bind",    "127.0.0.1", "--save",      "",  "--appendonly",
+        "no",           "--dir",  dir,  "--logfile", log,         "--daemonize", "no"};
     if (!auth_.password.empty()) args.insert(args.end(), {"--requirepass", auth_.password});
     if (!auth_.acl_user.empty()) {
       args.insert(args.end(), {"--user", auth_.acl_user, "on", ">" + auth_.acl_password, "~*", "&*", "+@all"});

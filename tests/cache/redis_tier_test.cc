@@ -23,13 +23,12 @@ using brisk::cache::Invalidation;
 using brisk::cache::RedisOptions;
 using brisk::cache::RedisTier;
 using brisk::cache::RedisWriteBehind;
+using brisk::testing::kBlockingSlack;
 using brisk::testing::RedisServer;
 using brisk::testing::wait_until;
-using brisk::testing::kBlockingSlack;
 using namespace std::chrono_literals;
 
 namespace {
-
 
 // Lenient timeouts for the functional tests: a loaded 2-core machine can delay a loopback connect past the
 // default 50 ms. The tests of the bound on blocking set the defaults back (with_default_timeouts).
@@ -79,7 +78,6 @@ struct Inbox {
     return got;
   }
 };
-
 
 }  // namespace
 
@@ -391,7 +389,7 @@ TEST_CASE("write-behind queue coalesces, drops when full, and orders cancels aft
   REQUIRE(wait_until([&] { return writer.stats().queued == 0; }));  // "a" is in flight, stuck
   CHECK(writer.enqueue("b", "1", 10s, {"t"}));
   CHECK(writer.enqueue("c", "1", 10s, {}));
-  CHECK(writer.enqueue("b", "2", 10s, {"t"}));  // replaces the queued "b"
+  CHECK(writer.enqueue("b", "2", 10s, {"t"}));     // replaces the queued "b"
   CHECK_FALSE(writer.enqueue("d", "1", 10s, {}));  // full
   auto s = writer.stats();
   CHECK(s.queued == 2);

@@ -182,8 +182,7 @@ TEST_CASE("semantic cache falls through a vetoed neighbour to the next candidate
   auto one = make(o);
   REQUIRE(one->insert("t", "Is the branch open on Sunday?", basis(0), "open").ok());
   REQUIRE(one->insert("t", "Is the branch shut on Sunday?", near(0, 1, 0.9f), "shut").ok());
-  CHECK(one->lookup("t", "Is the branch closed on Sunday?", basis(0)).reason ==
-        SemanticMissReason::kRejectedByGuard);
+  CHECK(one->lookup("t", "Is the branch closed on Sunday?", basis(0)).reason == SemanticMissReason::kRejectedByGuard);
 }
 
 TEST_CASE("semantic cache tenants are a hard partition", "[cache][semantic]") {
@@ -287,7 +286,7 @@ TEST_CASE("semantic cache re-insert of the same question replaces it", "[cache][
   CHECK(r.answer == "new");
   CHECK(r.cached_question == "how do I reset my pin");
   CHECK_FALSE(cache->lookup("t", "How do I reset my PIN?", basis(0)).hit);  // the old vector is gone
-  CHECK(cache->invalidate_tag("v1") == 0);                                    // and its tags
+  CHECK(cache->invalidate_tag("v1") == 0);                                  // and its tags
   auto s = cache->stats();
   CHECK(s.inserts == 1);
   CHECK(s.replacements == 1);
@@ -433,8 +432,8 @@ TEST_CASE("semantic cache load refuses every truncated or corrupted file", "[cac
   auto floats = [](std::vector<float> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
   std::string entry = u32(1) + "t" + u32(1) + "q" + u32(1) + "a" + u32(0) + i64(1000000000) + floats(basis(0));
   REQUIRE(load_bytes(forge(1, entry)).ok());
-  CHECK_FALSE(load_bytes(forge(1000000000000ULL, entry)).ok());                        // count cannot fit
-  CHECK_FALSE(load_bytes(forge(1, u32(0xFFFFFFFF) + entry.substr(4))).ok());           // tenant length
+  CHECK_FALSE(load_bytes(forge(1000000000000ULL, entry)).ok());                                      // count cannot fit
+  CHECK_FALSE(load_bytes(forge(1, u32(0xFFFFFFFF) + entry.substr(4))).ok());                         // tenant length
   CHECK_FALSE(load_bytes(forge(1, entry.substr(0, 15) + u32(0x7FFFFFFF) + entry.substr(19))).ok());  // tags
   std::vector<float> nan = basis(0);
   nan[0] = NAN;
@@ -507,13 +506,13 @@ TEST_CASE("semantic cache with the real model: paraphrase hits, variants are vet
   auto rt = brisk::Runtime::create(ro);
   REQUIRE(rt.ok());
   const std::vector<std::string_view> texts = {
-      "How do I turn on push notifications?",             // 0 cached
-      "How can I switch on push notifications?",          // 1 paraphrase of 0
-      "How do I turn off push notifications?",            // 2 polarity variant of 0
-      "Can I take out 300 euros per day at the ATM?",     // 3 cached
-      "Can I take out 3000 euros per day at the ATM?",    // 4 number variant of 3
-      "Do you deliver parcels to Germany?",               // 5 cached
-      "Do you deliver parcels to Brazil?",                // 6 entity variant of 5
+      "How do I turn on push notifications?",           // 0 cached
+      "How can I switch on push notifications?",        // 1 paraphrase of 0
+      "How do I turn off push notifications?",          // 2 polarity variant of 0
+      "Can I take out 300 euros per day at the ATM?",   // 3 cached
+      "Can I take out 3000 euros per day at the ATM?",  // 4 number variant of 3
+      "Do you deliver parcels to Germany?",             // 5 cached
+      "Do you deliver parcels to Brazil?",              // 6 entity variant of 5
   };
   auto emb = (*rt)->embed(texts);
   REQUIRE(emb.ok());

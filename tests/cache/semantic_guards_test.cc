@@ -31,11 +31,15 @@ struct Pair {
 
 TEST_CASE("normalize_question collapses whitespace, composes and keeps case", "[cache][semantic][guards]") {
   CHECK(norm("  How do\tI\n\nreset   my PIN?  ") == "How do I reset my PIN?");
-  CHECK(norm("Caf\xC3\xA9") == norm("Cafe\xCC\x81"));                  // NFC: é == e + U+0301
-  CHECK(norm("I don\xE2\x80\x99t know") == "I don't know");            // U+2019 -> '
-  CHECK(norm("a\xC2\xA0" "b\x01" "c") == "a bc");                       // NBSP is a space, controls dropped
+  CHECK(norm("Caf\xC3\xA9") == norm("Cafe\xCC\x81"));        // NFC: é == e + U+0301
+  CHECK(norm("I don\xE2\x80\x99t know") == "I don't know");  // U+2019 -> '
+  CHECK(norm("a\xC2\xA0"
+             "b\x01"
+             "c") == "a bc");  // NBSP is a space, controls dropped
   CHECK(norm("") == "");
-  auto bad = normalize_question("abc\xFF" "def");
+  auto bad = normalize_question(
+      "abc\xFF"
+      "def");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(bad.status().message()).find("offset 3") != std::string::npos);
@@ -82,8 +86,8 @@ TEST_CASE("polarity guard rejects negation, antonyms and negating prefixes", "[c
       {"What is this unknown transaction?", "I don't recognise this charge, what is it?"},
       {"Can I freeze my card?", "Can I block my card for a while without cancelling it?"},
       {"How can I enable dark mode?", "How do I turn on dark mode?"},
-      {"Why am I unable to log in?", "Why can't I log in?"},                 // both negated
-      {"Is the branch open?", "Is the branch not closed?"},                  // double negation
+      {"Why am I unable to log in?", "Why can't I log in?"},  // both negated
+      {"Is the branch open?", "Is the branch not closed?"},   // double negation
       {"How do I close my account?", "I would like to close my account."},
       {"Where is the closest branch?", "Which branch is nearest to me?"},
       {"How do I stop my subscription?", "How do I cancel my subscription?"},
@@ -138,30 +142,29 @@ TEST_CASE("number guard compares numbers in digits and words", "[cache][semantic
   }
 }
 
-TEST_CASE("entity guard rejects substituted names, dropped names and swapped directions",
-          "[cache][semantic][guards]") {
+TEST_CASE("entity guard rejects substituted names, dropped names and swapped directions", "[cache][semantic][guards]") {
   EntityGuard g;
   CHECK(g.name() == "entity");
   const std::vector<Pair> reject = {
       {"How do I fly to Berlin?", "How do I fly to Madrid?"},
       {"Is my Amex card accepted?", "Is my Discover card accepted?"},
       {"Does the Pixel phone support eSIM?", "Does the Galaxy phone support eSIM?"},
-      {"Do you deliver to Norway?", "Do you deliver abroad?"},                          // cached names, query not
-      {"How do I convert pounds to dollars?", "How do I convert dollars to pounds?"},   // direction
+      {"Do you deliver to Norway?", "Do you deliver abroad?"},                         // cached names, query not
+      {"How do I convert pounds to dollars?", "How do I convert dollars to pounds?"},  // direction
       {"Can I move my booking from Monday to Friday?", "Can I move my booking from Friday to Monday?"},
-      {"Is the A320 delayed?", "Is the B737 delayed?"},                                 // codes
-      {"Livrez-vous à Genève ?", "Livrez-vous à Zürich ?"},                             // non-ASCII capitals
+      {"Is the A320 delayed?", "Is the B737 delayed?"},      // codes
+      {"Livrez-vous à Genève ?", "Livrez-vous à Zürich ?"},  // non-ASCII capitals
   };
   for (const auto& p : reject) {
     INFO(p.cached << " | " << p.query);
     CHECK_FALSE(accepts(g, p.query, p.cached));
   }
   const std::vector<Pair> accept = {
-      {"How do I change the app language?", "Can I switch the app to German?"},  // the query adds a name
+      {"How do I change the app language?", "Can I switch the app to German?"},   // the query adds a name
       {"How do I reset my PIN?", "how do i reset my pin"},                        // case differs
       {"Where is my parcel?", "Track my parcel please."},                         // sentence-initial capitals
-      {"HOW DO I RESET MY PASSWORD", "How can I reset my password?"},            // all caps
-      {"How Do I Reset My Password", "how to reset password"},                   // title case
+      {"HOW DO I RESET MY PASSWORD", "How can I reset my password?"},             // all caps
+      {"How Do I Reset My Password", "how to reset password"},                    // title case
       {"What is the ATM withdrawal limit?", "How much can I take out of ATMs?"},  // plural
       {"Is Zürich open?", "is zürich open"},                                      // Unicode lower-casing
       {"How do I send money to my savings?", "How do I move money into savings?"},
@@ -184,8 +187,17 @@ TEST_CASE("entity guard treats words unknown to the vocabulary as entities", "[c
 }
 
 TEST_CASE("guards never fail on raw or hostile text", "[cache][semantic][guards]") {
-  std::vector<std::string> texts = {"", " ", "\xFF\xFE\xFD", "n't n't not not", "'s", "----", "1,2,3,4,,,..::",
-                                    "un dis non- non", std::string(5000, 'a'), "\xE2\x82", "ÀÉÎÕÜ 123 ½ ²"};
+  std::vector<std::string> texts = {"",
+                                    " ",
+                                    "\xFF\xFE\xFD",
+                                    "n't n't not not",
+                                    "'s",
+                                    "----",
+                                    "1,2,3,4,,,..::",
+                                    "un dis non- non",
+                                    std::string(5000, 'a'),
+                                    "\xE2\x82",
+                                    "ÀÉÎÕÜ 123 ½ ²"};
   for (const auto& g : default_semantic_guards()) {
     for (const auto& a : texts)
       for (const auto& b : texts) {

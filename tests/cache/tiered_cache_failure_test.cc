@@ -31,7 +31,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 using StringCache = TieredCache<std::string, StringCodec>;
 
 std::string expected_value(std::string_view key) { return "value-of-" + std::string(key); }

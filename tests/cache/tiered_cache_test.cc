@@ -51,7 +51,6 @@ TieredCacheOptions<V> options_for(int port, const std::string& model = "minilm")
   return o;
 }
 
-
 std::unique_ptr<StringCache> make_string_cache(int port, const std::string& model = "minilm") {
   auto c = StringCache::create(options_for<std::string>(port, model));
   REQUIRE(c.ok());
@@ -228,7 +227,7 @@ TEST_CASE("tiered cache tags: invalidate_tag removes across L1, Redis and other 
   other_model->put("t1", "x", "4", kb);
   REQUIRE(a->flush(5s));
   REQUIRE(other_model->flush(5s));
-  REQUIRE(b->get("t1", "x").has_value());                           // backfilled with the envelope's tags
+  REQUIRE(b->get("t1", "x").has_value());                         // backfilled with the envelope's tags
   REQUIRE(*b->get_or_load("t2", "y", constant("never")) == "2");  // backfilled with the caller's (no) tags
   REQUIRE(b->get("t1", "z").has_value());
   REQUIRE(b->l1().size() == 3);
@@ -236,7 +235,7 @@ TEST_CASE("tiered cache tags: invalidate_tag removes across L1, Redis and other 
   auto r = a->invalidate_tag("kb-v1");
   CHECK(r.l2_status.ok());
   CHECK(r.l1_removed == 2);
-  CHECK(r.l2_removed == 3);  // tags are global: the other model's entry too
+  CHECK(r.l2_removed == 3);                                // tags are global: the other model's entry too
   CHECK(wait_until([&] { return b->l1().size() == 1; }));  // both tagged copies dropped, z kept
   CHECK(b->l1().contains(StringCache::l1_key("t1", "z")));
   CHECK(wait_until([&] { return other_model->l1().size() == 0; }));

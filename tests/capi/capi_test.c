@@ -28,7 +28,8 @@ static void test_null_arguments(void) {
   size_t dim = 0;
   float out[4];
   const char* texts[1] = {"x"};
-  CHECK(failed_with(brisk_runtime_options_init(NULL, sizeof(brisk_runtime_options)), BRISK_INVALID_ARGUMENT, "options"));
+  CHECK(
+      failed_with(brisk_runtime_options_init(NULL, sizeof(brisk_runtime_options)), BRISK_INVALID_ARGUMENT, "options"));
   brisk_runtime_options_init(&opts, sizeof opts);
   CHECK(failed_with(brisk_runtime_create(NULL, &rt), BRISK_INVALID_ARGUMENT, "options"));
   CHECK(rt == NULL);

@@ -1,4 +1,5 @@
-// Tests of parallel_for and parallel_for_dynamic: coverage of every index, nesting, thread counts, exceptions, the ISA cap.
+// Tests of parallel_for and parallel_for_dynamic: coverage of every index, nesting, thread counts, exceptions, the ISA
+// cap.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -75,9 +76,10 @@ TEST_CASE("an exception thrown inside a parallel region reaches the caller", "[c
                                         if (b > 0) throw std::runtime_error("worker failed");
                                       }),
                   std::runtime_error);
-  CHECK_THROWS_AS(brisk::parallel_for_dynamic(0, 10, [](int64_t i) {
-                    if (i == 7) throw std::runtime_error("item failed");
-                  }),
+  CHECK_THROWS_AS(brisk::parallel_for_dynamic(0, 10,
+                                              [](int64_t i) {
+                                                if (i == 7) throw std::runtime_error("item failed");
+                                              }),
                   std::runtime_error);
 }
 

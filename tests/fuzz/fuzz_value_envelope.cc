@@ -19,7 +19,7 @@ using brisk::cache::EnvelopeRejection;
 using brisk::cache::kEnvelopeHeaderSize;
 using brisk::cache::kEnvelopeMacSize;
 
-constexpr uint32_t kCodec = 7;                        // the seeds' codec id
+constexpr uint32_t kCodec = 7;                       // the seeds' codec id
 constexpr std::string_view kKey = "brisk:fuzz:key";  // the seeds' key (make_corpus.py ENVELOPE_KEY)
 constexpr std::string_view kSecret = "fuzz signing key";
 
@@ -36,8 +36,7 @@ void fix_checksum(std::string& b) {
   std::memcpy(b.data() + 32, &h, 8);
 }
 
-void expect_refused(const brisk::StatusOr<brisk::cache::DecodedEnvelope>& d, EnvelopeRejection why,
-                    const char* what) {
+void expect_refused(const brisk::StatusOr<brisk::cache::DecodedEnvelope>& d, EnvelopeRejection why, const char* what) {
   if (d.ok()) brisk_fuzz::invariant_failed(what);
   if (envelope_rejection(d.status()) != why) brisk_fuzz::invariant_failed(what, std::string(d.status().message()));
 }

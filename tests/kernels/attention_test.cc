@@ -22,7 +22,8 @@ std::vector<double> reference_attention(const std::vector<float>& qkv, const std
         for (int64_t j = 0; j < len; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < d; ++c) {
-            dot += double(qkv[(begin + i) * 3 * hidden + h * d + c]) * qkv[(begin + j) * 3 * hidden + hidden + h * d + c];
+            dot +=
+                double(qkv[(begin + i) * 3 * hidden + h * d + c]) * qkv[(begin + j) * 3 * hidden + hidden + h * d + c];
           }
           s[j] = dot / std::sqrt(double(d));
           mx = std::max(mx, s[j]);

@@ -23,8 +23,8 @@ double gelu_tanh_ref(double x) {
 // Inputs the GeLU sees in a BERT FFN are mostly in [-10, 10]; add large and tiny magnitudes and exact zeros.
 std::vector<float> gelu_inputs(size_t n, uint32_t seed) {
   std::vector<float> x = random_floats(n, -8.0f, 8.0f, seed);
-  const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 3.9f, -3.9f, 5.7f, -5.7f, 12.0f, -12.0f, 1e4f, -1e4f,
-                            1e30f, -1e30f};
+  const float specials[] = {0.0f,  -0.0f, 1e-30f, -1e-30f, 3.9f,  -3.9f, 5.7f,
+                            -5.7f, 12.0f, -12.0f, 1e4f,    -1e4f, 1e30f, -1e30f};
   for (size_t i = 0; i < n; i += 5) x[i] = specials[(i / 5) % (sizeof(specials) / sizeof(specials[0]))];
   return x;
 }
@@ -50,8 +50,8 @@ void check_bias_gelu(int64_t rows, int64_t cols, bool with_bias, GeluApproximati
     const double tol = approx == GeluApproximation::kErf ? 1e-7 + 6e-7 * scale + 2e-7 * std::fabs(want[i])
                                                          : 1e-7 + 1e-5 * std::fabs(want[i]);
     if (!(err <= tol)) {
-      FAIL_CHECK("element " << i << " x " << sum[i] << ": got " << x[i] << ", want " << want[i] << " (error "
-                            << err << ", tolerance " << tol << ")");
+      FAIL_CHECK("element " << i << " x " << sum[i] << ": got " << x[i] << ", want " << want[i] << " (error " << err
+                            << ", tolerance " << tol << ")");
       return;
     }
   }
@@ -64,8 +64,8 @@ TEST_CASE("bias_gelu matches the double references on odd sizes", "[kernels]") {
     for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
       const int64_t rows = cols >= 384 ? 67 : 3;
       for (const bool with_bias : {false, true}) {
-        INFO("approx " << (approx == GeluApproximation::kErf ? "erf" : "tanh") << " rows " << rows << " cols "
-                       << cols << " bias " << with_bias);
+        INFO("approx " << (approx == GeluApproximation::kErf ? "erf" : "tanh") << " rows " << rows << " cols " << cols
+                       << " bias " << with_bias);
         check_bias_gelu(rows, cols, with_bias, approx, static_cast<uint32_t>(cols * 2 + with_bias));
       }
     }

@@ -13,9 +13,7 @@ using brisk::testing::random_floats;
 namespace {
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-double gelu_tanh(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 std::vector<double> reference(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
                               const std::vector<float>& y0, int64_t m, int64_t n, int64_t k, GemmEpilogue e) {
@@ -67,19 +65,18 @@ TEST_CASE("Linear matches the reference for every epilogue and row count", "[ker
 TEST_CASE("Linear rejects bad weights and arguments", "[kernels][gemm]") {
   std::vector<float> w(12), b(3);
   std::vector<int32_t> wi(12);
-  auto bad_dtype = brisk::Linear::create(brisk::Tensor::borrow(wi.data(), {3, 4}, brisk::DType::kI32), {},
-                                         brisk::Device::kCPU);
+  auto bad_dtype =
+      brisk::Linear::create(brisk::Tensor::borrow(wi.data(), {3, 4}, brisk::DType::kI32), {}, brisk::Device::kCPU);
   REQUIRE_FALSE(bad_dtype.ok());
   CHECK(bad_dtype.status().message().find("i32") != std::string::npos);
-  auto bad_rank = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {12}, brisk::DType::kF32), {},
-                                        brisk::Device::kCPU);
+  auto bad_rank =
+      brisk::Linear::create(brisk::Tensor::borrow(w.data(), {12}, brisk::DType::kF32), {}, brisk::Device::kCPU);
   CHECK_FALSE(bad_rank.ok());
   auto bad_bias = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {3, 4}, brisk::DType::kF32),
                                         brisk::Tensor::borrow(b.data(), {2}, brisk::DType::kF32), brisk::Device::kCPU);
   REQUIRE_FALSE(bad_bias.ok());
   CHECK(bad_bias.status().message().find("bias") != std::string::npos);
-  auto fc = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {3, 4}, brisk::DType::kF32), {},
-                                  brisk::Device::kCPU);
+  auto fc = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {3, 4}, brisk::DType::kF32), {}, brisk::Device::kCPU);
   REQUIRE(fc.ok());
   std::vector<float> y(3);
   CHECK_FALSE(fc->forward(nullptr, 1, y.data(), GemmEpilogue::kBias).ok());
@@ -91,8 +88,7 @@ TEST_CASE("Linear rejects bad weights and arguments", "[kernels][gemm]") {
 TEST_CASE("one Linear is safe to use from several threads", "[kernels][gemm]") {
   const int64_t n = 96, k = 64, m = 33;
   auto w = random_floats(static_cast<size_t>(n * k), -0.2f, 0.2f, 5);
-  auto fc = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {n, k}, brisk::DType::kF32), {},
-                                  brisk::Device::kCPU);
+  auto fc = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {n, k}, brisk::DType::kF32), {}, brisk::Device::kCPU);
   REQUIRE(fc.ok());
   auto x = random_floats(static_cast<size_t>(m * k), -1.f, 1.f, 6);
   std::vector<float> expected(static_cast<size_t>(m * n));

@@ -74,18 +74,18 @@ inline Closeness compare_close(const std::vector<float>& got, const std::vector<
 
 // Runs the enclosing TEST_CASE once per ISA level (Catch2 generator) with the kernels capped to it; levels the
 // CPU does not have are skipped with a warning. Declares `isa` and a guard that restores the cap.
-#define BRISK_FOR_EACH_CPU_ISA()                                                                             \
+#define BRISK_FOR_EACH_CPU_ISA()                                                                                    \
   const ::brisk::CpuIsa isa = GENERATE(::brisk::CpuIsa::kScalar, ::brisk::CpuIsa::kAvx2, ::brisk::CpuIsa::kAvx512); \
-  if (isa > ::brisk::detected_cpu_isa()) {                                                                   \
-    WARN("skipping ISA level " << ::brisk::cpu_isa_name(isa) << ": this CPU does not have it");             \
-    return;                                                                                                  \
-  }                                                                                                          \
-  ::brisk::testing::IsaCapGuard brisk_isa_guard_(isa);                                                       \
+  if (isa > ::brisk::detected_cpu_isa()) {                                                                          \
+    WARN("skipping ISA level " << ::brisk::cpu_isa_name(isa) << ": this CPU does not have it");                     \
+    return;                                                                                                         \
+  }                                                                                                                 \
+  ::brisk::testing::IsaCapGuard brisk_isa_guard_(isa);                                                              \
   INFO("ISA level " << ::brisk::cpu_isa_name(isa))
 
-#define CHECK_CLOSE(got, want, abs_tol, rel_tol)                                            \
-  do {                                                                                      \
+#define CHECK_CLOSE(got, want, abs_tol, rel_tol)                                                               \
+  do {                                                                                                         \
     const ::brisk::testing::Closeness brisk_c_ = ::brisk::testing::compare_close(got, want, abs_tol, rel_tol); \
-    INFO(brisk_c_.message);                                                                 \
-    CHECK(brisk_c_.ok);                                                                     \
+    INFO(brisk_c_.message);                                                                                    \
+    CHECK(brisk_c_.ok);                                                                                        \
   } while (0)

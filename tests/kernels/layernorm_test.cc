@@ -15,8 +15,8 @@ using testing::random_floats;
 // in that order, as every framework materialises it (PyTorch: dense output incl. bias, then + input tensor):
 // at |y| ~ 150 the rounding of y alone is ~1e-5 of a unit spread, and no fp32 kernel can do better than that.
 std::vector<double> reference_layer_norm(const std::vector<float>& x, const float* bias, const float* residual,
-                                         const std::vector<float>& gamma, const std::vector<float>& beta,
-                                         double eps, int64_t rows, int64_t cols) {
+                                         const std::vector<float>& gamma, const std::vector<float>& beta, double eps,
+                                         int64_t rows, int64_t cols) {
   std::vector<double> out(static_cast<size_t>(rows * cols));
   std::vector<double> y(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
@@ -122,8 +122,8 @@ TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
       const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 5);
       const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, 6);
       std::vector<float> out(static_cast<size_t>(cols));
-      layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
-                                             out.data(), 1, cols);
+      layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, out.data(),
+                                             1, cols);
       const std::vector<double> want(beta.begin(), beta.end());
       CHECK_CLOSE(out, want, 1e-6, 0.0);
     }

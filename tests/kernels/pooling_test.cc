@@ -16,8 +16,9 @@ TEST_CASE("mean_pool averages the first lengths[b] positions, and a zero length 
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t dim : {1, 7, 15, 16, 17, 384, 1000}) {
     for (const int64_t seq : {1, 5, 128}) {
-      const std::vector<int32_t> lengths = {static_cast<int32_t>(seq), 1, 0, static_cast<int32_t>((seq + 1) / 2),
-                                            static_cast<int32_t>(seq + 7), -2, static_cast<int32_t>(seq)};
+      const std::vector<int32_t> lengths = {
+          static_cast<int32_t>(seq), 1, 0, static_cast<int32_t>((seq + 1) / 2), static_cast<int32_t>(seq + 7), -2,
+          static_cast<int32_t>(seq)};
       const int64_t batch = static_cast<int64_t>(lengths.size());
       INFO("dim " << dim << " seq " << seq);
       const std::vector<float> hidden =

@@ -117,8 +117,7 @@ TEST_CASE("masked_softmax_batched masks each group with its own length", "[kerne
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t r = 0; r < rows_per_group; ++r) {
       const int64_t offset = (b * rows_per_group + r) * ld;
-      reference_softmax_row(x.data() + offset, want.data() + offset, seq, ld, lengths[static_cast<size_t>(b)],
-                            0.125);
+      reference_softmax_row(x.data() + offset, want.data() + offset, seq, ld, lengths[static_cast<size_t>(b)], 0.125);
     }
   }
   masked_softmax_batched<Device::kCPU>(x.data(), batch, rows_per_group, seq, ld, lengths.data(), 0.125f);

@@ -204,7 +204,7 @@ TEST_CASE("Histogram bucket iteration and count_at_or_below agree", "[metrics]")
     last_upper = b.upper;
     cumulative += b.count;
     ++n;
-    REQUIRE(s.count_at_or_below(b.upper) == cumulative);   // midpoint <= upper: bucket included
+    REQUIRE(s.count_at_or_below(b.upper) == cumulative);  // midpoint <= upper: bucket included
     if (b.lower > 0 && b.upper > b.lower) REQUIRE(s.count_at_or_below(b.lower) == cumulative - b.count);
   });
   CHECK(cumulative == s.count());

@@ -28,8 +28,8 @@ int main() {
   w.summary("brisk_batch_size", "Requests per batch.", {{"model", "minilm"}}, sizes.snapshot());
   w.gauge("brisk_queue_depth", "", {{"priority", "high"}}, -2);
   const double bounds[] = {0.001, 0.005, 0.01, 0.05};
-  w.histogram("brisk_compute_seconds", "Backend time per batch.", {{"stage", "gemm"}}, latency_ns.snapshot(),
-              bounds, 1e-9);
+  w.histogram("brisk_compute_seconds", "Backend time per batch.", {{"stage", "gemm"}}, latency_ns.snapshot(), bounds,
+              1e-9);
   w.summary("brisk_batch_size", "", {{"model", "other"}}, Histogram().snapshot());
   if (!w.status().ok()) {
     std::fprintf(stderr, "writer error: %s\n", w.status().ToString().c_str());

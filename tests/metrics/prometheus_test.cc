@@ -32,10 +32,8 @@ bool has_error_containing(const PrometheusWriter& w, const std::string& text) {
 
 TEST_CASE("PrometheusWriter writes counters and gauges in the text format", "[metrics]") {
   PrometheusWriter w;
-  w.counter("http_requests_total", "The total number of HTTP requests.", {{"method", "post"}, {"code", "200"}},
-            1027);
-  w.counter("http_requests_total", "The total number of HTTP requests.", {{"method", "post"}, {"code", "400"}},
-            3u);
+  w.counter("http_requests_total", "The total number of HTTP requests.", {{"method", "post"}, {"code", "200"}}, 1027);
+  w.counter("http_requests_total", "The total number of HTTP requests.", {{"method", "post"}, {"code", "400"}}, 3u);
   w.gauge("temperature_celsius", "", {}, -3.5);
   w.gauge("queue_depth", "Waiting requests.", {{"model", "minilm"}}, int64_t{-2});
   REQUIRE(w.status().ok());

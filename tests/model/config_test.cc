@@ -1,7 +1,6 @@
 // BertConfig and PoolingConfig parsing: the real MiniLM config, DistilBERT's key names, and clear errors.
 #include <catch2/catch.hpp>
 
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,18 +15,18 @@ namespace fs = std::filesystem;
 using brisk::Activation;
 using brisk::BertConfig;
 using brisk::ModelFamily;
-using brisk::PoolingConfig;
 using brisk::Pooling;
+using brisk::PoolingConfig;
 
 namespace {
 
 bool contains(absl::string_view s, absl::string_view part) { return absl::StrContains(s, part); }
 
 nlohmann::json minilm_like() {
-  return {{"model_type", "bert"},         {"vocab_size", 30522},        {"hidden_size", 384},
-          {"num_hidden_layers", 6},       {"num_attention_heads", 12},  {"intermediate_size", 1536},
-          {"max_position_embeddings", 512}, {"type_vocab_size", 2},     {"layer_norm_eps", 1e-12},
-          {"hidden_act", "gelu"},         {"pad_token_id", 0}};
+  return {{"model_type", "bert"},           {"vocab_size", 30522},       {"hidden_size", 384},
+          {"num_hidden_layers", 6},         {"num_attention_heads", 12}, {"intermediate_size", 1536},
+          {"max_position_embeddings", 512}, {"type_vocab_size", 2},      {"layer_norm_eps", 1e-12},
+          {"hidden_act", "gelu"},           {"pad_token_id", 0}};
 }
 
 std::string parse_error(const nlohmann::json& j) {
@@ -144,8 +143,8 @@ TEST_CASE("config errors name the key and the file", "[loading][config]") {
 
 TEST_CASE("config defaults and activations", "[loading][config]") {
   auto j = minilm_like();
-  for (const char* key : {"model_type", "max_position_embeddings", "type_vocab_size", "layer_norm_eps", "hidden_act",
-                          "pad_token_id"}) {
+  for (const char* key :
+       {"model_type", "max_position_embeddings", "type_vocab_size", "layer_norm_eps", "hidden_act", "pad_token_id"}) {
     j.erase(key);
   }
   auto c = BertConfig::from_json_string(j.dump(), "config.json");
@@ -164,9 +163,15 @@ TEST_CASE("config defaults and activations", "[loading][config]") {
 }
 
 TEST_CASE("config maps DistilBERT's keys", "[loading][config]") {
-  nlohmann::json j = {{"model_type", "distilbert"}, {"vocab_size", 30522}, {"dim", 768},
-                      {"n_layers", 6},              {"n_heads", 12},       {"hidden_dim", 3072},
-                      {"max_position_embeddings", 512}, {"activation", "gelu"}, {"pad_token_id", 0}};
+  nlohmann::json j = {{"model_type", "distilbert"},
+                      {"vocab_size", 30522},
+                      {"dim", 768},
+                      {"n_layers", 6},
+                      {"n_heads", 12},
+                      {"hidden_dim", 3072},
+                      {"max_position_embeddings", 512},
+                      {"activation", "gelu"},
+                      {"pad_token_id", 0}};
   auto c = BertConfig::from_json_string(j.dump(), "config.json");
   REQUIRE(c.ok());
   CHECK(c->family == ModelFamily::kDistilBert);

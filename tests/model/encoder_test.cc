@@ -28,8 +28,8 @@ std::vector<GoldenSequence> load_golden(const std::string& folder) {
   const auto j = nlohmann::json::parse(in);
   std::vector<GoldenSequence> out;
   for (const auto& item : j.at("items")) {
-    GoldenSequence g{item.at("ids").get<std::vector<int32_t>>(), item.at("token_type_ids").get<std::vector<int32_t>>(),
-                     {}};
+    GoldenSequence g{
+        item.at("ids").get<std::vector<int32_t>>(), item.at("token_type_ids").get<std::vector<int32_t>>(), {}};
     for (const auto& row : item.at("hidden")) {
       for (float v : row.get<std::vector<float>>()) g.hidden.push_back(v);
     }
@@ -132,7 +132,8 @@ TEST_CASE("the encoder rejects out-of-range inputs with a clear error", "[encode
   bad_offsets.offsets = {0, 2};
   auto offsets_status = encoder->forward(bad_offsets, out.data());
   REQUIRE_FALSE(offsets_status.ok());
-  CHECK(offsets_status.message().find("end at 2; expected them to start at 0 and end at input_ids.size() = 3") != std::string::npos);
+  CHECK(offsets_status.message().find("end at 2; expected them to start at 0 and end at input_ids.size() = 3") !=
+        std::string::npos);
 }
 
 TEST_CASE("pooling an empty sequence gives zeros, not garbage", "[encoder][model]") {

@@ -42,7 +42,8 @@ TEST_CASE("a deeply nested safetensors shape is an error, not a crash", "[loadin
 TEST_CASE("a deeply nested tokenizer.json normalizer is an error, not a crash", "[loading][hostile]") {
   brisk::testing::TempDir dir;
   dir.write("tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2,
-      "[PAD]": 3, "a": 4}}, "normalizer": )" + deep_array() + "}");
+      "[PAD]": 3, "a": 4}}, "normalizer": )" +
+                                  deep_array() + "}");
   auto tok = brisk::WordPieceTokenizer::from_model_dir(dir.path.string());
   REQUIRE_FALSE(tok.ok());
   CHECK(tok.status().message().find("normalizer") != std::string::npos);

@@ -1,7 +1,6 @@
 // SafetensorsFile: malformed files are rejected with messages naming the file and tensor; valid files round-trip.
 #include <catch2/catch.hpp>
 
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -114,8 +113,9 @@ TEST_CASE("safetensors validates every tensor entry", "[loading][safetensors]") 
   SECTION("shape x dtype does not match the byte range") {
     const std::string msg = err(R"({"encoder.layer.0.attention.self.query.weight":)"
                                 R"({"dtype":"F32","shape":[384,384],"data_offsets":[0,60]}})");
-    CHECK(contains(msg, "bad.safetensors: tensor 'encoder.layer.0.attention.self.query.weight' has data_offsets "
-                        "[0, 60] (60 bytes) but shape [384, 384] x f32 needs 589824 bytes"));
+    CHECK(contains(msg,
+                   "bad.safetensors: tensor 'encoder.layer.0.attention.self.query.weight' has data_offsets "
+                   "[0, 60] (60 bytes) but shape [384, 384] x f32 needs 589824 bytes"));
   }
   SECTION("unsupported dtype F64") {
     const std::string msg = err(R"({"d":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})");
@@ -134,8 +134,7 @@ TEST_CASE("safetensors validates every tensor entry", "[loading][safetensors]") 
     CHECK(contains(msg, "non-negative"));
   }
   SECTION("huge shape whose product overflows") {
-    const std::string msg =
-        err(R"({"h":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,16]}})");
+    const std::string msg = err(R"({"h":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,16]}})");
     CHECK(contains(msg, "tensor 'h'"));
     CHECK(contains(msg, "overflows"));
   }

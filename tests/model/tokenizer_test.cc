@@ -43,7 +43,8 @@ const Golden& golden() {
     if (j.is_discarded()) FAIL(path << " is not valid JSON");
     out.max_seq_len = j.at("max_seq_len").get<int>();
     for (const auto& it : j.at("items")) out.items.push_back({it.at("text"), it.at("ids"), {}});
-    for (const auto& it : j.at("token_items")) out.token_items.push_back({it.at("text"), it.at("ids"), it.at("cased_ids")});
+    for (const auto& it : j.at("token_items"))
+      out.token_items.push_back({it.at("text"), it.at("ids"), it.at("cased_ids")});
     return out;
   }();
   return g;
@@ -132,7 +133,8 @@ TEST_CASE("tokenizer: vocab.txt + default options give the same ids as tokenizer
 TEST_CASE("tokenizer: truncation keeps [CLS] ... [SEP]", "[tokenizer]") {
   const WordPieceTokenizer tok = minilm();
   const GoldenItem* longest = &golden().items[0];
-  for (const auto& it : golden().items) if (it.ids.size() > longest->ids.size()) longest = &it;
+  for (const auto& it : golden().items)
+    if (it.ids.size() > longest->ids.size()) longest = &it;
   REQUIRE(longest->ids.size() == 512);  // the golden text itself was truncated by HF
   for (int max_len : {2, 3, 16, 511}) {
     auto ids = tok.encode(longest->text, max_len);
@@ -195,17 +197,23 @@ TEST_CASE("tokenizer: encode_batch pads with [PAD] and masks", "[tokenizer]") {
 
 TEST_CASE("tokenizer: invalid UTF-8 is an error naming the byte offset", "[tokenizer]") {
   const WordPieceTokenizer tok = minilm();
-  struct Case { std::string text; size_t offset; const char* why; };
+  struct Case {
+    std::string text;
+    size_t offset;
+    const char* why;
+  };
   const Case cases[] = {
-      {"ab\x80" "cd", 2, "continuation"},          // lone continuation byte
-      {"x\xC0\xAFy", 1, "overlong"},                // overlong 2-byte '/'
-      {"\xE0\x80\xAF", 0, "overlong"},              // overlong 3-byte '/'
-      {"\xF0\x80\x80\xAF", 0, "overlong"},          // overlong 4-byte '/'
-      {"hi \xE2\x82", 3, "truncated"},              // truncated 3-byte sequence at the end
-      {"hi \xE2\x82 there", 3, "truncated"},        // truncated in the middle
-      {"ok \xED\xA0\x80 ok", 3, "surrogate"},       // U+D800 encoded in UTF-8
-      {"\xF4\x90\x80\x80", 0, "U+10FFFF"},          // above U+10FFFF
-      {"caf\xC3\xA9 \xFF", 6, "never occurs"},     // after a valid 2-byte character
+      {"ab\x80"
+       "cd",
+       2, "continuation"},                      // lone continuation byte
+      {"x\xC0\xAFy", 1, "overlong"},            // overlong 2-byte '/'
+      {"\xE0\x80\xAF", 0, "overlong"},          // overlong 3-byte '/'
+      {"\xF0\x80\x80\xAF", 0, "overlong"},      // overlong 4-byte '/'
+      {"hi \xE2\x82", 3, "truncated"},          // truncated 3-byte sequence at the end
+      {"hi \xE2\x82 there", 3, "truncated"},    // truncated in the middle
+      {"ok \xED\xA0\x80 ok", 3, "surrogate"},   // U+D800 encoded in UTF-8
+      {"\xF4\x90\x80\x80", 0, "U+10FFFF"},      // above U+10FFFF
+      {"caf\xC3\xA9 \xFF", 6, "never occurs"},  // after a valid 2-byte character
   };
   for (const auto& c : cases) {
     INFO("case at offset " << c.offset << " (" << c.why << ")");
@@ -259,8 +267,8 @@ TEST_CASE("tokenizer: replace_invalid_utf8 turns each bad byte into U+FFFD", "[t
 }
 
 TEST_CASE("tokenizer: WordPiece on a synthetic vocabulary", "[tokenizer]") {
-  const WordPieceTokenizer tok = synthetic({"un", "##aff", "##able", "a", "ab", "##c", "##bc", "##b", "runn",
-                                            "##ing", "caf", "##\xC3\xA9", ",", "\xC3", "##\xA9", "x", "##x"});
+  const WordPieceTokenizer tok = synthetic({"un", "##aff", "##able", "a", "ab", "##c", "##bc", "##b", "runn", "##ing",
+                                            "caf", "##\xC3\xA9", ",", "\xC3", "##\xA9", "x", "##x"});
   CHECK(pieces(tok, "unaffable") == std::vector<std::string>{"un", "##aff", "##able"});
   // Longest match first: "ab" + "##c", not "a" + "##bc".
   CHECK(pieces(tok, "abc") == std::vector<std::string>{"ab", "##c"});
@@ -297,8 +305,8 @@ TEST_CASE("tokenizer: normalisation options", "[tokenizer]") {
   const WordPieceTokenizer tok = minilm();
   auto words = tok.pre_tokenize(" Héllo,\tWORLD!\n\xE4\xBD\xA0\xE5\xA5\xBD  naïve [MASK]x ");
   REQUIRE(words.ok());
-  CHECK(*words == std::vector<std::string>{"hello", ",", "world", "!", "\xE4\xBD\xA0", "\xE5\xA5\xBD", "naive",
-                                           "[MASK]", "x"});
+  CHECK(*words ==
+        std::vector<std::string>{"hello", ",", "world", "!", "\xE4\xBD\xA0", "\xE5\xA5\xBD", "naive", "[MASK]", "x"});
   TokenizerOptions o;
   o.lowercase = false;
   o.strip_accents = true;
@@ -356,7 +364,10 @@ TEST_CASE("tokenizer: hostile vocabulary files give clear errors", "[tokenizer]"
   CHECK(empty.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(msg(empty.status()), Catch::Contains("empty.txt") && Catch::Contains("empty"));
 
-  struct Lacking { const char* content; const char* token; };
+  struct Lacking {
+    const char* content;
+    const char* token;
+  };
   const Lacking lacking[] = {{"[PAD]\n[CLS]\n[SEP]\nhello\n", "[UNK]"},
                              {"[PAD]\n[UNK]\n[SEP]\nhello\n", "[CLS]"},
                              {"[PAD]\n[UNK]\n[CLS]\nhello\n", "[SEP]"},
@@ -374,8 +385,9 @@ TEST_CASE("tokenizer: hostile vocabulary files give clear errors", "[tokenizer]"
   CHECK_FALSE(WordPieceTokenizer::from_vocab_file(tmp.write("garbage.txt", garbage)).ok());
 
   // CRLF line ends and a byte order mark are tolerated; no [MASK] is fine.
-  auto crlf = WordPieceTokenizer::from_vocab_file(tmp.write("crlf.txt", "\xEF\xBB\xBF[PAD]\r\n[UNK]\r\n[CLS]\r\n"
-                                                                        "[SEP]\r\nhello\r\n##s\r\n"));
+  auto crlf = WordPieceTokenizer::from_vocab_file(tmp.write("crlf.txt",
+                                                            "\xEF\xBB\xBF[PAD]\r\n[UNK]\r\n[CLS]\r\n"
+                                                            "[SEP]\r\nhello\r\n##s\r\n"));
   REQUIRE(crlf.ok());
   CHECK(crlf->mask_id() == -1);
   auto ids = crlf->encode("Hellos [MASK]", 16);

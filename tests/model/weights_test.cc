@@ -2,7 +2,6 @@
 // missing tensors, wrong shapes and bad checkpoints.
 #include <catch2/catch.hpp>
 
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -79,21 +78,31 @@ nlohmann::json tiny_config_json() {
 
 // Every tensor of the struct with a readable name, for element-wise comparisons.
 std::vector<std::pair<std::string, const Tensor*>> all_tensors(const EncoderWeights& w) {
-  std::vector<std::pair<std::string, const Tensor*>> out = {
-      {"word", &w.embeddings.word},         {"position", &w.embeddings.position},
-      {"token_type", &w.embeddings.token_type}, {"ln_gamma", &w.embeddings.ln_gamma},
-      {"ln_beta", &w.embeddings.ln_beta}};
+  std::vector<std::pair<std::string, const Tensor*>> out = {{"word", &w.embeddings.word},
+                                                            {"position", &w.embeddings.position},
+                                                            {"token_type", &w.embeddings.token_type},
+                                                            {"ln_gamma", &w.embeddings.ln_gamma},
+                                                            {"ln_beta", &w.embeddings.ln_beta}};
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const auto& l = w.layers[i];
     const std::string p = "layer" + std::to_string(i) + ".";
-    for (const auto& [n, t] : std::vector<std::pair<const char*, const Tensor*>>{
-             {"q_weight", &l.q_weight}, {"q_bias", &l.q_bias}, {"k_weight", &l.k_weight}, {"k_bias", &l.k_bias},
-             {"v_weight", &l.v_weight}, {"v_bias", &l.v_bias}, {"attention_output_weight", &l.attention_output_weight},
-             {"attention_output_bias", &l.attention_output_bias}, {"attention_ln_gamma", &l.attention_ln_gamma},
-             {"attention_ln_beta", &l.attention_ln_beta}, {"intermediate_weight", &l.intermediate_weight},
-             {"intermediate_bias", &l.intermediate_bias}, {"output_weight", &l.output_weight},
-             {"output_bias", &l.output_bias}, {"output_ln_gamma", &l.output_ln_gamma},
-             {"output_ln_beta", &l.output_ln_beta}}) {
+    for (const auto& [n, t] :
+         std::vector<std::pair<const char*, const Tensor*>>{{"q_weight", &l.q_weight},
+                                                            {"q_bias", &l.q_bias},
+                                                            {"k_weight", &l.k_weight},
+                                                            {"k_bias", &l.k_bias},
+                                                            {"v_weight", &l.v_weight},
+                                                            {"v_bias", &l.v_bias},
+                                                            {"attention_output_weight", &l.attention_output_weight},
+                                                            {"attention_output_bias", &l.attention_output_bias},
+                                                            {"attention_ln_gamma", &l.attention_ln_gamma},
+                                                            {"attention_ln_beta", &l.attention_ln_beta},
+                                                            {"intermediate_weight", &l.intermediate_weight},
+                                                            {"intermediate_bias", &l.intermediate_bias},
+                                                            {"output_weight", &l.output_weight},
+                                                            {"output_bias", &l.output_bias},
+                                                            {"output_ln_gamma", &l.output_ln_gamma},
+                                                            {"output_ln_beta", &l.output_ln_beta}}) {
       out.emplace_back(p + n, t);
     }
   }
@@ -219,8 +228,8 @@ TEST_CASE("weights: bad torch checkpoints give errors, not crashes", "[loading][
   auto legacy = brisk::read_torch_checkpoint(bin.string());
   REQUIRE_FALSE(legacy.ok());
   CHECK(contains(legacy.status().message(), "not a zip archive"));
-  for (const char* name : {"truncated_pickle.bin", "unknown_opcode.bin", "missing_record.bin", "bad_strides.bin",
-                           "broadcast_view.bin"}) {
+  for (const char* name :
+       {"truncated_pickle.bin", "unknown_opcode.bin", "missing_record.bin", "bad_strides.bin", "broadcast_view.bin"}) {
     const fs::path p = brisk::testing::test_data_dir() / "bad_checkpoints" / name;
     INFO(name);
     REQUIRE(fs::exists(p));
@@ -276,17 +285,19 @@ std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& r
 // last byte is STOP; `junk` goes in front of it, with the dict on top of the stack.
 std::string state_dict_pickle(const std::string& junk) {
   static const std::string good(
-      "\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00wq\x02" "ctorch._utils\n_rebuild_tensor_v2\n"
-      "q\x03((X\x07\x00\x00\x00storageq\x04" "ctorch\nFloatStorage\nq\x05X\x01\x00\x00\x00" "0q\x06X\x03\x00\x00\x00"
+      "\x80\x02"
+      "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00wq\x02"
+      "ctorch._utils\n_rebuild_tensor_v2\n"
+      "q\x03((X\x07\x00\x00\x00storageq\x04"
+      "ctorch\nFloatStorage\nq\x05X\x01\x00\x00\x00"
+      "0q\x06X\x03\x00\x00\x00"
       "cpuq\x07K\x04tq\x08QK\x00K\x04\x85q\tK\x01\x85q\n\x89h\x00)Rq\x0btq\x0cRq\rs.",
       165);
   return good.substr(0, good.size() - 1) + junk + ".";
 }
 
 // "junk": [None] * n, set on the state dict: one byte of pickle per value.
-std::string none_list_item(size_t n) {
-  return std::string("X\x04\x00\x00\x00junk](", 11) + std::string(n, 'N') + "es";
-}
+std::string none_list_item(size_t n) { return std::string("X\x04\x00\x00\x00junk](", 11) + std::string(n, 'N') + "es"; }
 
 }  // namespace
 
@@ -296,8 +307,8 @@ TEST_CASE("weights: a hostile pickle cannot make the reader hold more than 64x d
   const fs::path bin = dir.path / "pytorch_model.bin";
   const std::string four_floats("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40", 16);
   const auto write = [&](const std::string& pkl) {
-    const std::string zip = stored_zip({{"archive/data.pkl", pkl}, {"archive/data/0", four_floats},
-                                        {"archive/version", "3\n"}});
+    const std::string zip =
+        stored_zip({{"archive/data.pkl", pkl}, {"archive/data/0", four_floats}, {"archive/version", "3\n"}});
     std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
   };
   // A state dict with a small junk list loads: the bound leaves room for real pickles.
@@ -327,8 +338,8 @@ TEST_CASE("weights: a zip record declaring more bytes than the archive is refuse
   TempDir dir;
   const fs::path bin = dir.path / "pytorch_model.bin";
   const std::string four_floats(16, '\0');
-  std::string zip = stored_zip({{"archive/data.pkl", state_dict_pickle("")}, {"archive/data/0", four_floats},
-                                {"archive/version", "3\n"}});
+  std::string zip = stored_zip(
+      {{"archive/data.pkl", state_dict_pickle("")}, {"archive/data/0", four_floats}, {"archive/version", "3\n"}});
   std::ofstream(bin, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
   REQUIRE(brisk::read_torch_checkpoint(bin.string()).ok());
   // The central directory entry of archive/version (the last one) now declares 0xFFFFFFFE uncompressed bytes.
@@ -340,16 +351,18 @@ TEST_CASE("weights: a zip record declaring more bytes than the archive is refuse
   REQUIRE_FALSE(t.ok());
   INFO(t.status().message());
   CHECK(t.status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK(contains(t.status().message(), "pytorch_model.bin: has a zip record 'archive/version' that declares 4294967294 "
-                                       "bytes, more than the whole archive"));
+  CHECK(contains(t.status().message(),
+                 "pytorch_model.bin: has a zip record 'archive/version' that declares 4294967294 "
+                 "bytes, more than the whole archive"));
   // The fuzzer's input itself (1132 bytes), which libtorch accepted up to the 4 GB allocation.
   const fs::path found = brisk::testing::test_data_dir() / "bad_checkpoints" / "declared_4gb_record.bin";
   REQUIRE(fs::exists(found));
   auto f = brisk::read_torch_checkpoint(found.string());
   REQUIRE_FALSE(f.ok());
   INFO(f.status().message());
-  CHECK(contains(f.status().message(), "declared_4gb_record.bin: has a zip record 'archive/version' that declares "
-                                       "4294967294 bytes, more than the whole archive (1132 bytes)"));
+  CHECK(contains(f.status().message(),
+                 "declared_4gb_record.bin: has a zip record 'archive/version' that declares "
+                 "4294967294 bytes, more than the whole archive (1132 bytes)"));
 }
 
 TEST_CASE("weights: a missing tensor, a wrong shape or dtype is a clear error", "[loading][weights]") {
@@ -490,11 +503,14 @@ TEST_CASE("weights: DistilBERT names map to the same struct", "[loading][weights
   const BertConfig bert = tiny_config();
   auto reference = EncoderWeights::load(tiny_st_dir().string(), bert);
   REQUIRE(reference.ok());
-  const std::vector<std::pair<std::string, std::string>> map = {
-      {"attention.self.query", "attention.q_lin"},   {"attention.self.key", "attention.k_lin"},
-      {"attention.self.value", "attention.v_lin"},   {"attention.output.dense", "attention.out_lin"},
-      {"attention.output.LayerNorm", "sa_layer_norm"}, {"intermediate.dense", "ffn.lin1"},
-      {"output.dense", "ffn.lin2"},                  {"output.LayerNorm", "output_layer_norm"}};
+  const std::vector<std::pair<std::string, std::string>> map = {{"attention.self.query", "attention.q_lin"},
+                                                                {"attention.self.key", "attention.k_lin"},
+                                                                {"attention.self.value", "attention.v_lin"},
+                                                                {"attention.output.dense", "attention.out_lin"},
+                                                                {"attention.output.LayerNorm", "sa_layer_norm"},
+                                                                {"intermediate.dense", "ffn.lin1"},
+                                                                {"output.dense", "ffn.lin2"},
+                                                                {"output.LayerNorm", "output_layer_norm"}};
   NamedTensors distil;
   for (const auto& [name, t] : tiny_tensors()) {
     if (name.rfind("embeddings.token_type", 0) == 0 || name.rfind("pooler.", 0) == 0) continue;
@@ -513,8 +529,13 @@ TEST_CASE("weights: DistilBERT names map to the same struct", "[loading][weights
   }
   REQUIRE(distil.count("distilbert.transformer.layer.1.ffn.lin2.weight") == 1);
   REQUIRE(distil.count("distilbert.transformer.layer.0.output_layer_norm.bias") == 1);
-  nlohmann::json config = {{"model_type", "distilbert"}, {"vocab_size", 20}, {"dim", 8}, {"n_layers", 2},
-                           {"n_heads", 2}, {"hidden_dim", 16}, {"max_position_embeddings", 16},
+  nlohmann::json config = {{"model_type", "distilbert"},
+                           {"vocab_size", 20},
+                           {"dim", 8},
+                           {"n_layers", 2},
+                           {"n_heads", 2},
+                           {"hidden_dim", 16},
+                           {"max_position_embeddings", 16},
                            {"activation", "gelu"}};
   TempDir dir;
   write_model_dir(dir.path, distil, config);

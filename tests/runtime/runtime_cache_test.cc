@@ -52,7 +52,11 @@ TEST_CASE("a repeated text is served from the result cache without a forward pas
 TEST_CASE("a batch mixing hits and misses keeps every row in place", "[runtime][cache]") {
   auto rt = make_runtime(options());
   std::vector<std::string_view> texts = {"lost card", "opening hours", "lost card", "wire transfer fees", "lost card"};
-  auto cold = make_runtime([] { auto o = options(); o.cache.result_cache_bytes = 0; return o; }());
+  auto cold = make_runtime([] {
+    auto o = options();
+    o.cache.result_cache_bytes = 0;
+    return o;
+  }());
   auto reference = cold->embed(texts);
   REQUIRE(reference.ok());
   REQUIRE(rt->embed(std::span<const std::string_view>(texts.data() + 1, 1)).ok());  // "opening hours" cached
@@ -110,9 +114,8 @@ TEST_CASE("a submit that hits the result cache completes before submit returns",
 
   // A hit refuses what a miss refuses, and then never calls back.
   called = false;
-  auto refused = rt->submit("card declined abroad", {.priority = 7, .timeout = {}}, [&](uint64_t, Embedding) {
-    called = true;
-  });
+  auto refused =
+      rt->submit("card declined abroad", {.priority = 7, .timeout = {}}, [&](uint64_t, Embedding) { called = true; });
   CHECK(absl::IsInvalidArgument(refused.status()));
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("priority"));
   CHECK_FALSE(called);
@@ -123,8 +126,9 @@ TEST_CASE("invalidating a tag drops the results that carry it", "[runtime][cache
   std::promise<Embedding> done;
   brisk::EmbedRequestOptions tagged;
   tagged.cache_tags = {"faq:7"};
-  REQUIRE(rt->submit("how do I close my account?", tagged, [&](uint64_t, Embedding e) { done.set_value(std::move(e)); })
-              .ok());
+  REQUIRE(rt->submit("how do I close my account?", tagged, [&](uint64_t, Embedding e) {
+              done.set_value(std::move(e));
+            }).ok());
   REQUIRE(done.get_future().get().ok());
   embed_one(*rt, "untagged question");
 

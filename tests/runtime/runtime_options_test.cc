@@ -23,13 +23,12 @@ namespace {
 // n distinct texts, so that nothing in one call can share a result with another.
 std::vector<std::string> distinct_texts(size_t n, size_t call) {
   std::vector<std::string> texts;
-  for (size_t i = 0; i < n; ++i) texts.push_back("question " + std::to_string(call) + " about card " + std::to_string(i));
+  for (size_t i = 0; i < n; ++i)
+    texts.push_back("question " + std::to_string(call) + " about card " + std::to_string(i));
   return texts;
 }
 
-std::vector<std::string_view> views(const std::vector<std::string>& texts) {
-  return {texts.begin(), texts.end()};
-}
+std::vector<std::string_view> views(const std::vector<std::string>& texts) { return {texts.begin(), texts.end()}; }
 
 double norm(const float* v, size_t n) {
   double s = 0;
@@ -126,8 +125,10 @@ TEST_CASE("count options past their bounds are refused with the bound named", "[
   const Case cases[] = {
       {"num_threads is 1000000", [](brisk::RuntimeOptions& o) { o.num_threads = 1000000; }},
       {"num_threads is 1025", [](brisk::RuntimeOptions& o) { o.num_threads = brisk::kMaxThreads + 1; }},
-      {"batching.max_batch_size is 2147483647", [](brisk::RuntimeOptions& o) { o.batching.max_batch_size = 2147483647; }},
-      {"batching.max_queue_size is 2147483647", [](brisk::RuntimeOptions& o) { o.batching.max_queue_size = 2147483647; }},
+      {"batching.max_batch_size is 2147483647",
+       [](brisk::RuntimeOptions& o) { o.batching.max_batch_size = 2147483647; }},
+      {"batching.max_queue_size is 2147483647",
+       [](brisk::RuntimeOptions& o) { o.batching.max_queue_size = 2147483647; }},
       {"cache.token_cache_entries is 2147483647",
        [](brisk::RuntimeOptions& o) { o.cache.token_cache_entries = 2147483647; }},
   };

@@ -43,7 +43,6 @@ std::unique_ptr<brisk::Runtime> make_runtime(int redis_port) { return make_runti
 
 nlohmann::json cache_stats(const brisk::Runtime& rt) { return nlohmann::json::parse(rt.cache_stats_json()); }
 
-
 }  // namespace
 
 TEST_CASE("two runtimes share results through Redis and see each other's invalidations", "[runtime][cache][redis]") {
@@ -59,8 +58,8 @@ TEST_CASE("two runtimes share results through Redis and see each other's invalid
   brisk::EmbedRequestOptions tagged;
   tagged.cache_tags = {"faq:12"};
   REQUIRE(a->submit("How do I dispute a card payment?", tagged, [&](uint64_t, brisk::StatusOr<std::vector<float>> e) {
-               done.set_value(std::move(e));
-             }).ok());
+             done.set_value(std::move(e));
+           }).ok());
   auto computed = done.get_future().get();
   REQUIRE(computed.ok());
   const std::vector<float> from_a = *computed;
@@ -76,7 +75,7 @@ TEST_CASE("two runtimes share results through Redis and see each other's invalid
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
   CHECK(brisk::testing::wait_until([&] { return cache_stats(*b)["result"]["entries"] == 0; }));  // via pub/sub
-  CHECK(server.raw({"DBSIZE"}) == std::optional<std::string>("0"));             // value and tag set gone
+  CHECK(server.raw({"DBSIZE"}) == std::optional<std::string>("0"));  // value and tag set gone
 }
 
 TEST_CASE("a runtime keeps answering while Redis is killed and uses it again once it is back",

@@ -49,8 +49,13 @@ struct Pending {
 
 TEST_CASE("submit from many threads gives the embeddings embed() gives", "[runtime][batch]") {
   auto rt = make_runtime(options());
-  const std::vector<std::string> texts = {"how do I reset my card PIN?", "lost card", "what are your opening hours",
-                                          "Überweisung ins Ausland", "我的卡被锁了", "", "a much longer question about "
+  const std::vector<std::string> texts = {"how do I reset my card PIN?",
+                                          "lost card",
+                                          "what are your opening hours",
+                                          "Überweisung ins Ausland",
+                                          "我的卡被锁了",
+                                          "",
+                                          "a much longer question about "
                                           "the fees for sending money abroad to a savings account in another bank"};
   std::vector<std::string_view> views(texts.begin(), texts.end());
   auto reference = rt->embed(views);
@@ -125,9 +130,10 @@ TEST_CASE("a text costing more than a whole batch is rejected at submit", "[runt
   brisk::RuntimeOptions opts = options();
   opts.batching.max_batch_tokens = 16;
   auto rt = make_runtime(opts);
-  auto big = rt->submit("this question has quite a few more than sixteen word piece tokens once it is tokenized "
-                        "by the MiniLM vocabulary",
-                        {}, [](uint64_t, Embedding) { FAIL("called back"); });
+  auto big = rt->submit(
+      "this question has quite a few more than sixteen word piece tokens once it is tokenized "
+      "by the MiniLM vocabulary",
+      {}, [](uint64_t, Embedding) { FAIL("called back"); });
   REQUIRE_FALSE(big.ok());
   CHECK(big.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(big.status().message().find("max_batch_tokens 16") != std::string_view::npos);
@@ -188,8 +194,7 @@ TEST_CASE("metrics_prometheus exposes the batcher and tokenizer families", "[run
         std::string::npos);
   CHECK(text.find("# TYPE brisk_batcher_latency_seconds summary") != std::string::npos);
   CHECK(text.find("brisk_runtime_tokenize_seconds_count{model=\"all-MiniLM-L6-v2\"} 1") != std::string::npos);
-  CHECK(text.find("brisk_batcher_level_queued{model=\"all-MiniLM-L6-v2\",priority=\"bulk\"} 0") !=
-        std::string::npos);
+  CHECK(text.find("brisk_batcher_level_queued{model=\"all-MiniLM-L6-v2\",priority=\"bulk\"} 0") != std::string::npos);
 }
 
 TEST_CASE("bad batching options are rejected at create", "[runtime][batch]") {

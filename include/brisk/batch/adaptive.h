@@ -37,11 +37,11 @@ namespace brisk::batch {
 struct AdaptivePolicy {
   bool enabled = false;
   Duration p99_target = std::chrono::milliseconds(200);  // end-to-end: queue + compute
-  double compute_share = 0.5;      // batch compute P99 may use this share of the target
-  double decrease_factor = 0.8;    // multiplicative decrease when over
-  double increase_factor = 1.15;   // growth when well under
-  double well_under = 0.7;         // "well under" means below well_under x the bound
-  size_t window = 16;              // batches per decision
+  double compute_share = 0.5;                            // batch compute P99 may use this share of the target
+  double decrease_factor = 0.8;                          // multiplicative decrease when over
+  double increase_factor = 1.15;                         // growth when well under
+  double well_under = 0.7;                               // "well under" means below well_under x the bound
+  size_t window = 16;                                    // batches per decision
   size_t min_batch_size = 1;
   Duration min_queue_delay = Duration::zero();
 };

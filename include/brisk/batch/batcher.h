@@ -70,7 +70,7 @@ class Batcher {
   using Functions = BatchFunctions<Request, Result>;
 
   static StatusOr<std::unique_ptr<Batcher>> create(BatchPolicy policy, Functions functions,
-                                                         std::shared_ptr<Clock> clock = nullptr) {
+                                                   std::shared_ptr<Clock> clock = nullptr) {
     if (Status s = policy.validate(); !s.ok()) return s;
     if (!functions.run) return absl::InvalidArgumentError("BatchFunctions.run is empty; expected a batch function");
     if (!clock) clock = std::make_shared<SteadyClock>();
@@ -96,7 +96,7 @@ class Batcher {
   // batch instead of the first few starting a batch of their own. callbacks[i] completes requests[i]; the
   // returned ids are in the same order. evict_lower_priority does not apply to groups.
   StatusOr<std::vector<RequestId>> submit_all(std::vector<Request> requests, const SubmitOptions& options,
-                                                    std::vector<Callback> callbacks) {
+                                              std::vector<Callback> callbacks) {
     if (requests.size() != callbacks.size()) {
       return absl::InvalidArgumentError(absl::StrCat("submit_all: ", requests.size(), " requests but ",
                                                      callbacks.size(), " callbacks; expected one callback each"));
@@ -106,8 +106,7 @@ class Batcher {
   }
 
   // The same, completing a future instead of calling back. On error no future exists.
-  StatusOr<std::pair<RequestId, std::future<ResultOr>>> submit(Request request,
-                                                                     const SubmitOptions& options = {}) {
+  StatusOr<std::pair<RequestId, std::future<ResultOr>>> submit(Request request, const SubmitOptions& options = {}) {
     auto promise = std::make_shared<std::promise<ResultOr>>();
     std::future<ResultOr> future = promise->get_future();
     StatusOr<RequestId> id =
@@ -141,8 +140,9 @@ class Batcher {
   // queue is run on the calling thread.
   Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
     if (current_batcher_ == this) {
-      return absl::FailedPreconditionError("shutdown: called from the batcher's own thread (a callback or the "
-                                           "batch function); call it from another thread");
+      return absl::FailedPreconditionError(
+          "shutdown: called from the batcher's own thread (a callback or the "
+          "batch function); call it from another thread");
     }
     std::vector<std::unique_ptr<Entry>> cancelled;
     {
@@ -246,8 +246,8 @@ class Batcher {
         sizer_(policy_.adaptive, policy_.max_batch_size, policy_.max_queue_delay, policy_.preferred_batch_multiple) {
     const TimePoint now = clock_->now();
     for (const PriorityLevel& p : policy_.levels) rates_.emplace_back(p.rate_limit, p.burst, now);
-    max_inflight_ = policy_.max_inflight_batches > 0 ? policy_.max_inflight_batches
-                                                      : std::max(1, policy_.executor_threads);
+    max_inflight_ =
+        policy_.max_inflight_batches > 0 ? policy_.max_inflight_batches : std::max(1, policy_.executor_threads);
     // With no executors the caller drives everything through run_ready(), so nothing runs in the background.
     if (policy_.executor_threads > 0) {
       for (int i = 0; i < policy_.executor_threads; ++i) executors_.emplace_back([this] { executor_loop(); });
@@ -262,7 +262,7 @@ class Batcher {
 
   // Admits requests[i] with callbacks[i], all or none: the shared body of submit() and submit_all().
   StatusOr<std::vector<RequestId>> admit(std::vector<Request>& requests, const SubmitOptions& options,
-                                               std::vector<Callback>& callbacks) {
+                                         std::vector<Callback>& callbacks) {
     for (const Callback& callback : callbacks) {
       if (!callback) return absl::InvalidArgumentError("submit: the callback is empty; expected a callable");
     }
@@ -297,7 +297,7 @@ class Batcher {
 
     std::unique_lock lock(mu_);
     const TimePoint now = clock_->now();
-    const TimePoint deadline = options.deadline != kNoDeadline ? options.deadline
+    const TimePoint deadline = options.deadline != kNoDeadline            ? options.deadline
                                : level.default_timeout > Duration::zero() ? deadline_after(now, level.default_timeout)
                                                                           : kNoDeadline;
     if (stopping_) {
@@ -323,12 +323,12 @@ class Batcher {
     }
     const size_t level_size = queue_.size(options.priority);
     if (level.max_queue_size != 0 && level_size + n > level.max_queue_size) {
-      return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat(
-                        "overloaded: priority ", options.priority, " (", level.name, ") holds ", level_size,
-                        " requests", group_note, " (levels[", options.priority, "].max_queue_size ",
-                        level.max_queue_size, ")")),
-                    n);
+      return reject(
+          metrics_.rejected_overloaded,
+          absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (", level.name,
+                                                    ") holds ", level_size, " requests", group_note, " (levels[",
+                                                    options.priority, "].max_queue_size ", level.max_queue_size, ")")),
+          n);
     }
     if (policy_.reject_predicted_late && deadline != kNoDeadline && !late) {
       const double rate = throughput_.cost_per_second() * max_inflight_;
@@ -338,8 +338,8 @@ class Batcher {
         if (now + std::chrono::duration_cast<Duration>(wait) > deadline) {
           return reject(metrics_.rejected_overloaded,
                         absl::ResourceExhaustedError(absl::StrCat(
-                            "overloaded: the work queued ahead needs about ",
-                            static_cast<int64_t>(wait.count() * 1e3), " ms, past the request's deadline in ",
+                            "overloaded: the work queued ahead needs about ", static_cast<int64_t>(wait.count() * 1e3),
+                            " ms, past the request's deadline in ",
                             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(),
                             " ms (BatchPolicy.reject_predicted_late)")),
                         n);
@@ -515,8 +515,6 @@ class Batcher {
     if (stopping_ && queue_.size() == 0) work_cv_.notify_all();
   }
 
-
-
   void executor_loop() {
     current_batcher_ = this;
     std::unique_lock lock(mu_);
@@ -659,7 +657,6 @@ class Batcher {
       metrics_.callback_exceptions.add(1);  // a throwing callback must not take an executor down
     }
   }
-
 
   const BatchPolicy policy_;
   const Functions functions_;

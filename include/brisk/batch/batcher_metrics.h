@@ -116,7 +116,7 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 // Writes `stats` as Prometheus families named `<prefix>_...` (latencies in seconds), each with `labels`;
 // per-level series add a `priority` label from the policy's level names.
-BRISK_API void write_prometheus(metrics::PrometheusWriter& writer, const BatcherStats& stats,
-                                const BatchPolicy& policy, const std::string& prefix, const MetricLabels& labels);
+BRISK_API void write_prometheus(metrics::PrometheusWriter& writer, const BatcherStats& stats, const BatchPolicy& policy,
+                                const std::string& prefix, const MetricLabels& labels);
 
 }  // namespace brisk::batch

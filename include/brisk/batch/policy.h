@@ -37,11 +37,11 @@ enum class ShutdownMode : uint8_t {
 };
 
 struct PriorityLevel {
-  std::string name;                     // used in metric labels
-  size_t max_queue_size = 0;            // queued requests at this level; 0: only the total limit applies
-  double rate_limit = 0;                // admitted requests per second (token bucket); 0: unlimited
-  double burst = 0;                     // bucket depth; 0: max(1, rate_limit)
-  Duration default_timeout{0};          // deadline for requests that give none; 0: none
+  std::string name;             // used in metric labels
+  size_t max_queue_size = 0;    // queued requests at this level; 0: only the total limit applies
+  double rate_limit = 0;        // admitted requests per second (token bucket); 0: unlimited
+  double burst = 0;             // bucket depth; 0: max(1, rate_limit)
+  Duration default_timeout{0};  // deadline for requests that give none; 0: none
   DeadlineAction deadline_action = DeadlineAction::kReject;
 };
 
@@ -69,20 +69,20 @@ struct BatchPolicy {
   bool length_bucketing = true;
   int bucket_spread = 1;
   // Bytes estimate per batch (BatchFunctions::estimate_bytes) must stay <= memory_headroom x memory_budget_bytes.
-  size_t memory_budget_bytes = 0;      // 0: no memory limit
+  size_t memory_budget_bytes = 0;  // 0: no memory limit
   double memory_headroom = 0.8;
   std::vector<PriorityLevel> levels = default_priority_levels();  // index 0 is the most urgent
   // Strict priority with aging: a request's effective level improves by one per aging_interval it waits,
   // so a level-p request waits at most p x aging_interval before it competes as level 0. 0: no aging.
   Duration aging_interval = std::chrono::milliseconds(100);
-  size_t max_queue_size = 4096;        // queued requests over all levels
+  size_t max_queue_size = 4096;  // queued requests over all levels
   // When the total queue is full, a request evicts the newest queued request of the least urgent level below
   // its own (which completes with RESOURCE_EXHAUSTED) instead of being refused, so low-priority traffic cannot
   // lock high-priority traffic out of a shared queue.
   bool evict_lower_priority = false;
-  int executor_threads = 1;            // 0: no threads; the caller drives run_ready() (tests, single loops)
-  int max_inflight_batches = 0;        // batches running at once; 0: executor_threads
-  bool in_order_completion = false;    // callbacks in admission order (a slow request holds back later ones)
+  int executor_threads = 1;          // 0: no threads; the caller drives run_ready() (tests, single loops)
+  int max_inflight_batches = 0;      // batches running at once; 0: executor_threads
+  bool in_order_completion = false;  // callbacks in admission order (a slow request holds back later ones)
   // Reject at submit (RESOURCE_EXHAUSTED) a request whose deadline the work queued ahead of it (its level and
   // more urgent ones) cannot clear in time, at the throughput measured over recent batches; so under overload
   // the excess fails in microseconds instead of expiring in the queue. Needs 8 measured batches first.
@@ -100,7 +100,7 @@ struct BatchShape {
 };
 
 struct SubmitOptions {
-  int priority = 0;                // an index into BatchPolicy::levels
+  int priority = 0;                  // an index into BatchPolicy::levels
   TimePoint deadline = kNoDeadline;  // on the batcher's clock; kNoDeadline: the level's default_timeout
 };
 
@@ -114,9 +114,9 @@ struct RequestInfo {
 };
 
 struct BatchInfo {
-  uint64_t sequence = 0;   // 0, 1, 2, ... in formation order
+  uint64_t sequence = 0;  // 0, 1, 2, ... in formation order
   TimePoint formed_at;
-  TimePoint started_at;    // after the pre-execution deadline check
+  TimePoint started_at;  // after the pre-execution deadline check
   BatchShape shape;
   size_t padded_cost = 0;  // shape.size x shape.max_cost
   std::span<const RequestInfo> requests;

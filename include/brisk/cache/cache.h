@@ -127,8 +127,8 @@ struct CacheOptions {
                                                      "; expected a finite value >= 0 (0 = off, 1.0 is usual)"));
     }
     if (shards < 0 || (shards > 0 && !std::has_single_bit(static_cast<unsigned>(shards))) || shards > (1 << 16)) {
-      return absl::InvalidArgumentError(absl::StrCat("CacheOptions.shards is ", shards,
-                                                     "; expected 0 (automatic) or a power of two up to 65536"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("CacheOptions.shards is ", shards, "; expected 0 (automatic) or a power of two up to 65536"));
     }
     const uint64_t capacity = max_entries > 0 ? max_entries : max_weight;
     if (static_cast<uint64_t>(shards) > capacity) {
@@ -431,8 +431,8 @@ class Cache {
   // XFetch: refresh early with probability growing as the deadline nears. Caller holds the shard mutex.
   bool should_refresh(Shard& core, const NodeT& n, internal::LazyNow& now) const {
     if (options_.refresh_ahead_beta <= 0 || n.write_deadline == TimePoint::max()) return false;
-    const double early = -static_cast<double>(n.load_duration.count()) * options_.refresh_ahead_beta *
-                         std::log(core.random_unit());
+    const double early =
+        -static_cast<double>(n.load_duration.count()) * options_.refresh_ahead_beta * std::log(core.random_unit());
     const TimePoint t = now.get();
     if (early >= static_cast<double>((n.write_deadline - t).count())) return true;
     return false;

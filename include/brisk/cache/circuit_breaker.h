@@ -27,16 +27,16 @@
 namespace brisk::cache {
 
 struct CircuitBreakerOptions {
-  int failure_threshold = 3;                                 // consecutive failures that open the breaker
-  Duration open_duration = std::chrono::seconds(1);          // how long it stays open before one probe
+  int failure_threshold = 3;                         // consecutive failures that open the breaker
+  Duration open_duration = std::chrono::seconds(1);  // how long it stays open before one probe
   Status validate() const {
     if (failure_threshold < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("CircuitBreakerOptions.failure_threshold is ", failure_threshold, "; expected >= 1"));
     }
     if (open_duration <= Duration::zero()) {
-      return absl::InvalidArgumentError(absl::StrCat("CircuitBreakerOptions.open_duration is ",
-                                                     open_duration.count(), " ns; expected > 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("CircuitBreakerOptions.open_duration is ", open_duration.count(), " ns; expected > 0"));
     }
     return absl::OkStatus();
   }
@@ -60,8 +60,7 @@ class CircuitBreaker {
   Permit try_acquire() {
     std::lock_guard<std::mutex> lock(mu_);
     switch (state_) {
-      case State::kClosed:
-        return {true, false};
+      case State::kClosed: return {true, false};
       case State::kOpen:
         if (clock_->now() - opened_at_ < options_.open_duration) break;
         state_ = State::kHalfOpen;

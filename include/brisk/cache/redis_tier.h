@@ -56,22 +56,22 @@ struct BRISK_API RedisOptions {
   std::string host = "127.0.0.1";
   int port = 6379;
   std::string key_prefix = "brisk";
-  int pool_size = 4;                                              // connections for commands
+  int pool_size = 4;  // connections for commands
   Duration connect_timeout = std::chrono::milliseconds(50);
-  Duration command_timeout = std::chrono::milliseconds(20);       // one call: write, server time, reply
-  CircuitBreakerOptions breaker;                                  // 3 consecutive failures → open for 1 s
+  Duration command_timeout = std::chrono::milliseconds(20);  // one call: write, server time, reply
+  CircuitBreakerOptions breaker;                             // 3 consecutive failures → open for 1 s
   std::string invalidation_channel = "brisk:invalidate";
   Duration subscriber_backoff_min = std::chrono::milliseconds(50);  // subscriber reconnect backoff (doubles)
   Duration subscriber_backoff_max = std::chrono::seconds(2);
   // A tag invalidation lists the deleted keys in its message up to this many; past it subscribers are told
   // to drop everything (Invalidation::keys_complete = false).
   int max_keys_per_message = 10000;
-  std::shared_ptr<Clock> clock;                                   // the breaker's clock; null: SteadyClock
-  std::string user;         // ACL user for AUTH; empty: the default user (requires password)
-  std::string password;     // empty: no AUTH
-  bool tls = false;         // true: UNIMPLEMENTED (this build's hiredis has no TLS)
-  std::string signing_key;  // shared secret; non-empty: TieredCache signs its values and refuses unsigned ones
-  Status validate() const;                                        // names the bad field
+  std::shared_ptr<Clock> clock;  // the breaker's clock; null: SteadyClock
+  std::string user;              // ACL user for AUTH; empty: the default user (requires password)
+  std::string password;          // empty: no AUTH
+  bool tls = false;              // true: UNIMPLEMENTED (this build's hiredis has no TLS)
+  std::string signing_key;       // shared secret; non-empty: TieredCache signs its values and refuses unsigned ones
+  Status validate() const;       // names the bad field
 };
 
 // One invalidation received from the channel (published by another RedisTier).
@@ -88,14 +88,14 @@ struct Invalidation {
 };
 
 struct RedisStats {
-  uint64_t commands = 0;         // calls that reached the network (a pipelined call counts once)
-  uint64_t errors = 0;           // calls that failed (I/O, protocol, server error reply, timeout, connect)
-  uint64_t timeouts = 0;         // of those, calls that ran past command_timeout or connect_timeout
-  uint64_t breaker_opens = 0;    // times the circuit breaker opened
-  uint64_t short_circuited = 0;  // calls refused by the open breaker without touching the network
-  uint64_t pool_exhausted = 0;   // calls that found every connection busy for command_timeout
-  uint64_t connects = 0;         // connections established (pool and subscriber)
-  uint64_t reconnects = 0;       // connections re-established after an error dropped one
+  uint64_t commands = 0;           // calls that reached the network (a pipelined call counts once)
+  uint64_t errors = 0;             // calls that failed (I/O, protocol, server error reply, timeout, connect)
+  uint64_t timeouts = 0;           // of those, calls that ran past command_timeout or connect_timeout
+  uint64_t breaker_opens = 0;      // times the circuit breaker opened
+  uint64_t short_circuited = 0;    // calls refused by the open breaker without touching the network
+  uint64_t pool_exhausted = 0;     // calls that found every connection busy for command_timeout
+  uint64_t connects = 0;           // connections established (pool and subscriber)
+  uint64_t reconnects = 0;         // connections re-established after an error dropped one
   uint64_t messages_received = 0;  // invalidation messages delivered to the subscriber callback
   uint64_t messages_ignored = 0;   // own messages and malformed ones
   uint64_t auth_failures = 0;      // connections whose AUTH was refused, and calls refused with NOAUTH

@@ -90,8 +90,8 @@ struct FloatVectorCodec {
   }
   static StatusOr<std::vector<float>> decode(std::string_view bytes) {
     if (bytes.size() % sizeof(float) != 0) {
-      return absl::DataLossError(absl::StrCat("float vector payload of ", bytes.size(),
-                                              " bytes; expected a multiple of 4"));
+      return absl::DataLossError(
+          absl::StrCat("float vector payload of ", bytes.size(), " bytes; expected a multiple of 4"));
     }
     std::vector<float> v(bytes.size() / sizeof(float));
     if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
@@ -102,9 +102,9 @@ struct FloatVectorCodec {
 template <typename V>
 struct TieredCacheOptions {
   CacheOptions<std::string, V> l1;
-  std::optional<RedisOptions> l2;  // none: L1 only
-  std::string model;               // part of every Redis key; required with l2
-  Duration default_ttl{0};         // Redis TTL of entries put without PutOptions::ttl; > 0 required with l2
+  std::optional<RedisOptions> l2;       // none: L1 only
+  std::string model;                    // part of every Redis key; required with l2
+  Duration default_ttl{0};              // Redis TTL of entries put without PutOptions::ttl; > 0 required with l2
   size_t write_behind_capacity = 4096;  // queued Redis writes; past it new writes are dropped (counted)
 
   Status validate() const {
@@ -131,15 +131,15 @@ struct TieredCacheOptions {
 struct TieredCacheStats {
   CacheStats l1;
   uint64_t l2_hits = 0;
-  uint64_t l2_misses = 0;         // lookups that found no usable value (absent, errors and decode errors)
-  uint64_t l2_errors = 0;         // Redis calls that failed (lookups, invalidations); writes: write_behind.failed
-  uint64_t l2_decode_errors = 0;  // values rejected by the envelope or the codec: the sum of the four below
-  uint64_t l2_rejected_format = 0;           // not a brisk envelope, another format version or codec
-  uint64_t l2_rejected_corrupt = 0;          // truncated, checksum mismatch, or refused by the codec
+  uint64_t l2_misses = 0;            // lookups that found no usable value (absent, errors and decode errors)
+  uint64_t l2_errors = 0;            // Redis calls that failed (lookups, invalidations); writes: write_behind.failed
+  uint64_t l2_decode_errors = 0;     // values rejected by the envelope or the codec: the sum of the four below
+  uint64_t l2_rejected_format = 0;   // not a brisk envelope, another format version or codec
+  uint64_t l2_rejected_corrupt = 0;  // truncated, checksum mismatch, or refused by the codec
   uint64_t l2_rejected_unauthenticated = 0;  // with a signing key: unsigned, or the HMAC does not match
   uint64_t l2_rejected_wrong_key = 0;        // written for another Redis key (copied or moved between keys)
-  uint64_t backfills = 0;         // L2 hits copied into L1
-  uint64_t remote_invalidations = 0;  // invalidation messages from other instances applied to L1
+  uint64_t backfills = 0;                    // L2 hits copied into L1
+  uint64_t remote_invalidations = 0;         // invalidation messages from other instances applied to L1
   WriteBehindStats write_behind;
   RedisStats redis;
 };
@@ -374,17 +374,13 @@ class TieredCache {
       }
     };
     switch (inv.kind) {
-      case Invalidation::Kind::kKey:
-        drop_key(inv.name);
-        break;
+      case Invalidation::Kind::kKey: drop_key(inv.name); break;
       case Invalidation::Kind::kTag:
         l1_->invalidate_tag(inv.name);
         for (const std::string& k : inv.keys) drop_key(k);
         if (!inv.keys_complete) l1_->invalidate_all();
         break;
-      case Invalidation::Kind::kAll:
-        l1_->invalidate_all();
-        break;
+      case Invalidation::Kind::kAll: l1_->invalidate_all(); break;
     }
   }
 

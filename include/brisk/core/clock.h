@@ -52,7 +52,8 @@ class SteadyClock final : public Clock {
 // manual deadline notices an advance() without the clock knowing its condition variables.
 class ManualClock final : public Clock {
  public:
-  explicit ManualClock(TimePoint start = TimePoint(std::chrono::hours(1))) : now_ns_(start.time_since_epoch().count()) {}
+  explicit ManualClock(TimePoint start = TimePoint(std::chrono::hours(1)))
+      : now_ns_(start.time_since_epoch().count()) {}
   TimePoint now() const override { return TimePoint(Duration(now_ns_.load(std::memory_order_acquire))); }
   void advance(Duration d) { now_ns_.fetch_add(d.count(), std::memory_order_acq_rel); }
   void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline) override {

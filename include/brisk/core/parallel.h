@@ -38,8 +38,7 @@ class BRISK_API ScopedNumThreads {
 // Splits [begin, end) into contiguous chunks of at least `grain` indices and calls fn(chunk_begin, chunk_end)
 // on each, in parallel. Runs inline when the range is smaller than two grains or when called from inside
 // another parallel region.
-BRISK_API void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                            const std::function<void(int64_t, int64_t)>& fn);
+BRISK_API void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 // Calls fn(i) for each i in [begin, end), handing indices out one at a time to whichever worker is free: for
 // items of very different cost (attention over sequences of mixed lengths). Inline from a parallel region.

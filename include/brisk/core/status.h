@@ -23,10 +23,10 @@ using StatusOr = absl::StatusOr<T>;
 #define BRISK_STATUS_CONCAT_INNER(a, b) a##b
 #define BRISK_STATUS_CONCAT(a, b) BRISK_STATUS_CONCAT_INNER(a, b)
 
-#define BRISK_RETURN_IF_ERROR(expr)                    \
-  do {                                                 \
-    ::absl::Status brisk_status_ = (expr);             \
-    if (!brisk_status_.ok()) return brisk_status_;     \
+#define BRISK_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status brisk_status_ = (expr);         \
+    if (!brisk_status_.ok()) return brisk_status_; \
   } while (0)
 
 #define BRISK_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -64,9 +64,13 @@ class BRISK_API Tensor {
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }
   template <typename T>
-  T* data() { return static_cast<T*>(data_); }
+  T* data() {
+    return static_cast<T*>(data_);
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(data_); }
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
 
   // A view with a new shape over the same contiguous storage; fails if numel differs or not contiguous.
   StatusOr<Tensor> reshape(std::vector<int64_t> shape) const;

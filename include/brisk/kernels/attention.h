@@ -18,11 +18,11 @@ namespace brisk {
 // offsets: [batch + 1] token offsets, sequence b is rows [offsets[b], offsets[b + 1]).
 // context: [total_tokens, heads * head_dim]; context[t] = softmax(q_t Kᵀ / sqrt(head_dim)) V within t's sequence.
 template <Device D>
-BRISK_API Status self_attention(const float* qkv, const int64_t* offsets, int64_t batch, int64_t heads, int64_t head_dim,
-                      float* context);
+BRISK_API Status self_attention(const float* qkv, const int64_t* offsets, int64_t batch, int64_t heads,
+                                int64_t head_dim, float* context);
 
 template <>
-BRISK_API Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, int64_t batch,
-                                              int64_t heads, int64_t head_dim, float* context);
+BRISK_API Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, int64_t batch, int64_t heads,
+                                              int64_t head_dim, float* context);
 
 }  // namespace brisk

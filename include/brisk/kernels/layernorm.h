@@ -33,7 +33,7 @@ BRISK_API void layer_norm_bias_residual(const float* x, const float* bias, const
 
 template <>
 BRISK_API void layer_norm_bias_residual<Device::kCPU>(const float* x, const float* bias, const float* residual,
-                                                      const float* gamma, const float* beta, float epsilon,
-                                                      float* out, int64_t rows, int64_t cols);
+                                                      const float* gamma, const float* beta, float epsilon, float* out,
+                                                      int64_t rows, int64_t cols);
 
 }  // namespace brisk

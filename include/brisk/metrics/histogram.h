@@ -131,9 +131,7 @@ class HistogramSnapshot {
 
   bool has_layout() const { return !counts_.empty(); }
   const HistogramLayout& layout() const { return layout_; }
-  bool same_layout(const HistogramSnapshot& o) const {
-    return has_layout() && o.has_layout() && layout_ == o.layout_;
-  }
+  bool same_layout(const HistogramSnapshot& o) const { return has_layout() && o.has_layout() && layout_ == o.layout_; }
   // Number of buckets in the layout (empty ones included); 0 without a layout.
   size_t bucket_count() const { return counts_.size(); }
   uint64_t bucket_count_at(size_t i) const { return counts_[i]; }
@@ -260,8 +258,7 @@ class Histogram {
   // validates user configuration first). Allocates all buckets now; nothing allocates afterwards.
   explicit Histogram(int precision_bits = HistogramLayout::kDefaultPrecisionBits,
                      uint64_t max_value = HistogramLayout::kDefaultMaxValue)
-      : layout_(precision_bits, max_value),
-        counts_(new std::atomic<uint64_t>[layout_.bucket_count()]) {
+      : layout_(precision_bits, max_value), counts_(new std::atomic<uint64_t>[layout_.bucket_count()]) {
     reset();
   }
   Histogram(const Histogram&) = delete;
@@ -269,7 +266,8 @@ class Histogram {
 
   // Records `count` occurrences of `value`. Values above max_value() land in the top bucket and in overflow.
   void record(uint64_t value, uint64_t count = 1) noexcept {
-    if (count == 0) [[unlikely]] return;
+    if (count == 0) [[unlikely]]
+      return;
     // min/max/sum are published before the bucket (release), so a snapshot that sees the bucket increment
     // also sees min <= value <= max.
     uint64_t cur = min_.load(std::memory_order_relaxed);

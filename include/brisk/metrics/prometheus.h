@@ -55,8 +55,8 @@ using Labels = absl::Span<const Label>;
 class BRISK_API SampleValue {
  public:
   template <typename T>
-    requires std::is_arithmetic_v<T>
-  SampleValue(T v) {  // NOLINT: implicit on purpose, so that counter(..., 3) and counter(..., 0.5) both work
+  requires std::is_arithmetic_v<T> SampleValue(
+      T v) {  // NOLINT: implicit on purpose, so that counter(..., 3) and counter(..., 0.5) both work
     if constexpr (std::is_floating_point_v<T>) {
       kind_ = Kind::kDouble;
       d_ = static_cast<double>(v);

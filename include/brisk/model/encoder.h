@@ -38,8 +38,7 @@ struct BRISK_API PackedSequences {
 
 class BRISK_API BertEncoder {
  public:
-  static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights,
-                                                       Device device);
+  static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights, Device device);
   ~BertEncoder();
 
   const BertConfig& config() const;

@@ -33,7 +33,7 @@ struct TokenizerOptions {
   bool lowercase = true;              // do_lower_case
   std::optional<bool> strip_accents;  // nullopt: follows lowercase (HF semantics)
   bool tokenize_chinese_chars = true;
-  bool clean_text = true;             // drop NUL / U+FFFD / control characters, map whitespace to ' '
+  bool clean_text = true;              // drop NUL / U+FFFD / control characters, map whitespace to ' '
   int max_input_chars_per_word = 100;  // longer words (in code points) become [UNK]
   // false: invalid UTF-8 is an InvalidArgument error naming the byte offset; true: each bad byte becomes
   // U+FFFD (which clean_text then drops, as HF does with text decoded using errors="replace").
@@ -46,7 +46,7 @@ struct TokenizerOptions {
   std::string cls_token = "[CLS]";
   std::string sep_token = "[SEP]";
   std::string pad_token = "[PAD]";
-  std::string mask_token = "[MASK]";  // optional: may be absent from the vocabulary
+  std::string mask_token = "[MASK]";      // optional: may be absent from the vocabulary
   std::vector<std::string> added_tokens;  // more literal tokens to recognise (tokenizer.json added_tokens)
 };
 
@@ -82,7 +82,7 @@ class BRISK_API WordPieceTokenizer {
   StatusOr<BatchEncoding> encode_batch(std::span<const std::string> texts, int max_seq_len) const;
 
   int32_t token_to_id(std::string_view token) const;  // unk id when absent
-  std::string_view id_to_token(int32_t id) const;      // "" when out of range
+  std::string_view id_to_token(int32_t id) const;     // "" when out of range
   int vocab_size() const;
   int32_t cls_id() const;
   int32_t sep_id() const;

@@ -47,17 +47,17 @@ struct BRISK_API EmbeddingWeights {
 
 // One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features].
 struct BRISK_API EncoderLayerWeights {
-  Tensor q_weight, q_bias;                  // [hidden, hidden], [hidden]
-  Tensor k_weight, k_bias;                  // [hidden, hidden], [hidden]
-  Tensor v_weight, v_bias;                  // [hidden, hidden], [hidden]
-  Tensor attention_output_weight;           // [hidden, hidden]
-  Tensor attention_output_bias;             // [hidden]
+  Tensor q_weight, q_bias;                       // [hidden, hidden], [hidden]
+  Tensor k_weight, k_bias;                       // [hidden, hidden], [hidden]
+  Tensor v_weight, v_bias;                       // [hidden, hidden], [hidden]
+  Tensor attention_output_weight;                // [hidden, hidden]
+  Tensor attention_output_bias;                  // [hidden]
   Tensor attention_ln_gamma, attention_ln_beta;  // [hidden]  LayerNorm(x + attention output)
-  Tensor intermediate_weight;               // [intermediate, hidden]
-  Tensor intermediate_bias;                 // [intermediate]
-  Tensor output_weight;                     // [hidden, intermediate]
-  Tensor output_bias;                       // [hidden]
-  Tensor output_ln_gamma, output_ln_beta;   // [hidden]  LayerNorm(x + feed-forward output)
+  Tensor intermediate_weight;                    // [intermediate, hidden]
+  Tensor intermediate_bias;                      // [intermediate]
+  Tensor output_weight;                          // [hidden, intermediate]
+  Tensor output_bias;                            // [hidden]
+  Tensor output_ln_gamma, output_ln_beta;        // [hidden]  LayerNorm(x + feed-forward output)
 };
 
 struct BRISK_API EncoderWeights {

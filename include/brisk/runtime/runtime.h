@@ -41,8 +41,9 @@ namespace brisk {
 // max_batch_size is the one limit on texts per forward pass: an embed() call enters the queue as one unit and
 // runs as ceil(texts / max_batch_size) passes when nothing else is queued (more when max_batch_tokens or the
 // memory budget splits it).
-// Cost is tokens per text; no length bucketing (the packed encoder pads nothing); 8192 padded tokens and ~1 GiB of estimated activations per batch at most. A request
-// with a deadline the queue ahead cannot meet is refused at submit (reject_predicted_late).
+// Cost is tokens per text; no length bucketing (the packed encoder pads nothing); 8192 padded tokens and ~1 GiB of
+// estimated activations per batch at most. A request with a deadline the queue ahead cannot meet is refused at submit
+// (reject_predicted_late).
 inline batch::BatchPolicy default_runtime_batching() {
   batch::BatchPolicy p;
   p.max_batch_size = 32;
@@ -60,26 +61,26 @@ inline batch::BatchPolicy default_runtime_batching() {
 // token ids, the normal form of the text for this model, key the result cache (ids -> embedding): texts that
 // differ only in case, accents or spacing share one entry, because the model cannot tell them apart either.
 struct RuntimeCacheOptions {
-  uint64_t result_cache_bytes = uint64_t{64} << 20;  // in-process result cache (L1); 0: no result cache
+  uint64_t result_cache_bytes = uint64_t{64} << 20;               // in-process result cache (L1); 0: no result cache
   std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // a cached embedding is served this long at most
-  size_t token_cache_entries = 16384;  // texts of up to 1 KiB; 0: no token cache; at most kMaxTokenCacheEntries
-  std::optional<cache::RedisOptions> redis;           // the shared L2 tier; none by default
+  size_t token_cache_entries = 16384;        // texts of up to 1 KiB; 0: no token cache; at most kMaxTokenCacheEntries
+  std::optional<cache::RedisOptions> redis;  // the shared L2 tier; none by default
 };
 
 // Upper bounds of the count options: past them a value is refused at create(), so that no option can make the
 // library take its host's memory or threads.
-inline constexpr int kMaxThreads = 1024;                      // num_threads
-inline constexpr size_t kMaxBatchSize = 4096;                 // batching.max_batch_size
-inline constexpr size_t kMaxQueueSize = size_t{1} << 20;      // batching.max_queue_size
+inline constexpr int kMaxThreads = 1024;                          // num_threads
+inline constexpr size_t kMaxBatchSize = 4096;                     // batching.max_batch_size
+inline constexpr size_t kMaxQueueSize = size_t{1} << 20;          // batching.max_queue_size
 inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token_cache_entries
 
 struct RuntimeOptions {
-  std::string model_dir;      // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
-                              // vocab.txt or tokenizer.json
-  int num_threads = 0;        // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
-  int max_seq_len = 0;        // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
-                              // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
-                              // max_position_embeddings
+  std::string model_dir;  // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
+                          // vocab.txt or tokenizer.json
+  int num_threads = 0;    // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
+  int max_seq_len = 0;    // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
+                          // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
+                          // max_position_embeddings
   Pooling pooling = Pooling::kModelDefault;  // kModelDefault: the model's Pooling module config, else mean
   // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
   // sentence-transformers decides).
@@ -94,7 +95,7 @@ struct RuntimeOptions {
 };
 
 struct EmbedRequestOptions {
-  int priority = 0;                     // an index into RuntimeOptions::batching.levels; 0 is the most urgent
+  int priority = 0;  // an index into RuntimeOptions::batching.levels; 0 is the most urgent
   // From the submit() call; 0: the level's default_timeout (none by default). Saturates: a timeout past the
   // clock's range (nanoseconds::max()) means no deadline.
   std::chrono::nanoseconds timeout{0};
@@ -106,17 +107,17 @@ using EmbeddingCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<
 
 struct ModelInfo {
   std::string model_dir;
-  std::string model_type;     // "bert"
-  std::string weights_file;   // the file the weights were read from
+  std::string model_type;    // "bert"
+  std::string weights_file;  // the file the weights were read from
   int64_t num_parameters = 0;
   int hidden_size = 0;
   int num_layers = 0;
   int num_heads = 0;
   int intermediate_size = 0;
   int vocab_size = 0;
-  int max_seq_len = 0;        // effective, after RuntimeOptions::max_seq_len
+  int max_seq_len = 0;  // effective, after RuntimeOptions::max_seq_len
   Pooling pooling = Pooling::kMean;
-  bool normalize = true;      // effective, after RuntimeOptions::normalize
+  bool normalize = true;  // effective, after RuntimeOptions::normalize
   Device device = Device::kCPU;
 };
 

@@ -31,7 +31,7 @@ struct LayerNormArgs {
 
 struct SoftmaxArgs {
   float* x;
-  int64_t ld;                       // distance between rows, in floats
+  int64_t ld;  // distance between rows, in floats
   int64_t cols;
   int64_t rows_per_group;           // rows that share one group_valid_cols entry
   const int32_t* group_valid_cols;  // [rows / rows_per_group]; when null, every row uses valid_cols
@@ -44,7 +44,7 @@ struct MeanPoolArgs {
   const int32_t* lengths;  // [batch], nullable: every sequence is `seq` long
   int64_t seq;
   int64_t dim;
-  float* out;              // [batch, dim]
+  float* out;  // [batch, dim]
 };
 
 enum class ElementwiseOp : int { kExp, kErf, kTanh, kGeluErf, kGeluTanh };

@@ -116,8 +116,8 @@ StatusOr<Linear::Impl::Primitive> Linear::Impl::primitive(int64_t rows, GemmEpil
       auto pd = make_pd(rows, plain_weight_desc(k, n), attr);
       prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), false};
     } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN matmul [", rows, " x ", k, "] x [", k, " x ", n,
-                                              "] could not be created: ", e.what()));
+      return absl::InternalError(
+          absl::StrCat("oneDNN matmul [", rows, " x ", k, "] x [", k, " x ", n, "] could not be created: ", e.what()));
     }
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -147,8 +147,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
   try {
     impl->pack_weights();
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("oneDNN could not pack Linear weights ", weight.shape_string(), ": ",
-                                            e.what()));
+    return absl::InternalError(
+        absl::StrCat("oneDNN could not pack Linear weights ", weight.shape_string(), ": ", e.what()));
   }
   Linear linear;
   linear.in_features_ = impl->k;
@@ -170,14 +170,14 @@ Status Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epil
     const int64_t k = impl_->k;
     const int64_t n = impl_->n;
     dnnl::memory src({{rows, k}, dt::f32, tag::ab}, eng, const_cast<float*>(x));
-    dnnl::memory wei = prim.uses_packed ? *impl_->packed
-                                        : dnnl::memory(plain_weight_desc(k, n), eng,
-                                                       const_cast<void*>(impl_->weight.raw_data()));
+    dnnl::memory wei = prim.uses_packed
+                           ? *impl_->packed
+                           : dnnl::memory(plain_weight_desc(k, n), eng, const_cast<void*>(impl_->weight.raw_data()));
     dnnl::memory dst({{rows, n}, dt::f32, tag::ab}, eng, y);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (impl_->has_bias()) {
-      args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, n}, dt::f32, tag::ab}, eng,
-                                               const_cast<void*>(impl_->bias.raw_data())));
+      args.emplace(DNNL_ARG_BIAS,
+                   dnnl::memory({{1, n}, dt::f32, tag::ab}, eng, const_cast<void*>(impl_->bias.raw_data())));
     }
     const size_t scratch_bytes = prim.scratchpad.get_size();
     if (scratch_bytes > 0) {

@@ -57,8 +57,8 @@ void layer_norm_rows_impl(const LayerNormArgs& a, int64_t row_begin, int64_t row
       S::store_partial(out + i, y, tail);
       s1 = S::add(s1, y);  // masked-out lanes are 0
     }
-    const float m0 = static_cast<float>(
-        static_cast<double>(S::reduce_add(S::add(S::add(s0, s1), S::add(s2, s3)))) * inv_n);
+    const float m0 =
+        static_cast<float>(static_cast<double>(S::reduce_add(S::add(S::add(s0, s1), S::add(s2, s3)))) * inv_n);
     const V m0v = S::set1(m0);
 
     // Pass 2: sums of d = y - m0 and d^2.

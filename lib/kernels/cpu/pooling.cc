@@ -47,8 +47,8 @@ void mean_pool<Device::kCPU>(const float* hidden, const int32_t* lengths, int64_
   namespace cpu = kernels::cpu;
   if (seq < 0) seq = 0;
   const cpu::MeanPoolArgs args{hidden, lengths, seq, dim, out};
-  const auto kernel = cpu::select_kernel(&cpu::mean_pool_rows_scalar, &cpu::mean_pool_rows_avx2,
-                                         &cpu::mean_pool_rows_avx512);
+  const auto kernel =
+      cpu::select_kernel(&cpu::mean_pool_rows_scalar, &cpu::mean_pool_rows_avx2, &cpu::mean_pool_rows_avx512);
   parallel_for(0, batch, cpu::row_grain(seq * dim), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }
 
@@ -64,8 +64,8 @@ template <>
 void l2_normalize<Device::kCPU>(float* x, int64_t rows, int64_t cols, float eps) {
   if (rows <= 0 || cols <= 0) return;
   namespace cpu = kernels::cpu;
-  const auto kernel = cpu::select_kernel(&cpu::l2_normalize_rows_scalar, &cpu::l2_normalize_rows_avx2,
-                                         &cpu::l2_normalize_rows_avx512);
+  const auto kernel =
+      cpu::select_kernel(&cpu::l2_normalize_rows_scalar, &cpu::l2_normalize_rows_avx2, &cpu::l2_normalize_rows_avx512);
   parallel_for(0, rows, cpu::row_grain(cols), [&](int64_t begin, int64_t end) { kernel(x, cols, eps, begin, end); });
 }
 

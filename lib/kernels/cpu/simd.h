@@ -34,10 +34,10 @@ namespace {
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 struct Avx512 {
-  using V = __m512;       // 16 floats
-  using I = __m512i;      // 16 int32
-  using M = __mmask16;    // comparison result
-  using Tail = __mmask16; // lanes [0, n) of a partial vector
+  using V = __m512;        // 16 floats
+  using I = __m512i;       // 16 int32
+  using M = __mmask16;     // comparison result
+  using Tail = __mmask16;  // lanes [0, n) of a partial vector
   static constexpr int64_t kWidth = 16;
 
   static BRISK_SIMD_INLINE V zero() { return _mm512_setzero_ps(); }
@@ -104,9 +104,9 @@ struct Avx512 {
 
 #if defined(__AVX2__) && defined(__FMA__)
 struct Avx2 {
-  using V = __m256;    // 8 floats
+  using V = __m256;  // 8 floats
   using I = __m256i;
-  using M = __m256;    // comparison result: all-ones / all-zeros lanes
+  using M = __m256;  // comparison result: all-ones / all-zeros lanes
   using Tail = __m256i;
   static constexpr int64_t kWidth = 8;
 
@@ -129,9 +129,7 @@ struct Avx2 {
   static BRISK_SIMD_INLINE V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static BRISK_SIMD_INLINE V max(V a, V b) { return _mm256_max_ps(a, b); }
   static BRISK_SIMD_INLINE V min(V a, V b) { return _mm256_min_ps(a, b); }
-  static BRISK_SIMD_INLINE V abs(V a) {
-    return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-  }
+  static BRISK_SIMD_INLINE V abs(V a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
   static BRISK_SIMD_INLINE V sign_bits(V a) {
     return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))));
   }

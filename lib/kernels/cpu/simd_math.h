@@ -28,8 +28,8 @@ namespace vmath {
 template <class S>
 BRISK_SIMD_INLINE typename S::V exp(typename S::V x) {
   using V = typename S::V;
-  const V lo = S::set1(-87.3f);                // e^-87.3 = 1.26e-38 > FLT_MIN: below it return 0, no denormals
-  const V hi = S::set1(88.3762626647949f);     // largest input with k <= 127
+  const V lo = S::set1(-87.3f);                     // e^-87.3 = 1.26e-38 > FLT_MIN: below it return 0, no denormals
+  const V hi = S::set1(88.3762626647949f);          // largest input with k <= 127
   const V inf_above = S::set1(88.72283935546875f);  // ln(FLT_MAX)
   // 1.5 * 2^23 + 127: adding it rounds x * log2(e) to the nearest integer k and leaves k + 127 in the low
   // mantissa bits, which shift_to_exponent turns into the float 2^k.

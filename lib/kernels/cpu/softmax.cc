@@ -51,8 +51,8 @@ void masked_softmax_strided<Device::kCPU>(float* x, int64_t rows, int64_t cols, 
 }
 
 template <>
-void masked_softmax_batched<Device::kCPU>(float* x, int64_t batch, int64_t rows_per_group, int64_t cols,
-                                          int64_t ld, const int32_t* lengths, float scale) {
+void masked_softmax_batched<Device::kCPU>(float* x, int64_t batch, int64_t rows_per_group, int64_t cols, int64_t ld,
+                                          const int32_t* lengths, float scale) {
   if (batch <= 0 || rows_per_group <= 0) return;
   kernels::cpu::run_softmax({x, ld, cols, rows_per_group, lengths, 0, scale}, batch * rows_per_group);
 }

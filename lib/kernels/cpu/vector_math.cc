@@ -11,8 +11,8 @@ namespace {
 void run_elementwise(const float* x, float* out, int64_t n, kernels::cpu::ElementwiseOp op) {
   if (n <= 0) return;
   namespace cpu = kernels::cpu;
-  const auto kernel = cpu::select_kernel(&cpu::elementwise_rows_scalar, &cpu::elementwise_rows_avx2,
-                                         &cpu::elementwise_rows_avx512);
+  const auto kernel =
+      cpu::select_kernel(&cpu::elementwise_rows_scalar, &cpu::elementwise_rows_avx2, &cpu::elementwise_rows_avx512);
   constexpr int64_t kBlock = 4096;  // elements per row of the split; a multiple of every vector width
   const int64_t full_rows = n / kBlock;
   const cpu::ElementwiseArgs args{x, out, nullptr, kBlock, op};

@@ -1,12 +1,12 @@
 // Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
 // FrequencySketch: the popularity estimate behind W-TinyLFU admission. A 4-bit count-min sketch: 4 rows, each
-// of `width` counters packed sixteen to a uint64 word (blocked as Caffeine: one cache line per item, below); an item's estimate is the minimum of its 4 counters
-// (so it never under-counts, up to the counter limit of 15). Increments are conservative (only the counters
-// at the current minimum grow), which keeps the estimate >= the true count but cuts the over-count from
-// collisions; on the hit-ratio simulator it gains W-TinyLFU 0.5 to 1 point over incrementing all four. History ages by halving every counter once
-// `sample_size()` (10 x capacity) increments have been recorded, so a once-popular item fades.
-// An optional doorkeeper (a one-bit-per-slot Bloom filter, cleared on every halving) absorbs the first
-// occurrence of each item so that one-hit wonders do not consume counter space.
+// of `width` counters packed sixteen to a uint64 word (blocked as Caffeine: one cache line per item, below); an item's
+// estimate is the minimum of its 4 counters (so it never under-counts, up to the counter limit of 15). Increments are
+// conservative (only the counters at the current minimum grow), which keeps the estimate >= the true count but cuts the
+// over-count from collisions; on the hit-ratio simulator it gains W-TinyLFU 0.5 to 1 point over incrementing all four.
+// History ages by halving every counter once `sample_size()` (10 x capacity) increments have been recorded, so a
+// once-popular item fades. An optional doorkeeper (a one-bit-per-slot Bloom filter, cleared on every halving) absorbs
+// the first occurrence of each item so that one-hit wonders do not consume counter space.
 //
 //   FrequencySketch sketch(/*capacity=*/1000);
 //   sketch.increment(hash);                       // on every access

@@ -21,9 +21,9 @@ namespace brisk::cache::internal {
 
 class HillClimber {
  public:
-  static constexpr double kStepFraction = 0.0625;     // of the capacity
-  static constexpr double kStepDecay = 0.98;          // per sample period without a big change
-  static constexpr double kRestartThreshold = 0.05;   // hit-rate change that restarts the full step
+  static constexpr double kStepFraction = 0.0625;    // of the capacity
+  static constexpr double kStepDecay = 0.98;         // per sample period without a big change
+  static constexpr double kRestartThreshold = 0.05;  // hit-rate change that restarts the full step
 
   HillClimber(uint64_t capacity = 0, uint64_t sample_size = 0) { reset(capacity, sample_size); }
 

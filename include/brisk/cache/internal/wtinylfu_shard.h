@@ -121,9 +121,9 @@ struct Removed {
 };
 
 struct ShardConfig {
-  uint64_t max_weight = 1;    // this shard's share of the capacity
-  bool lru = false;           // EvictionPolicy::kLru
-  bool weighted = false;      // capacity in weight units (the sketch then grows with the entry count)
+  uint64_t max_weight = 1;  // this shard's share of the capacity
+  bool lru = false;         // EvictionPolicy::kLru
+  bool weighted = false;    // capacity in weight units (the sketch then grows with the entry count)
   Duration expire_after_write{0};
   Duration expire_after_access{0};
   uint64_t seed = 1;
@@ -198,8 +198,8 @@ class CacheShard {
   // Inserts or replaces key's entry. ttl > 0 overrides expire_after_write. Returns false when the entry is
   // heavier than the shard's capacity: it is then not stored (an old entry under key is removed, kReplaced)
   // and is reported as a size eviction.
-  bool insert(const K& key, uint64_t hash, V value, uint64_t weight, Duration ttl,
-              const std::vector<std::string>& tags, Duration load_duration, LazyNow& now, RemovedList& out) {
+  bool insert(const K& key, uint64_t hash, V value, uint64_t weight, Duration ttl, const std::vector<std::string>& tags,
+              Duration load_duration, LazyNow& now, RemovedList& out) {
     weight = std::max<uint64_t>(weight, 1);
     if (has_expiring() || ttl.count() > 0 || config_.expire_after_write.count() > 0 ||
         config_.expire_after_access.count() > 0) {
@@ -303,7 +303,9 @@ class CacheShard {
   }
 
   // Whether some entry has a deadline (so reads must consult the clock).
-  bool has_expiring() const { return !deadlines_.empty() || (config_.expire_after_access.count() > 0 && !map_.empty()); }
+  bool has_expiring() const {
+    return !deadlines_.empty() || (config_.expire_after_access.count() > 0 && !map_.empty());
+  }
 
   // A uniform number in (0, 1], for XFetch (called under the shard lock).
   double random_unit() { return (static_cast<double>(next_random() >> 11) + 1.0) * 0x1.0p-53; }
@@ -321,12 +323,9 @@ class CacheShard {
 
   PolicyList& region_list(Region r) {
     switch (r) {
-      case Region::kWindow:
-        return window_;
-      case Region::kProbation:
-        return probation_;
-      case Region::kProtected:
-        break;
+      case Region::kWindow: return window_;
+      case Region::kProbation: return probation_;
+      case Region::kProtected: break;
     }
     return protected_;
   }
@@ -349,18 +348,14 @@ class CacheShard {
     }
     sketch_.increment(n->hash);
     switch (n->region) {
-      case Region::kWindow:
-        window_.move_to_back(n, n->weight);
-        break;
+      case Region::kWindow: window_.move_to_back(n, n->weight); break;
       case Region::kProbation:
         probation_.remove(n, n->weight);
         n->region = Region::kProtected;
         protected_.push_back(n, n->weight);
         demote_protected_overflow();
         break;
-      case Region::kProtected:
-        protected_.move_to_back(n, n->weight);
-        break;
+      case Region::kProtected: protected_.move_to_back(n, n->weight); break;
     }
   }
 
@@ -453,7 +448,7 @@ class CacheShard {
     }
     // Left over (heavy candidates, or only candidates to choose from): plain LRU order of the main space.
     while (total_ > max_) {
-      NodeT* n = probation_.head != nullptr ? probation_.head
+      NodeT* n = probation_.head != nullptr   ? probation_.head
                  : protected_.head != nullptr ? protected_.head
                                               : window_.head;
       if (n == nullptr) break;
@@ -488,15 +483,10 @@ class CacheShard {
         ++counters_.evictions;
         counters_.evicted_weight += n->weight;
         break;
-      case Cause::kExpired:
-        ++counters_.expirations;
-        break;
+      case Cause::kExpired: ++counters_.expirations; break;
       case Cause::kExplicit:
-      case Cause::kTag:
-        ++counters_.invalidations;
-        break;
-      case Cause::kReplaced:
-        break;
+      case Cause::kTag: ++counters_.invalidations; break;
+      case Cause::kReplaced: break;
     }
     auto it = map_.find(*n->key);
     if (config_.collect_removed) {
