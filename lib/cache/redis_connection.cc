@@ -1,3 +1,4 @@
+// One Redis connection (hiredis): connect with a timeout; each command bounded by its deadline (poll).
 #include "redis_connection.h"
 
 #if defined(BRISK_HAVE_REDIS)

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/cache/semantic_guards.h"
+#include "brisk/core/utf8.h"
 #include "semantic_text.h"
 
 namespace brisk::cache {
@@ -14,21 +15,9 @@ namespace {
 
 // One code point at text[pos]; -1 (and one byte) for a byte that does not start valid UTF-8.
 int32_t next_cp(std::string_view text, size_t pos, size_t& len) {
-  utf8proc_int32_t cp = -1;
-  utf8proc_ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + pos),
-                                        static_cast<utf8proc_ssize_t>(text.size() - pos), &cp);
-  if (n <= 0) {
-    len = 1;
-    return -1;
-  }
-  len = static_cast<size_t>(n);
-  return cp;
-}
-
-void append_cp(std::string& out, int32_t cp) {
-  utf8proc_uint8_t buf[4];
-  utf8proc_ssize_t n = utf8proc_encode_char(cp, buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+  const Utf8Char c = decode_utf8(text, pos);
+  len = c.ok() ? static_cast<size_t>(c.length) : 1;
+  return c.ok() ? c.code_point : -1;
 }
 
 bool is_apostrophe(int32_t cp) { return cp == '\'' || cp == 0x2019 || cp == 0x2018 || cp == 0x02BC; }
@@ -42,13 +31,10 @@ bool is_space(int32_t cp) {
 }  // namespace
 
 StatusOr<std::string> normalize_question(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    size_t len;
-    if (next_cp(text, pos, len) < 0)
-      return absl::InvalidArgumentError(absl::StrCat("question is not valid UTF-8: bad byte 0x",
-                                                     absl::Hex(static_cast<unsigned char>(text[pos])), " at offset ",
-                                                     pos, "; expected UTF-8 text"));
-    pos += len;
+  if (const size_t pos = first_invalid_utf8(text); pos < text.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("question is not valid UTF-8: bad byte 0x",
+                                                   absl::Hex(static_cast<unsigned char>(text[pos])), " at offset ", pos,
+                                                   " (", decode_utf8(text, pos).error, "); expected UTF-8 text"));
   }
   utf8proc_uint8_t* composed = nullptr;
   utf8proc_ssize_t n =
@@ -78,7 +64,7 @@ StatusOr<std::string> normalize_question(std::string_view text) {
     if (is_apostrophe(cp)) {
       out.push_back('\'');
     } else {
-      append_cp(out, cp);
+      append_utf8(out, cp);
     }
   }
   return out;
@@ -260,7 +246,7 @@ QuestionText analyze(std::string_view text) {
       if (is_letter(cp)) cur.has_alpha = true;
       if (cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO)
         cur.has_digit = true;
-      append_cp(cur.lower, utf8proc_tolower(cp));
+      append_utf8(cur.lower, utf8proc_tolower(cp));
       continue;
     }
     if (in_word && pos < text.size()) {
@@ -276,7 +262,7 @@ QuestionText analyze(std::string_view text) {
         join = !cur.lower.empty() && cur.lower.back() >= '0' && cur.lower.back() <= '9' && next >= '0' && next <= '9';
       }
       if (join) {
-        append_cp(cur.lower, cp == 0x2010 || cp == 0x2011 ? '-' : cp);
+        append_utf8(cur.lower, cp == 0x2010 || cp == 0x2011 ? '-' : cp);
         continue;
       }
     }

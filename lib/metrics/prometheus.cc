@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "brisk/core/utf8.h"
+
 namespace brisk::metrics {
 namespace {
 
@@ -23,39 +25,6 @@ bool valid_name(std::string_view name, bool allow_colon) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     if (!name_char(name[i], i == 0, allow_colon)) return false;
-  }
-  return true;
-}
-
-// Well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF): Prometheus rejects a scrape otherwise.
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int n;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (int k = 1; k <= n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static const uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
   }
   return true;
 }
@@ -173,7 +142,7 @@ PrometheusWriter::Family* PrometheusWriter::family_for(const char* method, std::
     return nullptr;
   };
   if (!valid_metric_name(name)) return error("invalid metric name; expected [a-zA-Z_:][a-zA-Z0-9_:]*");
-  if (!valid_utf8(help)) return error("help text is not valid UTF-8");
+  if (!is_valid_utf8(help)) return error("help text is not valid UTF-8");
   rendered_labels->clear();
   for (size_t i = 0; i < labels.size(); ++i) {
     const auto& [key, value] = labels[i];
@@ -189,7 +158,7 @@ PrometheusWriter::Family* PrometheusWriter::family_for(const char* method, std::
     for (size_t j = 0; j < i; ++j) {
       if (labels[j].first == key) return error("label \"", key, "\" is given twice");
     }
-    if (!valid_utf8(value)) return error("value of label \"", key, "\" is not valid UTF-8");
+    if (!is_valid_utf8(value)) return error("value of label \"", key, "\" is not valid UTF-8");
     if (i > 0) *rendered_labels += ',';
     append(rendered_labels, key, "=\"", escape_label_value(value), "\"");
   }

@@ -8,6 +8,7 @@
 #include <utf8proc.h>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/utf8.h"
 #include "brisk/model/tokenizer.h"
 #include "tokenizer_unicode.h"
 
@@ -90,59 +91,6 @@ std::array<CharClass, 128> make_pre_ascii() {
   return cls;
 }
 const std::array<CharClass, 128> kPreAscii = make_pre_ascii();
-
-// Decodes one code point at s[i]. Returns its length, or 0 with *why set when the bytes are not UTF-8.
-inline int decode_utf8(const unsigned char* s, size_t n, size_t i, int32_t* cp, const char** why) {
-  const unsigned char b0 = s[i];
-  if (b0 < 0x80) {
-    *cp = b0;
-    return 1;
-  }
-  int len;
-  int32_t c;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-    c = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    c = b0 & 0x0F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    c = b0 & 0x07;
-  } else {
-    *why = (b0 & 0xC0) == 0x80          ? "a continuation byte with no lead byte"
-           : (b0 == 0xC0 || b0 == 0xC1) ? "an overlong 2-byte lead byte"
-                                        : "a byte that never occurs in UTF-8";
-    return 0;
-  }
-  for (int k = 1; k < len; ++k) {
-    if (i + k >= n || (s[i + k] & 0xC0) != 0x80) {
-      *why = "a truncated multi-byte sequence";
-      return 0;
-    }
-    c = (c << 6) | (s[i + k] & 0x3F);
-  }
-  if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000)) {
-    *why = "an overlong encoding";
-    return 0;
-  }
-  if (c >= 0xD800 && c <= 0xDFFF) {
-    *why = "an encoded UTF-16 surrogate (U+D800..U+DFFF)";
-    return 0;
-  }
-  if (c > 0x10FFFF) {
-    *why = "a code point above U+10FFFF";
-    return 0;
-  }
-  *cp = c;
-  return len;
-}
-
-inline void append_utf8(std::string& out, int32_t c) {
-  unsigned char buf[4];
-  const auto n = utf8proc_encode_char(c, buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
-}
 
 }  // namespace
 
@@ -255,15 +203,13 @@ struct WordPieceTokenizer::Impl {
         while (i < text.size() && s[i] < 0x80) ++i;
         continue;
       }
-      int32_t cp;
-      const char* why = "";
-      const int n = decode_utf8(s, text.size(), i, &cp, &why);
-      if (n == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("invalid UTF-8 at byte offset ", i, " (byte 0x", absl::Hex(s[i], absl::kZeroPad2), ": ", why,
-                         "); expected well-formed UTF-8 text; pass valid UTF-8 or enable replace_invalid_utf8"));
+      const Utf8Char c = decode_utf8(text, i);
+      if (!c.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "invalid UTF-8 at byte offset ", i, " (byte 0x", absl::Hex(s[i], absl::kZeroPad2), ": ", c.error,
+            "); expected well-formed UTF-8 text; pass valid UTF-8 or enable replace_invalid_utf8"));
       }
-      i += static_cast<size_t>(n);
+      i += static_cast<size_t>(c.length);
     }
     return absl::OkStatus();
   }
@@ -373,14 +319,10 @@ struct WordPieceTokenizer::Impl {
         }
         continue;
       }
-      int32_t c;
-      const char* why = "";
-      int len = decode_utf8(s, n, i, &c, &why);
-      if (len == 0) {
-        c = 0xFFFD;
-        len = 1;
-      }  // validate() already rejected this unless replacing
-      i += static_cast<size_t>(len);
+      const Utf8Char decoded = decode_utf8(text, i);
+      // validate() already rejected a bad sequence unless replacing: one byte becomes U+FFFD.
+      const int32_t c = decoded.ok() ? decoded.code_point : 0xFFFD;
+      i += decoded.ok() ? static_cast<size_t>(decoded.length) : 1;
       if (const detail::HfCharOverride ov = detail::hf_char_override(c); ov != detail::kNoOverride) {
         if ((ov == detail::kMark && strip_accents) || (ov == detail::kControl && opts.clean_text)) continue;
         if (ov == detail::kPunct && !flush()) return;
