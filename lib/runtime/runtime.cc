@@ -74,10 +74,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
   const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
   if (pooling == Pooling::kMax) {
+    const std::string who = options.pooling == Pooling::kMax ? "RuntimeOptions::pooling" : pooling_config.config_path;
     return absl::UnimplementedError(
-        absl::StrCat(pooling_config.config_path,
-                     " asks for max pooling, which brisk does not support; expected mean or cls "
-                     "pooling (RuntimeOptions::pooling overrides the model's choice)"));
+        absl::StrCat(who,
+                     " asks for max pooling, which brisk does not support; expected mean "
+                     "or cls pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
                          WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
@@ -89,7 +90,6 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->pooling = pooling;
   ModelInfo& info = impl->info;
   info.model_dir = dir;
   info.model_type = config.model_type;
@@ -175,7 +175,7 @@ Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* o
     ScopedNumThreads threads(options.num_threads);
     PackedSequences packed;
     for (const std::vector<int32_t>& seq : ids) packed.add(seq);
-    BRISK_RETURN_IF_ERROR(encoder->embed(packed, pooling, info.normalize, out));
+    BRISK_RETURN_IF_ERROR(encoder->embed(packed, info.pooling, info.normalize, out));
     forward_passes.add(1);
   }
   const size_t dim = static_cast<size_t>(info.hidden_size);

@@ -30,7 +30,6 @@ struct Runtime::Impl {
   ModelInfo info;
   std::unique_ptr<WordPieceTokenizer> tokenizer;
   std::unique_ptr<BertEncoder> encoder;
-  Pooling pooling = Pooling::kMean;
   metrics::Histogram tokenize_ns;           // per text, both paths, token-cache hits excluded
   mutable metrics::Counter forward_passes;  // encode() is const
   std::unique_ptr<RuntimeCaches> caches;
