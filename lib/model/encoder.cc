@@ -12,6 +12,7 @@
 #include "brisk/kernels/gemm.h"
 #include "brisk/kernels/layernorm.h"
 #include "brisk/kernels/pooling.h"
+#include "brisk/quant/scheme.h"
 
 namespace brisk {
 
@@ -23,7 +24,11 @@ void PackedSequences::add(std::span<const int32_t> ids) {
 namespace {
 
 struct Layer {
-  Linear qkv;  // [3 * hidden, hidden]: Q, K and V stacked
+  // Q, K and V stacked into one [3 * hidden, hidden] Linear when they share a precision; otherwise three that
+  // write their columns of the same [tokens, 3 * hidden] buffer.
+  std::vector<Linear> qkv;
+  std::vector<std::string> qkv_names;  // the model file's names, for activation taps
+  std::string attention_output_name, intermediate_name, output_name;
   Linear attention_output;
   Linear intermediate;
   Linear output;
@@ -43,7 +48,7 @@ StatusOr<Tensor> stack_rows(const std::vector<const Tensor*>& parts) {
   for (const Tensor* p : parts) rows += p->dim(0);
   std::vector<int64_t> shape = parts[0]->shape();
   shape[0] = rows;
-  BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, DType::kF32));
+  BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(shape, parts[0]->dtype()));
   char* dst = static_cast<char*>(out.raw_data());
   for (const Tensor* p : parts) {
     std::memcpy(dst, p->raw_data(), p->nbytes());
@@ -54,6 +59,54 @@ StatusOr<Tensor> stack_rows(const std::vector<const Tensor*>& parts) {
 
 // Tokens per feed-forward chunk: bounds the [chunk, intermediate] scratch (3 MB for MiniLM) whatever the batch.
 constexpr int64_t kFfnChunkTokens = 512;
+
+// Per-channel scales of an i8 weight with `rows` output channels (a per-tensor scale repeated).
+StatusOr<Tensor> per_channel_scales(const QuantScales& scales, int64_t rows) {
+  if (scales.weight_scale.numel() == rows) return scales.weight_scale;
+  BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty({rows}, DType::kF32));
+  const float s = scales.weight_scale.numel() == 1 ? scales.weight_scale.data<float>()[0] : 0.0f;
+  std::fill(out.data<float>(), out.data<float>() + rows, s);
+  return out;
+}
+
+// Q, K and V can share one Linear when their weights have one dtype and, for i8, one activation scheme.
+bool can_stack_qkv(const EncoderLayerWeights& w) {
+  const DType d = w.q_weight.dtype();
+  if (w.k_weight.dtype() != d || w.v_weight.dtype() != d) return false;
+  if (d != DType::kI8) return true;
+  const float a = w.q_scales.activation_scale;
+  return w.k_scales.activation_scale == a && w.v_scales.activation_scale == a && w.q_scales.weight_scale.defined() &&
+         w.k_scales.weight_scale.defined() && w.v_scales.weight_scale.defined();
+}
+
+StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device) {
+  std::vector<Linear> out;
+  if (can_stack_qkv(w)) {
+    BRISK_ASSIGN_OR_RETURN(Tensor qkv_w, stack_rows({&w.q_weight, &w.k_weight, &w.v_weight}));
+    BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
+    QuantScales scales;
+    if (qkv_w.dtype() == DType::kI8) {
+      const int64_t h = w.q_weight.dim(0);
+      BRISK_ASSIGN_OR_RETURN(Tensor qs, per_channel_scales(w.q_scales, h));
+      BRISK_ASSIGN_OR_RETURN(Tensor ks, per_channel_scales(w.k_scales, h));
+      BRISK_ASSIGN_OR_RETURN(Tensor vs, per_channel_scales(w.v_scales, h));
+      BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows({&qs, &ks, &vs}));
+      scales.activation_scale = w.q_scales.activation_scale;
+    }
+    BRISK_ASSIGN_OR_RETURN(Linear qkv, Linear::create(qkv_w, qkv_b, device, scales));
+    out.push_back(std::move(qkv));
+  } else {
+    for (auto [weight, bias, scales] : {std::tuple{&w.q_weight, &w.q_bias, &w.q_scales},
+                                        std::tuple{&w.k_weight, &w.k_bias, &w.k_scales},
+                                        std::tuple{&w.v_weight, &w.v_bias, &w.v_scales}}) {
+      BRISK_ASSIGN_OR_RETURN(Linear part, Linear::create(*weight, *bias, device, *scales));
+      out.push_back(std::move(part));
+    }
+  }
+  // The Linears hold what they need (a stacked copy, or shared references): drop the loaded tensors.
+  for (Tensor* t : {&w.q_weight, &w.k_weight, &w.v_weight, &w.q_bias, &w.k_bias, &w.v_bias}) *t = Tensor();
+  return out;
+}
 
 GemmEpilogue activation_epilogue(Activation act) {
   switch (act) {
@@ -91,10 +144,63 @@ struct BertEncoder::Impl {
     if (pool.size() < kMaxPooledWorkspaces) pool.push_back(std::move(ws));
   }
 
+  // The word-embedding table as stored (see EmbeddingWeights::word): f32 rows, i8 rows with a scale each, or int4
+  // groups; quantized rows are dequantized as tokens look them up.
+  DType word_dtype = DType::kF32;
+  quant::Int4Matrix word_int4;
+
+  Status init_word_embeddings();
+  void word_row(int32_t id, float* out) const;
   Status check_input(const PackedSequences& batch) const;
   void embed_tokens(const PackedSequences& batch, float* x) const;
-  Status run_layers(const PackedSequences& batch, float* x, Workspace& ws) const;
+  Status run_layers(const PackedSequences& batch, float* x, Workspace& ws, const ActivationTap* tap) const;
 };
+
+Status BertEncoder::Impl::init_word_embeddings() {
+  const EmbeddingWeights& e = weights.embeddings;
+  const int64_t v = config.vocab_size, h = config.hidden_size;
+  word_dtype = e.word.dtype();
+  auto fail = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("BertEncoder: ", kWordEmbeddingsName, " ", what));
+  };
+  if (word_dtype == DType::kF32) {
+    if (e.word.shape() != std::vector<int64_t>{v, h}) return fail(absl::StrCat("has shape ", e.word.shape_string()));
+    return absl::OkStatus();
+  }
+  if (word_dtype == DType::kI8) {
+    if (e.word.shape() != std::vector<int64_t>{v, h} || !e.word_scale.defined() ||
+        e.word_scale.dtype() != DType::kF32 || e.word_scale.shape() != std::vector<int64_t>{v}) {
+      return fail(absl::StrCat("is i8 ", e.word.shape_string(), " with scales ",
+                               e.word_scale.defined() ? e.word_scale.shape_string() : std::string("missing"),
+                               "; expected i8 [", v, ", ", h, "] with f32 scales [", v, "]"));
+    }
+    return absl::OkStatus();
+  }
+  if (word_dtype == DType::kU8 && e.word_scale.defined() && e.word_scale.rank() == 2 && e.word_scale.dim(1) > 0 &&
+      h % e.word_scale.dim(1) == 0 && e.word.shape() == std::vector<int64_t>{v, h / 2}) {
+    word_int4 = quant::Int4Matrix{e.word, e.word_scale, e.word_min, h / e.word_scale.dim(1)};
+    return quant::check_int4_matrix(word_int4, kWordEmbeddingsName);
+  }
+  return fail(absl::StrCat("is ", dtype_name(word_dtype), " ", e.word.shape_string(), "; expected f32 or i8 [", v,
+                           ", ", h, "], or int4 groups u8 [", v, ", ", h / 2, "] with f16 scales"));
+}
+
+void BertEncoder::Impl::word_row(int32_t id, float* out) const {
+  const int64_t h = config.hidden_size;
+  switch (word_dtype) {
+    case DType::kI8: {
+      const int8_t* q = weights.embeddings.word.data<int8_t>() + static_cast<int64_t>(id) * h;
+      const float s = weights.embeddings.word_scale.data<float>()[id];
+      for (int64_t j = 0; j < h; ++j) out[j] = static_cast<float>(q[j]) * s;
+      return;
+    }
+    case DType::kU8: quant::dequantize_int4_row(word_int4, id, out); return;
+    default: {
+      const float* w = weights.embeddings.word.data<float>() + static_cast<int64_t>(id) * h;
+      std::copy(w, w + h, out);
+    }
+  }
+}
 
 BertEncoder::BertEncoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BertEncoder::~BertEncoder() = default;
@@ -118,18 +224,22 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
   impl->weights = std::move(weights);
   impl->device = device;
   impl->ffn_epilogue = activation_epilogue(config.hidden_act);
+  BRISK_RETURN_IF_ERROR(impl->init_word_embeddings());
+  const std::vector<LinearSlot> slots = linear_slots(impl->weights, config);
+  size_t slot = 0;
   for (EncoderLayerWeights& w : impl->weights.layers) {
     Layer layer;
     layer.weights = &w;
-    BRISK_ASSIGN_OR_RETURN(Tensor qkv_w, stack_rows({&w.q_weight, &w.k_weight, &w.v_weight}));
-    BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
-    BRISK_ASSIGN_OR_RETURN(layer.qkv, Linear::create(qkv_w, qkv_b, device));
-    // The stacked copy replaces them (frees owned copies, e.g. from pytorch_model.bin or f16 files).
-    for (Tensor* t : {&w.q_weight, &w.k_weight, &w.v_weight, &w.q_bias, &w.k_bias, &w.v_bias}) *t = Tensor();
-    BRISK_ASSIGN_OR_RETURN(layer.attention_output,
-                           Linear::create(w.attention_output_weight, w.attention_output_bias, device));
-    BRISK_ASSIGN_OR_RETURN(layer.intermediate, Linear::create(w.intermediate_weight, w.intermediate_bias, device));
-    BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, device));
+    for (int i = 0; i < 3; ++i) layer.qkv_names.push_back(slots[slot++].name);
+    layer.attention_output_name = slots[slot++].name;
+    layer.intermediate_name = slots[slot++].name;
+    layer.output_name = slots[slot++].name;
+    BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, device));
+    BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias,
+                                                                  device, w.attention_output_scales));
+    BRISK_ASSIGN_OR_RETURN(layer.intermediate, Linear::create(w.intermediate_weight, w.intermediate_bias, device,
+                                                              w.intermediate_scales));
+    BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, device, w.output_scales));
     impl->layers.push_back(std::move(layer));
   }
   return std::unique_ptr<BertEncoder>(new BertEncoder(std::move(impl)));
@@ -175,7 +285,6 @@ Status BertEncoder::Impl::check_input(const PackedSequences& batch) const {
 void BertEncoder::Impl::embed_tokens(const PackedSequences& batch, float* x) const {
   const int64_t h = config.hidden_size;
   const EmbeddingWeights& e = weights.embeddings;
-  const float* word = e.word.data<float>();
   const float* pos = e.position.data<float>();
   const float* type = e.token_type.defined() && e.token_type.numel() > 0 ? e.token_type.data<float>() : nullptr;
   const std::vector<int64_t>& offsets = batch.offsets;
@@ -184,10 +293,10 @@ void BertEncoder::Impl::embed_tokens(const PackedSequences& batch, float* x) con
     size_t b = static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), t0) - offsets.begin()) - 1;
     for (int64_t t = t0; t < t1; ++t) {
       while (t >= offsets[b + 1]) ++b;
-      const float* w = word + static_cast<int64_t>(batch.input_ids[t]) * h;
       const float* p = pos + (t - offsets[b]) * h;
       float* out = x + t * h;
-      for (int64_t j = 0; j < h; ++j) out[j] = w[j] + p[j];
+      word_row(batch.input_ids[t], out);
+      for (int64_t j = 0; j < h; ++j) out[j] += p[j];
       if (type != nullptr) {
         const int64_t tt = batch.token_type_ids.empty() ? 0 : batch.token_type_ids[t];
         const float* ty = type + tt * h;
@@ -199,7 +308,11 @@ void BertEncoder::Impl::embed_tokens(const PackedSequences& batch, float* x) con
                                          static_cast<float>(config.layer_norm_eps), x, batch.total_tokens(), h);
 }
 
-Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Workspace& ws) const {
+Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Workspace& ws,
+                                     const ActivationTap* tap) const {
+  auto observe = [&](const std::string& name, const float* in, int64_t rows, int64_t cols) {
+    return tap != nullptr && *tap ? (*tap)(name, in, rows, cols) : absl::OkStatus();
+  };
   const int64_t n = batch.total_tokens();
   const int64_t h = config.hidden_size;
   const int64_t inter = config.intermediate_size;
@@ -212,16 +325,26 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
   Workspace::reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * inter));
   for (const Layer& layer : layers) {
     const EncoderLayerWeights& w = *layer.weights;
-    BRISK_RETURN_IF_ERROR(layer.qkv.forward(x, n, ws.qkv.data(), GemmEpilogue::kBias));
+    for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
+    if (layer.qkv.size() == 1) {
+      BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, ws.qkv.data(), GemmEpilogue::kBias));
+    } else {
+      for (size_t i = 0; i < layer.qkv.size(); ++i) {
+        BRISK_RETURN_IF_ERROR(layer.qkv[i].forward(x, n, ws.qkv.data() + static_cast<int64_t>(i) * h, GemmEpilogue::kBias, 3 * h));
+      }
+    }
     BRISK_RETURN_IF_ERROR(self_attention<Device::kCPU>(ws.qkv.data(), batch.offsets.data(), batch.size(),
                                                        config.num_attention_heads, config.head_dim(),
                                                        ws.context.data()));
+    BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, ws.context.data(), n, h));
     BRISK_RETURN_IF_ERROR(layer.attention_output.forward(ws.context.data(), n, x, GemmEpilogue::kBiasAccumulate));
     layer_norm_bias_residual<Device::kCPU>(x, nullptr, nullptr, w.attention_ln_gamma.data<float>(),
                                            w.attention_ln_beta.data<float>(), eps, x, n, h);
     for (int64_t t = 0; t < n; t += ffn_chunk) {
       const int64_t rows = std::min(ffn_chunk, n - t);
+      BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
       BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, ws.intermediate.data(), ffn_epilogue));
+      BRISK_RETURN_IF_ERROR(observe(layer.output_name, ws.intermediate.data(), rows, inter));
       BRISK_RETURN_IF_ERROR(
           layer.output.forward(ws.intermediate.data(), rows, x + t * h, GemmEpilogue::kBiasAccumulate));
     }
@@ -232,6 +355,10 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
 }
 
 Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) const {
+  return forward(batch, hidden_states, ActivationTap());
+}
+
+Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states, const ActivationTap& tap) const {
   if (hidden_states == nullptr)
     return absl::InvalidArgumentError(
         "BertEncoder::forward: hidden_states is null; expected a buffer of total_tokens x hidden_size floats");
@@ -239,7 +366,7 @@ Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) 
   if (batch.total_tokens() == 0) return absl::OkStatus();
   auto ws = impl_->acquire();
   impl_->embed_tokens(batch, hidden_states);
-  Status s = impl_->run_layers(batch, hidden_states, *ws);
+  Status s = impl_->run_layers(batch, hidden_states, *ws, &tap);
   impl_->release(std::move(ws));
   return s;
 }
@@ -259,7 +386,7 @@ Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool no
   Status s = absl::OkStatus();
   if (batch.total_tokens() > 0) {
     impl_->embed_tokens(batch, x);
-    s = impl_->run_layers(batch, x, *ws);
+    s = impl_->run_layers(batch, x, *ws, nullptr);
   }
   if (s.ok()) {
     for (int64_t b = 0; b < batch.size(); ++b) {

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "brisk/core/half.h"
 #include "brisk/model/safetensors.h"
 
 namespace brisk {
@@ -19,39 +20,6 @@ std::string display_name(const std::string& path) {
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      bits = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-float bf16_to_f32(uint16_t b) {
-  const uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 // Where a family's tensors live, relative to the model prefix.
 struct NameScheme {
@@ -256,6 +224,25 @@ Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
 
 }  // namespace
 
+std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config) {
+  const bool distil = config.family == ModelFamily::kDistilBert;
+  std::vector<LinearSlot> slots;
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    EncoderLayerWeights& l = weights.layers[i];
+    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
+    auto name = [&](const char* bert, const char* distilbert) { return p + (distil ? distilbert : bert); };
+    slots.push_back({name("attention.self.query", "attention.q_lin"), &l.q_weight, &l.q_bias, &l.q_scales});
+    slots.push_back({name("attention.self.key", "attention.k_lin"), &l.k_weight, &l.k_bias, &l.k_scales});
+    slots.push_back({name("attention.self.value", "attention.v_lin"), &l.v_weight, &l.v_bias, &l.v_scales});
+    slots.push_back({name("attention.output.dense", "attention.out_lin"), &l.attention_output_weight,
+                     &l.attention_output_bias, &l.attention_output_scales});
+    slots.push_back({name("intermediate.dense", "ffn.lin1"), &l.intermediate_weight, &l.intermediate_bias,
+                     &l.intermediate_scales});
+    slots.push_back({name("output.dense", "ffn.lin2"), &l.output_weight, &l.output_bias, &l.output_scales});
+  }
+  return slots;
+}
+
 StatusOr<Tensor> to_float32(const Tensor& t) {
   if (t.device() != Device::kCPU) {
     return absl::InvalidArgumentError(
@@ -275,9 +262,9 @@ StatusOr<Tensor> to_float32(const Tensor& t) {
   const auto* src = t.data<uint16_t>();
   float* dst = out.data<float>();
   if (t.dtype() == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_float(src[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
   }
   return out;
 }

@@ -8,11 +8,16 @@
 //   std::vector<float> out(batch.size() * encoder->hidden_size());
 //   BRISK_RETURN_IF_ERROR(encoder->embed(batch, Pooling::kMean, /*normalize=*/true, out.data()));
 //
+// The weights may be quantized (bf16 or i8 linear layers, i8 or int4 word embeddings; see brisk/quant/): each
+// layer runs in the precision its weights are stored in.
+//
 // Thread safety: a BertEncoder is immutable after create(); forward() and embed() may run concurrently.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -36,6 +41,11 @@ struct BRISK_API PackedSequences {
   int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
 };
 
+// Sees the input of every linear layer during a tapped forward(): the layer's name in the model file (see
+// linear_slots), and its rows x cols activations. Calibration uses it; an error stops the pass.
+using ActivationTap =
+    std::function<Status(std::string_view linear_name, const float* activations, int64_t rows, int64_t cols)>;
+
 class BRISK_API BertEncoder {
  public:
   static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights, Device device);
@@ -46,6 +56,7 @@ class BRISK_API BertEncoder {
 
   // Last hidden states, [total_tokens, hidden], row t for packed token t.
   Status forward(const PackedSequences& batch, float* hidden_states) const;
+  Status forward(const PackedSequences& batch, float* hidden_states, const ActivationTap& tap) const;
   // Pooled embeddings, [batch.size(), hidden]; mean pooling over each sequence or its first token.
   Status embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const;
 

@@ -30,6 +30,7 @@
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
+#include "brisk/kernels/gemm.h"
 #include "brisk/model/config.h"
 
 namespace brisk {
@@ -38,14 +39,19 @@ namespace brisk {
 using NamedTensors = std::map<std::string, Tensor>;
 
 struct BRISK_API EmbeddingWeights {
-  Tensor word;        // [vocab_size, hidden]
+  // [vocab_size, hidden] f32; or, in a quantized model, i8 with word_scale f32 [vocab_size] (one scale a row), or
+  // int4 groups: u8 [vocab_size, hidden / 2] with word_scale f16 [vocab_size, groups] and optionally word_min
+  // (see brisk/quant/scheme.h). Rows are dequantized as they are looked up.
+  Tensor word;
+  Tensor word_scale, word_min;
   Tensor position;    // [max_position_embeddings, hidden]
   Tensor token_type;  // [type_vocab_size, hidden]; default-constructed (defined() false) when type_vocab_size is 0
   Tensor ln_gamma;    // [hidden]  LayerNorm after the embedding sum
   Tensor ln_beta;     // [hidden]
 };
 
-// One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features].
+// One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features]: f32 as
+// loaded; bf16 or i8 (with the matching *_scales) in a quantized model.
 struct BRISK_API EncoderLayerWeights {
   Tensor q_weight, q_bias;                       // [hidden, hidden], [hidden]
   Tensor k_weight, k_bias;                       // [hidden, hidden], [hidden]
@@ -58,6 +64,7 @@ struct BRISK_API EncoderLayerWeights {
   Tensor output_weight;                          // [hidden, intermediate]
   Tensor output_bias;                            // [hidden]
   Tensor output_ln_gamma, output_ln_beta;        // [hidden]  LayerNorm(x + feed-forward output)
+  QuantScales q_scales, k_scales, v_scales, attention_output_scales, intermediate_scales, output_scales;
 };
 
 struct BRISK_API EncoderWeights {
@@ -77,6 +84,19 @@ struct BRISK_API EncoderWeights {
   // Number of elements the config implies (embeddings + layers, no pooler): what num_parameters must equal.
   static int64_t expected_num_parameters(const BertConfig& config);
 };
+
+// One linear layer of an EncoderWeights, under the name its model file gives it without ".weight"
+// ("encoder.layer.0.attention.self.query" for BERT, "transformer.layer.0.attention.q_lin" for DistilBERT).
+struct BRISK_API LinearSlot {
+  std::string name;
+  Tensor* weight;
+  Tensor* bias;
+  QuantScales* scales;
+};
+// The linear layers in model order (per layer: query, key, value, attention output, intermediate, output).
+BRISK_API std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config);
+// The word-embedding table's name in the model file, without ".weight".
+inline constexpr const char* kWordEmbeddingsName = "embeddings.word_embeddings";
 
 // Every tensor of a safetensors file as zero-copy views (dtype kept).
 BRISK_API StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path);

@@ -59,6 +59,45 @@ struct ElementwiseArgs {
   ElementwiseOp op;
 };
 
+// Rows of x quantized to s8 for the int8 linear layers: per row, scale = absmax / 127 (dynamic; an all-zero row
+// gets scale 1), or one given scale for every row (static). q = saturate(round(x / scale)) into [-127, 127].
+struct QuantizeRowsArgs {
+  const float* x;
+  int64_t cols;
+  int8_t* q;           // [rows, ldq]
+  int64_t ldq;
+  float* row_scales;   // [rows], written
+  float static_scale;  // > 0: static per-tensor scale; 0: dynamic per row
+};
+
+// The int8 GEMM's int32 accumulators back to floats: y[r, j] (+)= row_scales[r] * col_scales[j] * acc[r, j] + bias[j].
+struct DequantizeRowsArgs {
+  const int32_t* acc;  // [rows, cols]
+  int64_t cols;
+  const float* row_scales;  // [rows]
+  const float* col_scales;  // [cols], or [1] when per_tensor_weights
+  bool per_tensor_weights;
+  const float* bias;  // nullable, [cols]
+  float* y;           // [rows, ldy]
+  int64_t ldy;
+  bool accumulate;
+};
+
+// f32 rows to bf16 (round to nearest even), for the bf16 linear layers' activations.
+struct Bf16RowsArgs {
+  const float* x;
+  int64_t cols;
+  uint16_t* out;  // [rows, cols]
+};
+
+#define BRISK_DECLARE_QUANT_ROW_KERNELS(isa)                                                      \
+  void quantize_rows_s8_##isa(const QuantizeRowsArgs& args, int64_t row_begin, int64_t row_end);   \
+  void dequantize_rows_##isa(const DequantizeRowsArgs& args, int64_t row_begin, int64_t row_end);  \
+  void bf16_rows_##isa(const Bf16RowsArgs& args, int64_t row_begin, int64_t row_end);
+BRISK_DECLARE_QUANT_ROW_KERNELS(scalar)
+BRISK_DECLARE_QUANT_ROW_KERNELS(avx512)
+#undef BRISK_DECLARE_QUANT_ROW_KERNELS
+
 #define BRISK_DECLARE_ROW_KERNELS(isa)                                                                 \
   void layer_norm_rows_##isa(const LayerNormArgs& args, int64_t row_begin, int64_t row_end);           \
   void softmax_rows_##isa(const SoftmaxArgs& args, int64_t row_begin, int64_t row_end);                \

@@ -1,0 +1,80 @@
+// brisk::Linear: argument checks and the one dispatch point on device and weight dtype.
+#include <cmath>
+
+#include "brisk/kernels/gemm.h"
+#include "cpu/linear_impl.h"
+
+namespace brisk {
+namespace {
+
+Status check_scales(const Tensor& weight, const QuantScales& scales) {
+  const Tensor& s = scales.weight_scale;
+  if (!s.defined() || s.dtype() != DType::kF32 || s.rank() != 1 || (s.dim(0) != 1 && s.dim(0) != weight.dim(0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Linear i8 weight_scale is ",
+        s.defined() ? absl::StrCat(dtype_name(s.dtype()), " ", s.shape_string()) : std::string("missing"),
+        "; expected f32 [", weight.dim(0), "] or [1]"));
+  }
+  const float* v = s.data<float>();
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    if (!(v[i] > 0.0f) || !std::isfinite(v[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Linear i8 weight_scale[", i, "] is ", v[i], "; expected a finite value > 0"));
+    }
+  }
+  if (!(scales.activation_scale >= 0.0f) || !std::isfinite(scales.activation_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear activation_scale is ", scales.activation_scale,
+                                                   "; expected 0 (dynamic) or a finite value > 0 (static)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device device, const QuantScales& scales) {
+  const DType wt = weight.dtype();
+  if (weight.rank() != 2 || !weight.is_contiguous() || (wt != DType::kF32 && wt != DType::kBF16 && wt != DType::kI8)) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear weight is ", dtype_name(wt), " ", weight.shape_string(),
+                                                   "; expected a contiguous f32, bf16 or i8 [out, in] matrix"));
+  }
+  const bool has_bias = bias.defined() && bias.numel() > 0;
+  if (has_bias && (bias.dtype() != DType::kF32 || bias.numel() != weight.dim(0) || !bias.is_contiguous())) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear bias is ", dtype_name(bias.dtype()), " ",
+                                                   bias.shape_string(), "; expected f32 [", weight.dim(0), "]"));
+  }
+  if (device != Device::kCPU) {
+    return absl::UnimplementedError("Linear: this build runs linear layers on cpu only; expected device cpu");
+  }
+  Linear linear;
+  if (wt == DType::kI8) {
+    BRISK_RETURN_IF_ERROR(check_scales(weight, scales));
+    BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_int8_linear(weight, has_bias ? bias : Tensor(), scales));
+  } else {
+    BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_dnnl_linear(weight, has_bias ? bias : Tensor()));
+  }
+  linear.in_features_ = weight.dim(1);
+  linear.out_features_ = weight.dim(0);
+  linear.weight_dtype_ = wt;
+  return linear;
+}
+
+Status Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
+  if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
+  if (rows == 0) return absl::OkStatus();
+  if (x == nullptr || y == nullptr || rows < 0) {
+    return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
+  }
+  if (ldy == 0) ldy = out_features_;
+  if (ldy < out_features_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Linear::forward ldy is ", ldy, "; expected 0 or at least out_features = ", out_features_));
+  }
+  const bool activation = epilogue != GemmEpilogue::kBias && epilogue != GemmEpilogue::kBiasAccumulate;
+  if (activation && ldy != out_features_) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear::forward with an activation epilogue needs ldy = ",
+                                                   out_features_, "; got ", ldy));
+  }
+  return impl_->forward(x, rows, y, epilogue, ldy);
+}
+
+}  // namespace brisk
