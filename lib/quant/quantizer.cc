@@ -1,0 +1,304 @@
+// The quantizer. See include/brisk/quant/quantizer.h.
+#include "brisk/quant/quantizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/half.h"
+#include "nlohmann/json.hpp"
+
+namespace brisk::quant {
+namespace {
+
+bool is_int8(const PrecisionSpec& p) {
+  return p.precision == Precision::kInt8Dynamic || p.precision == Precision::kInt8Static;
+}
+
+PrecisionSpec precision_of(const LayerPrecisions& precisions, const std::string& name) {
+  auto it = precisions.find(name);
+  return it == precisions.end() ? PrecisionSpec{} : it->second;
+}
+
+Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const ActivationRanges& ranges) {
+  switch (spec.precision) {
+    case Precision::kF32: return absl::OkStatus();
+    case Precision::kBF16: {
+      BRISK_ASSIGN_OR_RETURN(*slot.weight, to_bfloat16(*slot.weight, slot.name + ".weight"));
+      return absl::OkStatus();
+    }
+    case Precision::kInt8Dynamic:
+    case Precision::kInt8Static: {
+      float activation_scale = 0.0f;
+      if (spec.precision == Precision::kInt8Static) {
+        auto it = ranges.find(slot.name);
+        if (it == ranges.end()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "layer '", slot.name, "' is int8-static but has no calibrated activation range; expected calibrate() "
+              "to have run over it"));
+        }
+        const float absmax = it->second.absmax();
+        activation_scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+      }
+      BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(*slot.weight, slot.name + ".weight"));
+      *slot.weight = std::move(q.values);
+      *slot.scales = QuantScales{std::move(q.scales), activation_scale};
+      return absl::OkStatus();
+    }
+    case Precision::kInt4: {
+      // Weight-only: the layer computes in f32 from the dequantized weight; the file keeps the int4 groups.
+      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, quantize_int4(*slot.weight, spec.group_size, spec.with_min,
+                                                         slot.name + ".weight"));
+      BRISK_ASSIGN_OR_RETURN(*slot.weight, dequantize_int4(q));
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError("unknown precision");
+}
+
+Status quantize_word_embeddings(EmbeddingWeights& e, const PrecisionSpec& spec) {
+  const std::string name = absl::StrCat(kWordEmbeddingsName, ".weight");
+  if (spec.precision == Precision::kF32) return absl::OkStatus();
+  if (is_int8(spec)) {
+    BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(e.word, name));
+    e.word = std::move(q.values);
+    e.word_scale = std::move(q.scales);
+    return absl::OkStatus();
+  }
+  if (spec.precision == Precision::kInt4) {
+    BRISK_ASSIGN_OR_RETURN(Int4Matrix q, quantize_int4(e.word, spec.group_size, spec.with_min, name));
+    e.word = std::move(q.packed);
+    e.word_scale = std::move(q.scales);
+    e.word_min = std::move(q.mins);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("precision of ", kWordEmbeddingsName, " is ", precision_name(spec),
+                                                 "; expected fp32, int8 or int4-gN"));
+}
+
+// Relative RMS error ||w - dequant(quant(w))|| / ||w|| of one weight in one precision.
+StatusOr<double> weight_error(const Tensor& w, const PrecisionSpec& spec, const std::string& name, double* smin,
+                              double* smax) {
+  if (spec.precision == Precision::kF32) return 0.0;
+  Tensor back;
+  if (spec.precision == Precision::kBF16) {
+    BRISK_ASSIGN_OR_RETURN(Tensor b, to_bfloat16(w, name));
+    BRISK_ASSIGN_OR_RETURN(back, Tensor::empty(w.shape(), DType::kF32));
+    for (int64_t i = 0; i < w.numel(); ++i) back.data<float>()[i] = bf16_to_float(b.data<uint16_t>()[i]);
+  } else if (is_int8(spec)) {
+    BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(w, name));
+    const float* s = q.scales.data<float>();
+    *smin = *std::min_element(s, s + q.scales.numel());
+    *smax = *std::max_element(s, s + q.scales.numel());
+    BRISK_ASSIGN_OR_RETURN(back, dequantize_int8(q));
+  } else {
+    BRISK_ASSIGN_OR_RETURN(Int4Matrix q, quantize_int4(w, spec.group_size, spec.with_min, name));
+    BRISK_ASSIGN_OR_RETURN(back, dequantize_int4(q));
+  }
+  double err = 0.0, norm = 0.0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const double a = w.data<float>()[i], d = a - back.data<float>()[i];
+    err += d * d;
+    norm += a * a;
+  }
+  return norm > 0.0 ? std::sqrt(err / norm) : 0.0;
+}
+
+}  // namespace
+
+StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const std::vector<PackedSequences>& batches,
+                                     const CalibrationOptions& options, const Progress& progress) {
+  if (batches.empty()) {
+    return absl::InvalidArgumentError("calibration has no batches; expected at least one tokenized text");
+  }
+  std::map<std::string, ActivationObserver> observers;
+  const ActivationTap tap = [&](std::string_view name, const float* x, int64_t rows, int64_t cols) -> Status {
+    auto it = observers.find(std::string(name));
+    if (it == observers.end()) it = observers.emplace(std::string(name), ActivationObserver(std::string(name), options)).first;
+    return it->second.observe(x, rows * cols);
+  };
+  std::vector<float> hidden;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    hidden.resize(static_cast<size_t>(batches[i].total_tokens() * fp32.hidden_size()));
+    BRISK_RETURN_IF_ERROR(fp32.forward(batches[i], hidden.data(), tap));
+    if (progress) progress("calibrate", static_cast<int64_t>(i + 1), static_cast<int64_t>(batches.size()));
+  }
+  ActivationRanges ranges;
+  for (const auto& [name, observer] : observers) {
+    BRISK_ASSIGN_OR_RETURN(ranges[name], observer.range());
+  }
+  return ranges;
+}
+
+StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const BertConfig& config,
+                                          const LayerPrecisions& precisions, const ActivationRanges& ranges) {
+  const std::vector<std::string> names = layer_names(config);
+  for (const auto& [name, spec] : precisions) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("layer '", name, "' is not a layer of this ", config.model_type,
+                                                     " model; expected a name from layer_names()"));
+    }
+  }
+  EncoderWeights out = fp32;  // shares every tensor; quantized ones are replaced below
+  if (out.embeddings.word.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(kWordEmbeddingsName, " is ", dtype_name(out.embeddings.word.dtype()),
+                                                   "; expected the fp32 weights as the quantizer's input"));
+  }
+  for (const LinearSlot& slot : linear_slots(out, config)) {
+    if (slot.weight->dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat("layer '", slot.name, "' is ", dtype_name(slot.weight->dtype()),
+                                                     "; expected the fp32 weights as the quantizer's input"));
+    }
+    BRISK_RETURN_IF_ERROR(quantize_linear(slot, precision_of(precisions, slot.name), ranges));
+  }
+  BRISK_RETURN_IF_ERROR(quantize_word_embeddings(out.embeddings, precision_of(precisions, kWordEmbeddingsName)));
+  return out;
+}
+
+StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder, const std::vector<PackedSequences>& batches,
+                                       Pooling pooling) {
+  std::vector<float> out;
+  const int64_t h = encoder.hidden_size();
+  for (const PackedSequences& batch : batches) {
+    const size_t at = out.size();
+    out.resize(at + static_cast<size_t>(batch.size() * h));
+    BRISK_RETURN_IF_ERROR(encoder.embed(batch, pooling, /*normalize=*/true, out.data() + at));
+  }
+  return out;
+}
+
+Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate,
+                            int64_t hidden) {
+  Fidelity f;
+  const int64_t rows = static_cast<int64_t>(std::min(reference.size(), candidate.size())) / hidden;
+  if (rows == 0) return f;
+  f.worst_cosine = 1.0;
+  double sum = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0.0, na = 0.0, nb = 0.0;
+    for (int64_t j = 0; j < hidden; ++j) {
+      const double a = reference[r * hidden + j], b = candidate[r * hidden + j];
+      dot += a * b, na += a * a, nb += b * b;
+    }
+    const double cos = na > 0.0 && nb > 0.0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+    sum += cos;
+    f.worst_cosine = std::min(f.worst_cosine, cos);
+  }
+  f.mean_cosine = sum / static_cast<double>(rows);
+  return f;
+}
+
+StatusOr<QuantizationReport> describe(const EncoderWeights& fp32, const BertConfig& config,
+                                      const LayerPrecisions& precisions, const ActivationRanges& ranges,
+                                      std::string plan_text) {
+  QuantizationReport report;
+  report.plan = std::move(plan_text);
+  EncoderWeights view = fp32;
+  std::map<std::string, const Tensor*> weights;
+  for (const LinearSlot& slot : linear_slots(view, config)) weights[slot.name] = slot.weight;
+  weights[kWordEmbeddingsName] = &view.embeddings.word;
+  for (const std::string& name : layer_names(config)) {
+    LayerReport layer;
+    layer.name = name;
+    const PrecisionSpec spec = precision_of(precisions, name);
+    layer.precision = precision_name(spec);
+    BRISK_ASSIGN_OR_RETURN(layer.weight_error, weight_error(*weights.at(name), spec, name + ".weight",
+                                                            &layer.weight_scale_min, &layer.weight_scale_max));
+    if (auto it = ranges.find(name); it != ranges.end()) layer.activation_absmax = it->second.absmax();
+    report.layers.push_back(std::move(layer));
+  }
+  return report;
+}
+
+std::string QuantizationReport::to_csv() const {
+  std::string out = "layer,precision,weight_scale_min,weight_scale_max,weight_error,activation_absmax,sensitivity\n";
+  for (const LayerReport& l : layers) {
+    absl::StrAppend(&out, l.name, ",", l.precision, ",", l.weight_scale_min, ",", l.weight_scale_max, ",",
+                    l.weight_error, ",", l.activation_absmax, ",", l.sensitivity, "\n");
+  }
+  return out;
+}
+
+std::string QuantizationReport::to_json() const {
+  nlohmann::json j;
+  j["plan"] = plan;
+  j["mean_cosine"] = fidelity.mean_cosine;
+  j["worst_cosine"] = fidelity.worst_cosine;
+  j["metric"] = metric;
+  j["layers"] = nlohmann::json::array();
+  for (const LayerReport& l : layers) {
+    j["layers"].push_back({{"layer", l.name},
+                           {"precision", l.precision},
+                           {"weight_scale_min", l.weight_scale_min},
+                           {"weight_scale_max", l.weight_scale_max},
+                           {"weight_error", l.weight_error},
+                           {"activation_absmax", l.activation_absmax},
+                           {"sensitivity", l.sensitivity}});
+  }
+  return j.dump(2);
+}
+
+StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeights& fp32,
+                                   const std::vector<PackedSequences>& batches, Pooling pooling,
+                                   const AutoPlanOptions& options) {
+  if (batches.empty()) return absl::InvalidArgumentError("auto plan has no batches; expected calibration texts");
+  const std::vector<std::string> names = layer_names(config);
+  BRISK_ASSIGN_OR_RETURN(auto reference_encoder, BertEncoder::create(config, fp32, Device::kCPU));
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> reference, embed_all(*reference_encoder, batches, pooling));
+  const int64_t h = config.hidden_size;
+
+  // The score of a set of precisions: the user's metric, else the mean cosine against fp32.
+  Fidelity last_fidelity;
+  auto score = [&](const LayerPrecisions& precisions) -> StatusOr<double> {
+    BRISK_ASSIGN_OR_RETURN(EncoderWeights w, quantize_weights(fp32, config, precisions, options.ranges));
+    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, std::move(w), Device::kCPU));
+    BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, embed_all(*encoder, batches, pooling));
+    last_fidelity = compare_embeddings(reference, emb, h);
+    if (options.metric) return options.metric(*encoder);
+    return last_fidelity.mean_cosine;
+  };
+  const double tolerance = options.metric ? options.min_metric : options.min_mean_cosine;
+  double fp32_score = 1.0;
+  if (options.metric) BRISK_ASSIGN_OR_RETURN(fp32_score, options.metric(*reference_encoder));
+
+  auto quantized_for = [&](const std::string& name) {
+    if (name != kWordEmbeddingsName || options.quantized.precision != Precision::kInt8Static &&
+                                           options.quantized.precision != Precision::kBF16) {
+      return options.quantized;
+    }
+    return PrecisionSpec{options.quantized.precision == Precision::kBF16 ? Precision::kF32 : Precision::kInt8Dynamic};
+  };
+
+  std::map<std::string, double> sensitivity;
+  for (size_t i = 0; i < names.size(); ++i) {
+    LayerPrecisions only{{names[i], quantized_for(names[i])}};
+    BRISK_ASSIGN_OR_RETURN(double s, score(only));
+    sensitivity[names[i]] = fp32_score - s;
+    if (options.progress) options.progress("sensitivity", static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
+  }
+
+  AutoPlanResult result;
+  for (const std::string& name : names) result.precisions[name] = quantized_for(name);
+  std::vector<std::string> order = names;  // most sensitive first
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const std::string& a, const std::string& b) { return sensitivity[a] > sensitivity[b]; });
+  BRISK_ASSIGN_OR_RETURN(double current, score(result.precisions));
+  for (const std::string& name : order) {
+    if (current >= tolerance) break;
+    result.precisions[name] = options.fallback;
+    result.fallen_back.push_back(name);
+    BRISK_ASSIGN_OR_RETURN(current, score(result.precisions));
+    if (options.progress) {
+      options.progress("fallback", static_cast<int64_t>(result.fallen_back.size()), static_cast<int64_t>(names.size()));
+    }
+  }
+  std::string plan_text = absl::StrCat("auto(", precision_name(options.quantized), ", fallback ",
+                                       precision_name(options.fallback), ")");
+  BRISK_ASSIGN_OR_RETURN(result.report, describe(fp32, config, result.precisions, options.ranges, plan_text));
+  for (LayerReport& l : result.report.layers) l.sensitivity = sensitivity[l.name];
+  result.report.fidelity = last_fidelity;
+  result.report.metric = current;
+  return result;
+}
+
+}  // namespace brisk::quant
