@@ -1,0 +1,199 @@
+// brisk_quant_accuracy: what each precision plan costs in accuracy, on all-MiniLM-L6-v2. For fp32, bf16, int8,
+// int8-static, mixed and auto it prints one markdown row:
+//   - mean and worst embedding cosine against fp32 on a held-out set of real sentences (not the calibration set);
+//   - FAQ top-1 agreement: the FAQ assistant's questions (examples/faq_assistant/questions.txt) against its FAQ
+//     (faq.tsv), the share whose top-1 entry is the one fp32 retrieves. The questions carry no gold labels, so
+//     this bounds the accuracy drop: a plan that agrees on 99% can lose at most 1 point of top-1 accuracy;
+//   - the paraphrase AUC on shared/data/semantic_pairs.tsv (cosine of each pair against its 0/1 label);
+//   - the size of the weights as stored (bytes of every tensor) relative to fp32.
+//
+//   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans a,b,..]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "brisk/model/config.h"
+#include "brisk/model/encoder.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/model/weights.h"
+#include "brisk/quant/quantizer.h"
+#include "test_util.h"
+
+#ifndef BRISK_SOURCE_DIR
+#define BRISK_SOURCE_DIR "."
+#endif
+
+namespace {
+
+using namespace brisk;
+using namespace brisk::quant;
+
+std::vector<std::string> read_lines(const std::string& path, bool tsv_first_column = false) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (tsv_first_column) line = line.substr(0, line.find('\t'));
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<PackedSequences> pack(const WordPieceTokenizer& tok, const std::vector<std::string>& texts, int per_batch) {
+  std::vector<PackedSequences> batches;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (i % static_cast<size_t>(per_batch) == 0) batches.emplace_back();
+    batches.back().add(tok.encode(texts[i], 128).value());
+  }
+  return batches;
+}
+
+double dot(const float* a, const float* b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+std::vector<int> top1(const std::vector<float>& queries, const std::vector<float>& docs, int64_t h) {
+  std::vector<int> out;
+  const int64_t nd = static_cast<int64_t>(docs.size()) / h;
+  for (size_t q = 0; q * h < queries.size(); ++q) {
+    int best = 0;
+    double best_s = -2;
+    for (int64_t d = 0; d < nd; ++d) {
+      const double s = dot(&queries[q * h], &docs[d * h], h);
+      if (s > best_s) best_s = s, best = static_cast<int>(d);
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+// Mann-Whitney AUC of scores against 0/1 labels.
+double auc(const std::vector<double>& scores, const std::vector<int>& labels) {
+  double wins = 0;
+  int64_t pos = 0, neg = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (!labels[i]) continue;
+    ++pos;
+    for (size_t j = 0; j < scores.size(); ++j) {
+      if (labels[j]) continue;
+      wins += scores[i] > scores[j] ? 1.0 : scores[i] == scores[j] ? 0.5 : 0.0;
+    }
+  }
+  for (int l : labels) neg += l ? 0 : 1;
+  return pos && neg ? wins / double(pos * neg) : 0;
+}
+
+int64_t stored_bytes(const EncoderWeights& w) {
+  int64_t b = 0;
+  auto add = [&](const Tensor& t) { b += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0; };
+  const EmbeddingWeights& e = w.embeddings;
+  for (const Tensor* t : {&e.word, &e.word_scale, &e.word_min, &e.position, &e.token_type, &e.ln_gamma, &e.ln_beta})
+    add(*t);
+  for (const EncoderLayerWeights& l : w.layers) {
+    for (const Tensor* t : {&l.q_weight, &l.q_bias, &l.k_weight, &l.k_bias, &l.v_weight, &l.v_bias,
+                            &l.attention_output_weight, &l.attention_output_bias, &l.attention_ln_gamma,
+                            &l.attention_ln_beta, &l.intermediate_weight, &l.intermediate_bias, &l.output_weight,
+                            &l.output_bias, &l.output_ln_gamma, &l.output_ln_beta})
+      add(*t);
+    for (const QuantScales* s : {&l.q_scales, &l.k_scales, &l.v_scales, &l.attention_output_scales,
+                                 &l.intermediate_scales, &l.output_scales})
+      add(s->weight_scale);
+  }
+  return b;
+}
+
+int run(int argc, char** argv) {
+  std::string model = brisk::testing::model_dir().string();
+  std::string calib_path = std::string(BRISK_SOURCE_DIR) + "/benchmarks/data/calibration_texts.txt";
+  std::string heldout_path = std::string(BRISK_SOURCE_DIR) + "/benchmarks/data/heldout_sentences.txt";
+  std::string plans_arg = "fp32,bf16,int8,int8-static,mixed,auto";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--model") model = argv[i + 1];
+    if (flag == "--calib") calib_path = argv[i + 1];
+    if (flag == "--heldout") heldout_path = argv[i + 1];
+    if (flag == "--plans") plans_arg = argv[i + 1];
+  }
+  const BertConfig config = BertConfig::from_json_file(model + "/config.json").value();
+  const Pooling pooling = read_pooling_config(model).value().mode;
+  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(model).value();
+  const EncoderWeights fp32 = EncoderWeights::load(model, config).value();
+  const int64_t h = config.hidden_size;
+
+  const std::vector<std::string> calib = read_lines(calib_path), heldout = read_lines(heldout_path);
+  const std::string faq_dir = std::string(BRISK_SOURCE_DIR) + "/examples/faq_assistant";
+  const std::vector<std::string> faq = read_lines(faq_dir + "/faq.tsv", true);
+  const std::vector<std::string> questions = read_lines(faq_dir + "/questions.txt");
+  std::vector<std::string> pair_a, pair_b;
+  std::vector<int> labels;
+  for (const std::string& line : read_lines(std::string(BRISK_SOURCE_DIR) + "/../shared/data/semantic_pairs.tsv")) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    if (f.size() < 4 || f[0] == "label") continue;
+    labels.push_back(f[0] == "1");
+    pair_a.push_back(f[2]);
+    pair_b.push_back(f[3]);
+  }
+  if (calib.empty() || heldout.empty()) {
+    fmt::print(stderr, "calibration ({}) or held-out ({}) texts are missing\n", calib_path, heldout_path);
+    return 1;
+  }
+  const auto calib_batches = pack(tok, calib, 32), heldout_batches = pack(tok, heldout, 32);
+  const auto faq_batches = pack(tok, faq, 32), question_batches = pack(tok, questions, 32);
+  const auto a_batches = pack(tok, pair_a, 32), b_batches = pack(tok, pair_b, 32);
+
+  auto fp32_encoder = BertEncoder::create(config, fp32, Device::kCPU).value();
+  const std::vector<float> ref_heldout = embed_all(*fp32_encoder, heldout_batches, pooling).value();
+  const std::vector<int> ref_top1 = top1(embed_all(*fp32_encoder, question_batches, pooling).value(),
+                                         embed_all(*fp32_encoder, faq_batches, pooling).value(), h);
+  const int64_t fp32_bytes = stored_bytes(fp32);
+  ActivationRanges ranges;
+
+  fmt::print("{} calibration texts, {} held-out sentences, {} FAQ questions against {} entries, {} labelled pairs\n\n",
+             calib.size(), heldout.size(), questions.size(), faq.size(), labels.size());
+  fmt::print("| plan | mean cosine | worst cosine | FAQ top-1 agreement with fp32 | paraphrase AUC | weights size vs fp32 |\n");
+  fmt::print("|---|---|---|---|---|---|\n");
+  for (const std::string& plan_name : std::vector<std::string>(absl::StrSplit(plans_arg, ','))) {
+    LayerPrecisions precisions;
+    std::string note;
+    if (plan_name == "auto") {
+      AutoPlanOptions options;
+      AutoPlanResult r = auto_plan(config, fp32, calib_batches, pooling, options).value();
+      precisions = r.precisions;
+      note = fmt::format(" (fell back: {})", r.fallen_back.empty() ? "none" : fmt::format("{}", fmt::join(r.fallen_back, " ")));
+    } else {
+      precisions = PrecisionPlan::parse(plan_name).value().resolve(layer_names(config)).value();
+      if (plan_name == "int8-static" && ranges.empty()) {
+        ranges = calibrate(*fp32_encoder, calib_batches, CalibrationOptions{}, nullptr).value();
+      }
+    }
+    EncoderWeights w = quantize_weights(fp32, config, precisions, ranges).value();
+    const int64_t bytes = stored_bytes(w);
+    auto encoder = BertEncoder::create(config, std::move(w), Device::kCPU).value();
+    const Fidelity f = compare_embeddings(ref_heldout, embed_all(*encoder, heldout_batches, pooling).value(), h);
+    const std::vector<int> t1 = top1(embed_all(*encoder, question_batches, pooling).value(),
+                                     embed_all(*encoder, faq_batches, pooling).value(), h);
+    int agree = 0;
+    for (size_t i = 0; i < t1.size(); ++i) agree += t1[i] == ref_top1[i];
+    const std::vector<float> ea = embed_all(*encoder, a_batches, pooling).value();
+    const std::vector<float> eb = embed_all(*encoder, b_batches, pooling).value();
+    std::vector<double> scores;
+    for (size_t i = 0; i < labels.size(); ++i) scores.push_back(dot(&ea[i * h], &eb[i * h], h));
+    fmt::print("| {}{} | {:.5f} | {:.5f} | {:.1f}% | {:.4f} | {:.1f}% |\n", plan_name, note, f.mean_cosine,
+               f.worst_cosine, 100.0 * agree / double(t1.size()), auc(scores, labels), 100.0 * bytes / fp32_bytes);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

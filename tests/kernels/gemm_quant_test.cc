@@ -1,0 +1,183 @@
+// Linear with i8 and bf16 weights against a double-precision reference on the original values. Bounds are
+// derived here from the schemes' rounding, not measured from the code under test:
+//   int8: per-token activation scale sx = absmax(x_i) / 127 and per-channel weight scale sw_j, so each operand
+//         is off by at most half its scale, and |Σ x w − Σ x̂ ŵ| <= Σ_k |x_k| sw/2 + sx/2 |w_k| + sx sw / 4;
+//   bf16: both operands rounded to 8 significant bits (unit roundoff u = 2^-8), products exact in f32
+//         accumulation up to k f32 roundings: |err| <= Σ_k |x_k w_k| (2u + u² + k 2^-24).
+// An exactness case feeds integers that int8 represents without loss, so any indexing or scaling slip shows.
+#include <cmath>
+
+#include "brisk/kernels/gemm.h"
+#include "brisk/quant/scheme.h"
+#include "kernel_test_util.h"
+
+using brisk::DType;
+using brisk::GemmEpilogue;
+using brisk::Linear;
+using brisk::QuantScales;
+using brisk::Tensor;
+using brisk::testing::random_floats;
+
+namespace {
+
+double apply(GemmEpilogue e, double acc, double y0) {
+  switch (e) {
+    case GemmEpilogue::kBias: return acc;
+    case GemmEpilogue::kBiasGeluErf: return 0.5 * acc * (1.0 + std::erf(acc / std::sqrt(2.0)));
+    case GemmEpilogue::kBiasGeluTanh:
+      return 0.5 * acc * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (acc + 0.044715 * acc * acc * acc)));
+    case GemmEpilogue::kBiasRelu: return std::max(acc, 0.0);
+    case GemmEpilogue::kBiasAccumulate: return acc + y0;
+  }
+  return acc;
+}
+
+constexpr GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasGeluErf, GemmEpilogue::kBiasGeluTanh,
+                                       GemmEpilogue::kBiasRelu, GemmEpilogue::kBiasAccumulate};
+
+}  // namespace
+
+TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][gemm][quant]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  const int64_t n = GENERATE(1, 19, 384);
+  const int64_t k = GENERATE(5, 64, 384);
+  const int64_t m = GENERATE(1, 3, 16, 130);
+  // Weights: small integers times a per-channel power-of-two scale; activations: integers with one 127 per row,
+  // so the per-token scale is exactly 1.
+  std::vector<int8_t> wq(static_cast<size_t>(n * k));
+  std::vector<float> scales(static_cast<size_t>(n)), bias(static_cast<size_t>(n)), x(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < n * k; ++i) wq[i] = static_cast<int8_t>((i * 7 + 3) % 255 - 127);
+  for (int64_t j = 0; j < n; ++j) scales[j] = std::ldexp(1.0f, -static_cast<int>(j % 5) - 6), bias[j] = 0.25f * (j % 3);
+  for (int64_t i = 0; i < m * k; ++i) x[i] = static_cast<float>((i * 13 + 5) % 201 - 100);
+  for (int64_t i = 0; i < m; ++i) x[i * k + (i % k)] = (i % 2) ? 127.0f : -127.0f;
+  Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
+  QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f};
+  auto fc = Linear::create(wt, Tensor::borrow(bias.data(), {n}, DType::kF32), brisk::Device::kCPU, qs);
+  REQUIRE(fc.ok());
+  CHECK(fc->weight_dtype() == DType::kI8);
+  for (GemmEpilogue e : kEpilogues) {
+    auto y = random_floats(static_cast<size_t>(m * n), -1.f, 1.f, 7);
+    std::vector<double> want(y.size());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += double(x[i * k + p]) * wq[j * k + p];
+        want[i * n + j] = apply(e, acc * scales[j] + bias[j], y[i * n + j]);
+      }
+    }
+    REQUIRE(fc->forward(x.data(), m, y.data(), e).ok());
+    INFO("m=" << m << " n=" << n << " k=" << k << " epilogue=" << static_cast<int>(e));
+    CHECK_CLOSE(y, want, 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][gemm][quant]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  const int64_t n = GENERATE(17, 384), k = GENERATE(31, 384), m = GENERATE(1, 16, 64);
+  auto w = random_floats(static_cast<size_t>(n * k), -0.3f, 0.3f, 11);
+  auto x = random_floats(static_cast<size_t>(m * k), -2.f, 2.f, 12);
+  x[3] = 40.0f;  // one outlier token: its row scale grows, the others must not suffer
+  const Tensor wf = Tensor::borrow(w.data(), {n, k}, DType::kF32);
+  auto q = brisk::quant::quantize_int8(wf, "w");
+  REQUIRE(q.ok());
+  auto fc = Linear::create(q->values, Tensor(), brisk::Device::kCPU, QuantScales{q->scales, 0.0f});
+  REQUIRE(fc.ok());
+  std::vector<float> y(static_cast<size_t>(m * n));
+  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  const float* sw = q->scales.data<float>();
+  int64_t violations = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    double amax = 0;
+    for (int64_t p = 0; p < k; ++p) amax = std::max(amax, std::fabs(double(x[i * k + p])));
+    const double sx = amax / 127.0;
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = 0, bound = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        exact += double(x[i * k + p]) * w[j * k + p];
+        bound += std::fabs(x[i * k + p]) * sw[j] / 2 + sx / 2 * std::fabs(w[j * k + p]) + sx * sw[j] / 4;
+      }
+      if (std::fabs(y[i * n + j] - exact) > bound * (1 + 1e-5) + 1e-5) ++violations;
+    }
+  }
+  CHECK(violations == 0);
+}
+
+TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[kernels][gemm][quant]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  const int64_t n = 3, k = 4, m = 2;
+  std::vector<int8_t> wq = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1};
+  std::vector<float> scales = {1.0f};
+  // Static scale 0.5: x / 0.5 rounds to integers; 100 / 0.5 = 200 saturates to 127 (63.5 after scaling back).
+  std::vector<float> x = {1.0f, -2.5f, 100.0f, 0.25f, 3.0f, 0.0f, -0.5f, -100.0f};
+  auto fc = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                           QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.5f});
+  REQUIRE(fc.ok());
+  std::vector<float> y(static_cast<size_t>(m * n));
+  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  // 0.25 / 0.5 = 0.5 rounds to even (0); -2.5 / 0.5 = -5.
+  CHECK(y == std::vector<float>{1.0f, -2.5f, 63.5f, 3.0f, 0.0f, -0.5f - 63.5f});
+}
+
+TEST_CASE("bf16 Linear stays within the derived rounding bound", "[kernels][gemm][quant]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  const int64_t n = GENERATE(5, 384), k = GENERATE(7, 384), m = GENERATE(1, 16, 100);
+  auto w = random_floats(static_cast<size_t>(n * k), -0.3f, 0.3f, 21);
+  auto x = random_floats(static_cast<size_t>(m * k), -2.f, 2.f, 22);
+  auto b = random_floats(static_cast<size_t>(n), -1.f, 1.f, 23);
+  auto wb = brisk::quant::to_bfloat16(Tensor::borrow(w.data(), {n, k}, DType::kF32), "w");
+  REQUIRE(wb.ok());
+  auto fc = Linear::create(*wb, Tensor::borrow(b.data(), {n}, DType::kF32), brisk::Device::kCPU);
+  REQUIRE(fc.ok());
+  CHECK(fc->weight_dtype() == DType::kBF16);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  const double u = std::ldexp(1.0, -8);
+  int64_t violations = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = b[j], abs_sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        exact += double(x[i * k + p]) * w[j * k + p];
+        abs_sum += std::fabs(double(x[i * k + p]) * w[j * k + p]);
+      }
+      const double bound = abs_sum * (2 * u + u * u + double(k + 1) * std::ldexp(1.0, -24)) + 1e-6;
+      if (std::fabs(y[i * n + j] - exact) > bound) ++violations;
+    }
+  }
+  CHECK(violations == 0);
+}
+
+TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[kernels][gemm][quant]") {
+  const int64_t n = 4, k = 8, m = 3;
+  std::vector<int8_t> wq(static_cast<size_t>(n * k), 1);
+  std::vector<float> scales(static_cast<size_t>(n), 0.5f);
+  const Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
+  const QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f};
+  auto fc = Linear::create(wt, Tensor(), brisk::Device::kCPU, qs);
+  REQUIRE(fc.ok());
+  std::vector<float> x(static_cast<size_t>(m * k), 1.0f);
+  std::vector<float> y(static_cast<size_t>(m * 2 * n), -7.0f);
+  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias, 2 * n).ok());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < 2 * n; ++j) CHECK(y[i * 2 * n + j] == (j < n ? 4.0f : -7.0f));  // 8 * 1 * 0.5
+  }
+  CHECK(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBiasGeluErf, 2 * n).code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias, n - 1).code() == absl::StatusCode::kInvalidArgument);
+
+  auto missing = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(std::string(missing.status().message()), Catch::Contains("weight_scale is missing"));
+  std::vector<float> bad = {0.5f, 0.0f, 0.5f, 0.5f};
+  auto zero = Linear::create(wt, Tensor(), brisk::Device::kCPU,
+                             QuantScales{Tensor::borrow(bad.data(), {n}, DType::kF32), 0.0f});
+  REQUIRE_FALSE(zero.ok());
+  CHECK_THAT(std::string(zero.status().message()), Catch::Contains("weight_scale[1] is 0"));
+  auto negative = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{qs.weight_scale, -1.0f});
+  REQUIRE_FALSE(negative.ok());
+  CHECK_THAT(std::string(negative.status().message()), Catch::Contains("activation_scale is -1"));
+  std::vector<int32_t> ints(static_cast<size_t>(n * k));
+  auto wrong = Linear::create(Tensor::borrow(ints.data(), {n, k}, DType::kI32), Tensor(), brisk::Device::kCPU);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("expected a contiguous f32, bf16 or i8"));
+}
