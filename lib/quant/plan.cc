@@ -92,7 +92,7 @@ StatusOr<PrecisionPlan> PrecisionPlan::parse(std::string_view text) {
       return absl::InvalidArgumentError(
           absl::StrCat("precision plan rule '", part, "' has an empty pattern; expected pattern=precision"));
     }
-    StatusOr<PrecisionSpec> precision = parse_precision(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    StatusOr<PrecisionSpec> precision = parse_precision(std::string(absl::StripAsciiWhitespace(part.substr(eq + 1))));
     if (!precision.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("precision plan rule '", part, "': ", precision.status().message()));

@@ -259,14 +259,16 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
   };
   const double tolerance = options.metric ? options.min_metric : options.min_mean_cosine;
   double fp32_score = 1.0;
-  if (options.metric) BRISK_ASSIGN_OR_RETURN(fp32_score, options.metric(*reference_encoder));
+  if (options.metric) {
+    BRISK_ASSIGN_OR_RETURN(fp32_score, options.metric(*reference_encoder));
+  }
 
-  auto quantized_for = [&](const std::string& name) {
-    if (name != kWordEmbeddingsName || options.quantized.precision != Precision::kInt8Static &&
-                                           options.quantized.precision != Precision::kBF16) {
-      return options.quantized;
-    }
-    return PrecisionSpec{options.quantized.precision == Precision::kBF16 ? Precision::kF32 : Precision::kInt8Dynamic};
+  // The word embeddings take no bf16 or static scheme: their nearest one instead.
+  auto quantized_for = [&](const std::string& name) -> PrecisionSpec {
+    if (name != kWordEmbeddingsName) return options.quantized;
+    if (options.quantized.precision == Precision::kBF16) return PrecisionSpec{};
+    if (options.quantized.precision == Precision::kInt8Static) return PrecisionSpec{Precision::kInt8Dynamic};
+    return options.quantized;
   };
 
   std::map<std::string, double> sensitivity;
