@@ -247,11 +247,46 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
   BRISK_ASSIGN_OR_RETURN(std::vector<float> reference, embed_all(*reference_encoder, batches, pooling));
   const int64_t h = config.hidden_size;
 
+  // The word embeddings take no bf16 or static scheme: their nearest one instead.
+  auto quantized_for = [&](const std::string& name) -> PrecisionSpec {
+    if (name != kWordEmbeddingsName) return options.quantized;
+    if (options.quantized.precision == Precision::kBF16) return PrecisionSpec{};
+    if (options.quantized.precision == Precision::kInt8Static) return PrecisionSpec{Precision::kInt8Dynamic};
+    return options.quantized;
+  };
+
+  // Every layer is quantized once per candidate precision; a trial only picks, per layer, which copy to use.
+  LayerPrecisions all_quantized, all_fallback;
+  for (const std::string& name : names) {
+    all_quantized[name] = quantized_for(name);
+    all_fallback[name] = name == kWordEmbeddingsName ? PrecisionSpec{} : options.fallback;
+  }
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized_weights, quantize_weights(fp32, config, all_quantized, options.ranges));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights fallback_weights, quantize_weights(fp32, config, all_fallback, options.ranges));
+  auto assemble = [&](const LayerPrecisions& precisions) {
+    EncoderWeights out = fp32;
+    EncoderWeights q = quantized_weights, fb = fallback_weights;  // shallow copies: slots need non-const access
+    const std::vector<LinearSlot> dst = linear_slots(out, config), qs = linear_slots(q, config),
+                                  fs = linear_slots(fb, config);
+    for (size_t i = 0; i < dst.size(); ++i) {
+      const PrecisionSpec p = precision_of(precisions, dst[i].name);
+      const LinearSlot* src = p == all_quantized.at(dst[i].name) ? &qs[i] : p == options.fallback ? &fs[i] : nullptr;
+      if (src == nullptr || p.precision == Precision::kF32) continue;
+      *dst[i].weight = *src->weight;
+      *dst[i].scales = *src->scales;
+    }
+    if (precision_of(precisions, kWordEmbeddingsName) == all_quantized.at(kWordEmbeddingsName)) {
+      out.embeddings.word = q.embeddings.word;
+      out.embeddings.word_scale = q.embeddings.word_scale;
+      out.embeddings.word_min = q.embeddings.word_min;
+    }
+    return out;
+  };
+
   // The score of a set of precisions: the user's metric, else the mean cosine against fp32.
   Fidelity last_fidelity;
   auto score = [&](const LayerPrecisions& precisions) -> StatusOr<double> {
-    BRISK_ASSIGN_OR_RETURN(EncoderWeights w, quantize_weights(fp32, config, precisions, options.ranges));
-    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, std::move(w), Device::kCPU));
+    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, assemble(precisions), Device::kCPU));
     BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, embed_all(*encoder, batches, pooling));
     last_fidelity = compare_embeddings(reference, emb, h);
     if (options.metric) return options.metric(*encoder);
@@ -262,14 +297,6 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
   if (options.metric) {
     BRISK_ASSIGN_OR_RETURN(fp32_score, options.metric(*reference_encoder));
   }
-
-  // The word embeddings take no bf16 or static scheme: their nearest one instead.
-  auto quantized_for = [&](const std::string& name) -> PrecisionSpec {
-    if (name != kWordEmbeddingsName) return options.quantized;
-    if (options.quantized.precision == Precision::kBF16) return PrecisionSpec{};
-    if (options.quantized.precision == Precision::kInt8Static) return PrecisionSpec{Precision::kInt8Dynamic};
-    return options.quantized;
-  };
 
   std::map<std::string, double> sensitivity;
   for (size_t i = 0; i < names.size(); ++i) {

@@ -1,0 +1,152 @@
+// The quantizer on the real all-MiniLM-L6-v2: each plan's encoder against the fp32 encoder, calibration over the
+// activation tap, the accuracy-driven auto plan at its two extremes, and the per-layer report.
+#include <catch2/catch.hpp>
+
+#include "brisk/model/tokenizer.h"
+#include "brisk/quant/quantizer.h"
+#include "test_util.h"
+
+using namespace brisk;
+using namespace brisk::quant;
+
+namespace {
+
+struct Fixture {
+  std::string dir = testing::model_dir().string();
+  BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
+  EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
+  std::vector<PackedSequences> batches;
+
+  Fixture() {
+    const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
+    batches.resize(2);
+    const char* texts[] = {"How do I reset my online banking password?",
+                           "The train to Lyon leaves at 7:45 from platform 3.",
+                           "Can I return shoes I bought on sale?",
+                           "my laptop will not connect to the office wifi since the update",
+                           "What is the capital of Australia?",
+                           "I was charged twice for the same order, please refund one of them."};
+    for (size_t i = 0; i < std::size(texts); ++i) batches[i % 2].add(tok.encode(texts[i], 128).value());
+  }
+
+  Fidelity fidelity_of(const std::string& plan_text, const ActivationRanges& ranges = {}) {
+    const LayerPrecisions p = PrecisionPlan::parse(plan_text).value().resolve(layer_names(config)).value();
+    auto quantized = quantize_weights(fp32, config, p, ranges);
+    REQUIRE(quantized.ok());
+    auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
+    auto encoder = BertEncoder::create(config, std::move(*quantized), Device::kCPU);
+    REQUIRE(encoder.ok());
+    return compare_embeddings(embed_all(*reference, batches, Pooling::kMean).value(),
+                              embed_all(**encoder, batches, Pooling::kMean).value(), config.hidden_size);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("each preset stays close to fp32 and drifts by its precision", "[quant][quantizer]") {
+  Fixture f;
+  const Fidelity fp32 = f.fidelity_of("fp32"), bf16 = f.fidelity_of("bf16"), int8 = f.fidelity_of("int8");
+  const Fidelity mixed = f.fidelity_of("mixed");
+  CHECK(fp32.worst_cosine > 0.999999);
+  CHECK(bf16.worst_cosine > 0.9999);
+  CHECK(bf16.worst_cosine < 1.0);  // it really ran in bf16
+  CHECK(int8.mean_cosine > 0.99);
+  CHECK(int8.mean_cosine < bf16.mean_cosine);
+  CHECK(mixed.mean_cosine > 0.99);
+}
+
+TEST_CASE("calibration records every linear input; static int8 uses it", "[quant][quantizer]") {
+  Fixture f;
+  auto reference = BertEncoder::create(f.config, f.fp32, Device::kCPU).value();
+  int64_t last_done = 0;
+  CalibrationOptions minmax;
+  minmax.symmetric = false;  // keep the signed range, to see the GeLU's lower bound
+  auto ranges = calibrate(*reference, f.batches, minmax, [&](std::string_view, int64_t done, int64_t) {
+    last_done = done;
+  });
+  REQUIRE(ranges.ok());
+  CHECK(last_done == 2);
+  CHECK(ranges->size() == static_cast<size_t>(6 * f.config.num_hidden_layers));
+  // Post-LayerNorm inputs of Q, K and V are the same tensor; the GeLU output feeding output.dense is >= -0.17.
+  CHECK(ranges->at("encoder.layer.2.attention.self.query").absmax() ==
+        ranges->at("encoder.layer.2.attention.self.value").absmax());
+  CHECK(ranges->at("encoder.layer.2.output.dense").min >= -0.1701f);
+  CHECK(ranges->at("encoder.layer.2.output.dense").max > 1.0f);
+  CHECK(f.fidelity_of("int8-static", *ranges).mean_cosine > 0.95);
+
+  auto missing = quantize_weights(f.fp32, f.config,
+                                  PrecisionPlan::parse("int8-static")->resolve(layer_names(f.config)).value(), {});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(std::string(missing.status().message()),
+             Catch::Contains("is int8-static but has no calibrated activation range"));
+}
+
+TEST_CASE("auto plan falls back the most sensitive layers until the tolerance holds", "[quant][quantizer]") {
+  // The tiny synthetic BERT (2 layers, hidden 8): the search's logic, at a cost a unit test can afford.
+  const std::string dir = (testing::test_data_dir() / "tiny_bert_st").string();
+  const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
+  const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
+  std::vector<PackedSequences> batches(1);
+  for (int s = 0; s < 6; ++s) {
+    std::vector<int32_t> ids = {2};
+    for (int t = 0; t < 3 + 2 * s; ++t) ids.push_back(4 + (t * 7 + s * 3) % 15);
+    ids.push_back(3);
+    batches[0].add(ids);
+  }
+  AutoPlanOptions options;
+  options.min_mean_cosine = 0.0;  // anything goes: nothing falls back
+  auto loose = auto_plan(config, fp32, batches, Pooling::kMean, options);
+  REQUIRE(loose.ok());
+  CHECK(loose->fallen_back.empty());
+  CHECK(loose->precisions.at("encoder.layer.0.output.dense").precision == Precision::kInt8Dynamic);
+  REQUIRE(loose->report.layers.size() == layer_names(config).size());
+  double max_sensitivity = 0;
+  for (const LayerReport& l : loose->report.layers) max_sensitivity = std::max(max_sensitivity, l.sensitivity);
+  CHECK(max_sensitivity > 0.0);
+  CHECK(loose->report.fidelity.mean_cosine < 1.0);
+
+  options.min_mean_cosine = 1.01;  // unreachable: every layer falls back, most sensitive first
+  auto strict = auto_plan(config, fp32, batches, Pooling::kMean, options);
+  REQUIRE(strict.ok());
+  CHECK(strict->fallen_back.size() == layer_names(config).size());
+  for (const auto& [name, p] : strict->precisions) CHECK(p.precision == Precision::kF32);
+  CHECK(strict->report.fidelity.mean_cosine == Approx(1.0).epsilon(1e-6));
+  double first = -1;
+  for (const LayerReport& l : strict->report.layers) {
+    if (l.name == strict->fallen_back.front()) first = l.sensitivity;
+  }
+  CHECK(first == Approx(max_sensitivity));
+
+  // A user metric replaces the cosine: it sees each candidate encoder and decides alone.
+  options.min_mean_cosine = 1.01;
+  int calls = 0;
+  options.metric = [&](const BertEncoder& candidate) -> StatusOr<double> {
+    ++calls;
+    return candidate.hidden_size() == 8 ? 1.0 : 0.0;
+  };
+  options.min_metric = 0.5;
+  auto metric = auto_plan(config, fp32, batches, Pooling::kMean, options);
+  REQUIRE(metric.ok());
+  CHECK(metric->fallen_back.empty());
+  CHECK(metric->report.metric == 1.0);
+  CHECK(calls == static_cast<int>(layer_names(config).size()) + 2);  // fp32, each layer alone, everything
+}
+
+TEST_CASE("the report lists every layer in CSV and JSON", "[quant][quantizer]") {
+  Fixture f;
+  const LayerPrecisions p = PrecisionPlan::parse("mixed").value().resolve(layer_names(f.config)).value();
+  auto report = describe(f.fp32, f.config, p, {}, "mixed");
+  REQUIRE(report.ok());
+  const std::string csv = report->to_csv();
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(layer_names(f.config).size() + 1));
+  CHECK_THAT(csv, Catch::Contains("embeddings.word_embeddings,int4-g32,"));
+  for (const LayerReport& l : report->layers) {
+    if (l.precision == "int8-dynamic") {
+      CHECK(l.weight_scale_min > 0);
+      CHECK(l.weight_error > 0);
+      CHECK(l.weight_error < 0.03);  // per-channel int8 of trained weights: 1-2% relative RMS
+    }
+    if (l.precision == "bf16") CHECK(l.weight_error < 0.004);  // 2^-9 relative per value at most
+  }
+  CHECK_THAT(report->to_json(), Catch::Contains("\"plan\": \"mixed\""));
+}
