@@ -52,13 +52,13 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
       return absl::InvalidArgumentError(absl::StrCat(where, " is given twice; expected distinct names"));
     }
     if (!t.defined() || t.device() != Device::kCPU || !t.is_contiguous()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " is ", t.defined() ? "a non-contiguous or device tensor" : "undefined",
-          "; expected a contiguous cpu tensor"));
+      return absl::InvalidArgumentError(absl::StrCat(where, " is ",
+                                                     t.defined() ? "a non-contiguous or device tensor" : "undefined",
+                                                     "; expected a contiguous cpu tensor"));
     }
     if (safetensors_dtype_name(t.dtype()) == "?") {
-      return absl::InvalidArgumentError(absl::StrCat(where, " has dtype ", dtype_name(t.dtype()),
-                                                     "; expected F32, F16, BF16, I8, U8, I32 or I64"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has dtype ", dtype_name(t.dtype()), "; expected F32, F16, BF16, I8, U8, I32 or I64"));
     }
   }
   // Data order: larger elements first, so that every tensor starts at a multiple of its element size.
@@ -89,8 +89,8 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
     text = header.dump();
   } catch (const json::exception& e) {
     // dump() refuses strings that are not UTF-8.
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": the header cannot be written as JSON (", e.what(), "); expected UTF-8 names and metadata"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the header cannot be written as JSON (", e.what(),
+                                                   "); expected UTF-8 names and metadata"));
   }
   const uint64_t unpadded = 8 + text.size();
   text.append((kDataAlignment - unpadded % kDataAlignment) % kDataAlignment, ' ');

@@ -83,8 +83,7 @@ void apply_tokenizer_config(const json& cfg, TokenizerOptions& o) {
 }
 
 // tokenizer.json (HF tokenizers): WordPiece model, BertNormalizer, BertPreTokenizer, [CLS]/[SEP] template.
-StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& text, const std::string& path,
-                                                 TokenizerOptions o) {
+StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& text, const std::string& path, TokenizerOptions o) {
   BRISK_ASSIGN_OR_RETURN(json j, parse_json(text, path));
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\": ", what));

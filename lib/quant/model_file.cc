@@ -103,8 +103,8 @@ class Taker {
       const float v = t.dtype() == DType::kF16 ? f16_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
       if (!std::isfinite(v) || (positive && !(v > 0.0f))) {
         return absl::InvalidArgumentError(absl::StrCat(file_, ": tensor '", name, "' has ", v, " at element ", i,
-                                                       "; expected ", positive ? "finite positive scales"
-                                                                               : "finite values"));
+                                                       "; expected ",
+                                                       positive ? "finite positive scales" : "finite values"));
       }
     }
     return absl::OkStatus();
@@ -236,8 +236,8 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
   const BertConfig& c = m.config;
   // Each layer has at least 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
   if (c.num_hidden_layers > static_cast<int64_t>(tensors.size()) / 16) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": brisk.config has num_hidden_layers = ",
-                                                   c.num_hidden_layers, " but the file holds only ", tensors.size(),
+    return absl::InvalidArgumentError(absl::StrCat(file, ": brisk.config has num_hidden_layers = ", c.num_hidden_layers,
+                                                   " but the file holds only ", tensors.size(),
                                                    " tensors; expected at least 16 per layer"));
   }
   m.weights.layers.resize(static_cast<size_t>(c.num_hidden_layers));
@@ -246,10 +246,10 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
   for (const LinearInfo& l : lin) by_name[l.slot.name] = &l;
   for (const auto& [name, lp] : meta.precisions) {
     if (by_name.count(name) == 0 && name != kWordEmbeddingsName) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": brisk.precisions names layer '", name, "', which is not a layer of the config (", c.summary(),
-          "); expected a linear layer such as '", lin.empty() ? std::string("?") : lin[0].slot.name, "' or '",
-          kWordEmbeddingsName, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": brisk.precisions names layer '", name, "', which is not a layer of the config (",
+                       c.summary(), "); expected a linear layer such as '",
+                       lin.empty() ? std::string("?") : lin[0].slot.name, "' or '", kWordEmbeddingsName, "'"));
     }
     m.precisions[name] = lp.spec;
   }
@@ -279,7 +279,7 @@ namespace {
 
 // The tensors a QuantizedModel is written as (checked afterwards by assemble_quantized_model).
 StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::string& path,
-                                                                   const QuantizedModel& model) {
+                                                                    const QuantizedModel& model) {
   EncoderWeights w = model.weights;  // shares the tensors; linear_slots wants a mutable struct
   const BertConfig& c = model.config;
   if (static_cast<int64_t>(w.layers.size()) != c.num_hidden_layers) {
@@ -322,7 +322,8 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
       if (q.mins.defined()) out.emplace_back(name + ".weight_min", q.mins);
     } else {
       out.emplace_back(name + ".weight", *l.slot.weight);
-      if (int8) out.emplace_back(name + ".weight_scale", s.weight_scale);
+      // An int8 layer without scales is left for the checks to name.
+      if (int8 && s.weight_scale.defined()) out.emplace_back(name + ".weight_scale", s.weight_scale);
     }
     out.emplace_back(name + ".bias", *l.slot.bias);
   }

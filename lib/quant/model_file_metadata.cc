@@ -135,8 +135,8 @@ StatusOr<ModelMetadata> parse_model_metadata(const std::map<std::string, std::st
   }
   for (const char* key : {kConfigKey, kFilesKey, kPrecisionsKey}) {
     if (md.count(key) == 0) {
-      return bad(file, absl::StrCat("metadata key ", key, " is missing; expected it in every ", kQuantizedFormat,
-                                    " file"));
+      return bad(file,
+                 absl::StrCat("metadata key ", key, " is missing; expected it in every ", kQuantizedFormat, " file"));
     }
   }
   ModelMetadata out;
