@@ -533,3 +533,18 @@ TEST_CASE("quantized model file: sha256 of a file", "[quant][model_file]") {
   CHECK(*h == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK_FALSE(brisk::quant::file_sha256_hex(tmp.file("absent")).ok());
 }
+
+TEST_CASE("quantized model file: the fuzz seeds written by make_corpus.py load", "[quant][model_file]") {
+  const fs::path corpus = brisk::testing::test_data_dir() / ".." / "fuzz" / "corpus" / "fuzz_quantized_model";
+  int seeds = 0;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    INFO(entry.path().string());
+    auto m = brisk::quant::load_quantized_model(entry.path().string());
+    REQUIRE(m.ok());
+    CHECK(brisk::WordPieceTokenizer::from_model_files(m->model_files, false, "seed").ok());
+    CHECK(brisk::read_pooling_config_from_files(m->model_files, "seed").ok());
+    CHECK(brisk::BertEncoder::create(m->config, m->weights, brisk::Device::kCPU).ok());
+    ++seeds;
+  }
+  CHECK(seeds == 2);
+}
