@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "json_describe.h"
+#include "model_file_source.h"
 
 namespace brisk {
 
@@ -265,21 +266,22 @@ namespace {
 
 constexpr char kModulePrefix[] = "sentence_transformers.models.";
 
-// A module's "path" inside the model directory. Checked after lexical normalisation, so that "a/../../etc"
-// is caught as well as "/etc" and "../etc"; symlinks inside the directory are the model author's choice.
-StatusOr<std::filesystem::path> module_dir(const std::filesystem::path& dir, const std::string& rel,
-                                           const std::string& module, const std::string& source) {
+// A module's "path" relative to the model directory, lexically normalised. Checked after normalisation, so that
+// "a/../../etc" is caught as well as "/etc" and "../etc"; symlinks inside the directory are the model author's choice.
+StatusOr<std::filesystem::path> module_dir(const std::string& rel, const std::string& module,
+                                           const std::string& source) {
   const std::filesystem::path norm = std::filesystem::path(rel).lexically_normal();
   if (norm.has_root_path() || (!norm.empty() && *norm.begin() == "..")) {
     return bad(source, absl::StrCat("module ", module, " has path ", json(rel).dump(), "; expected a path inside ",
                                     "the model directory"));
   }
-  return dir / norm;
+  return norm;
 }
 
 // modules.json: the sentence-transformers pipeline. brisk runs Transformer, Pooling and Normalize; any other
 // module changes the embeddings, so a model that lists one is refused rather than embedded without it.
-Status read_modules(const std::filesystem::path& dir, const std::string& source, const std::string& text,
+// `pooling_dir` receives the Pooling module's path relative to the model directory.
+Status read_modules(const ModelFileSource& src, const std::string& source, const std::string& text,
                     std::filesystem::path& pooling_dir, bool& normalize) {
   json modules = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (modules.is_discarded() || !modules.is_array()) {
@@ -299,7 +301,7 @@ Status read_modules(const std::filesystem::path& dir, const std::string& source,
     BRISK_ASSIGN_OR_RETURN(std::string name, get_string(m, "name", where, std::to_string(i)));
     BRISK_RETURN_IF_ERROR(get_int(m, "idx", where, false).status());
     const std::string module = absl::StrCat(json(name).dump(), " (", json(type).dump(), ")");
-    BRISK_ASSIGN_OR_RETURN(std::filesystem::path module_path, module_dir(dir, path, module, source));
+    BRISK_ASSIGN_OR_RETURN(std::filesystem::path module_path, module_dir(path, module, source));
     const std::string_view kind = std::string_view(type).starts_with(kModulePrefix)
                                       ? std::string_view(type).substr(sizeof(kModulePrefix) - 1)
                                       : std::string_view();
@@ -310,7 +312,7 @@ Status read_modules(const std::filesystem::path& dir, const std::string& source,
     } else if (kind == "Normalize") {
       normalize = true;
     } else if (kind == "Dense") {
-      return bad(source, absl::StrCat("module ", module, " at ", module_path.string(),
+      return bad(source, absl::StrCat("module ", module, " at ", src.path(module_path.string()),
                                       " is a Dense layer, which brisk does not run (the embeddings would be wrong "
                                       "without it); expected only Transformer, Pooling and Normalize modules"));
     } else {
@@ -326,31 +328,40 @@ Status read_modules(const std::filesystem::path& dir, const std::string& source,
 
 }  // namespace
 
-StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
-  const std::filesystem::path dir(model_dir);
+StatusOr<std::string> ModelFileSource::read(const std::string& rel) const {
+  if (!in_memory()) return read_text_file(path(rel));
+  auto it = files_->find(normal_key(rel));
+  if (it == files_->end()) return absl::NotFoundError(absl::StrCat(path(rel), ": file not found"));
+  return it->second;
+}
+
+StatusOr<PoolingConfig> read_pooling_config_from(const ModelFileSource& src, std::string* pooling_config_rel) {
   PoolingConfig pooling;
-  std::filesystem::path pooling_dir = dir / "1_Pooling";  // where sentence-transformers puts it without modules.json
-  const std::string modules_path = (dir / "modules.json").string();
-  StatusOr<std::string> modules_text = read_text_file(modules_path);
+  std::filesystem::path pooling_dir = "1_Pooling";  // where sentence-transformers puts it without modules.json
+  const std::string modules_path = src.path("modules.json");
+  StatusOr<std::string> modules_text = src.read("modules.json");
   if (modules_text.ok()) {
-    BRISK_RETURN_IF_ERROR(read_modules(dir, modules_path, *modules_text, pooling_dir, pooling.normalize));
+    BRISK_RETURN_IF_ERROR(read_modules(src, modules_path, *modules_text, pooling_dir, pooling.normalize));
   } else if (!absl::IsNotFound(modules_text.status())) {
     return modules_text.status();
   }
 
-  const std::string pooling_path = (pooling_dir / "config.json").string();
-  StatusOr<std::string> text = read_text_file(pooling_path);
+  const std::string pooling_rel = (pooling_dir / "config.json").string();
+  const std::string pooling_path = src.path(pooling_rel);
+  if (pooling_config_rel != nullptr) pooling_config_rel->clear();
+  StatusOr<std::string> text = src.read(pooling_rel);
   if (text.ok()) {
     const bool normalize = pooling.normalize;
     BRISK_ASSIGN_OR_RETURN(pooling, PoolingConfig::from_json_string(*text, pooling_path));
     pooling.normalize = normalize;
     pooling.config_path = pooling_path;
+    if (pooling_config_rel != nullptr) *pooling_config_rel = ModelFileSource::normal_key(pooling_rel);
   } else if (!absl::IsNotFound(text.status())) {
     return text.status();
   }
 
-  const std::string st_path = (dir / "sentence_bert_config.json").string();
-  StatusOr<std::string> st_text = read_text_file(st_path);
+  const std::string st_path = src.path("sentence_bert_config.json");
+  StatusOr<std::string> st_text = src.read("sentence_bert_config.json");
   if (st_text.ok()) {
     BRISK_ASSIGN_OR_RETURN(json st, parse_object(*st_text, st_path));
     BRISK_ASSIGN_OR_RETURN(pooling.max_seq_length, get_int(st, "max_seq_length", st_path, false, 0));
@@ -362,6 +373,15 @@ StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
     return st_text.status();
   }
   return pooling;
+}
+
+StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir) {
+  return read_pooling_config_from(ModelFileSource::directory(model_dir));
+}
+
+StatusOr<PoolingConfig> read_pooling_config_from_files(const std::map<std::string, std::string>& files,
+                                                       std::string_view source) {
+  return read_pooling_config_from(ModelFileSource::memory(files, source));
 }
 
 }  // namespace brisk

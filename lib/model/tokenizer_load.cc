@@ -1,4 +1,5 @@
-// Loading a WordPieceTokenizer from vocab.txt, tokenizer.json or tokenizer_config.json.
+// Loading a WordPieceTokenizer from vocab.txt, tokenizer.json or tokenizer_config.json, in a model directory or
+// in memory (ModelFileSource).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/model/tokenizer.h"
 #include "json_describe.h"
+#include "model_file_source.h"
 
 namespace brisk {
 
@@ -40,8 +42,13 @@ StatusOr<std::string> read_file(const std::string& path, const char* what) {
   return std::move(ss).str();
 }
 
-StatusOr<json> read_json(const std::string& path) {
-  BRISK_ASSIGN_OR_RETURN(std::string text, read_file(path, "JSON file"));
+// A model file's text: a directory source reads it with read_file (whose messages say `what` the file is).
+StatusOr<std::string> read_source(const ModelFileSource& src, const std::string& rel, const char* what) {
+  if (src.in_memory()) return src.read(rel);
+  return read_file(src.path(rel), what);
+}
+
+StatusOr<json> parse_json(const std::string& text, const std::string& path) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not valid JSON; expected a JSON object"));
@@ -76,8 +83,8 @@ void apply_tokenizer_config(const json& cfg, TokenizerOptions& o) {
 }
 
 // tokenizer.json (HF tokenizers): WordPiece model, BertNormalizer, BertPreTokenizer, [CLS]/[SEP] template.
-StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, TokenizerOptions o) {
-  BRISK_ASSIGN_OR_RETURN(json j, read_json(path));
+StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& text, const std::string& path, TokenizerOptions o) {
+  BRISK_ASSIGN_OR_RETURN(json j, parse_json(text, path));
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\": ", what));
   };
@@ -177,10 +184,9 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& path, Tokeni
   }
 }
 
-}  // namespace
-
-StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::string& vocab_txt, TokenizerOptions opts) {
-  BRISK_ASSIGN_OR_RETURN(std::string text, read_file(vocab_txt, "vocab file"));
+// vocab.txt's text: one token per line.
+StatusOr<WordPieceTokenizer> from_vocab_text(const std::string& text, const std::string& vocab_txt,
+                                             TokenizerOptions opts) {
   std::string_view rest(text);
   if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);  // UTF-8 byte order mark
   std::vector<std::string> tokens;
@@ -192,7 +198,37 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::stri
     if (nl == std::string_view::npos) break;
     rest.remove_prefix(nl + 1);
   }
-  return from_tokens(std::move(tokens), std::move(opts), absl::StrCat("vocab file \"", vocab_txt, "\""));
+  return WordPieceTokenizer::from_tokens(std::move(tokens), std::move(opts),
+                                         absl::StrCat("vocab file \"", vocab_txt, "\""));
+}
+
+// tokenizer_config.json (optional), then tokenizer.json, else vocab.txt.
+StatusOr<WordPieceTokenizer> from_source(const ModelFileSource& src, bool replace_invalid_utf8) {
+  TokenizerOptions opts;
+  opts.replace_invalid_utf8 = replace_invalid_utf8;
+  if (src.exists("tokenizer_config.json")) {
+    const std::string config = src.path("tokenizer_config.json");
+    BRISK_ASSIGN_OR_RETURN(std::string text, read_source(src, "tokenizer_config.json", "JSON file"));
+    BRISK_ASSIGN_OR_RETURN(json cfg, parse_json(text, config));
+    apply_tokenizer_config(cfg, opts);
+  }
+  if (src.exists("tokenizer.json")) {
+    BRISK_ASSIGN_OR_RETURN(std::string text, read_source(src, "tokenizer.json", "JSON file"));
+    return from_tokenizer_json(text, src.path("tokenizer.json"), std::move(opts));
+  }
+  if (src.exists("vocab.txt")) {
+    BRISK_ASSIGN_OR_RETURN(std::string text, read_source(src, "vocab.txt", "vocab file"));
+    return from_vocab_text(text, src.path("vocab.txt"), std::move(opts));
+  }
+  return absl::NotFoundError(
+      absl::StrCat(src.description(), " has neither tokenizer.json nor vocab.txt; expected one of them"));
+}
+
+}  // namespace
+
+StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_vocab_file(const std::string& vocab_txt, TokenizerOptions opts) {
+  BRISK_ASSIGN_OR_RETURN(std::string text, read_file(vocab_txt, "vocab file"));
+  return from_vocab_text(text, vocab_txt, std::move(opts));
 }
 
 StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_dir(const std::string& dir, bool replace_invalid_utf8) {
@@ -205,20 +241,12 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_dir(const std::strin
     return absl::NotFoundError(absl::StrCat("model directory \"", dir,
                                             "\" does not exist; expected a folder with tokenizer.json or vocab.txt"));
   }
-  TokenizerOptions opts;
-  opts.replace_invalid_utf8 = replace_invalid_utf8;
-  const fs::path root(dir);
-  const std::string config = (root / "tokenizer_config.json").string();
-  if (fs::exists(config, ec)) {
-    BRISK_ASSIGN_OR_RETURN(json cfg, read_json(config));
-    apply_tokenizer_config(cfg, opts);
-  }
-  const std::string tokenizer_json = (root / "tokenizer.json").string();
-  if (fs::exists(tokenizer_json, ec)) return from_tokenizer_json(tokenizer_json, std::move(opts));
-  const std::string vocab = (root / "vocab.txt").string();
-  if (fs::exists(vocab, ec)) return from_vocab_file(vocab, std::move(opts));
-  return absl::NotFoundError(
-      absl::StrCat("model directory \"", dir, "\" has neither tokenizer.json nor vocab.txt; expected one of them"));
+  return from_source(ModelFileSource::directory(dir), replace_invalid_utf8);
+}
+
+StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_model_files(const std::map<std::string, std::string>& files,
+                                                                  bool replace_invalid_utf8, std::string_view source) {
+  return from_source(ModelFileSource::memory(files, source), replace_invalid_utf8);
 }
 
 }  // namespace brisk

@@ -63,6 +63,95 @@ def safetensors_seeds():
     write("fuzz_safetensors", "empty_header.safetensors", safetensors({}))
 
 
+# ---- quantized model file (brisk-quantized/1) ---------------------------------------------------------------------
+def f32s(n, seed):
+    return struct.pack(f"<{n}f", *[(((i + seed) * 37) % 17 - 8) / 64.0 for i in range(n)])
+
+
+def quantized_model(config, word, linears, precisions, extra_files=None, distil=False):
+    """A loadable brisk quantized model: `word` and `linears` give each layer's tensors (name -> (dtype, shape,
+    bytes)); the f32 tensors the config implies are added here."""
+    h, layers = config.get("dim", config.get("hidden_size")), config.get("n_layers", config.get("num_hidden_layers"))
+    t = dict(word)
+    t["embeddings.position_embeddings.weight"] = ("F32", [config["max_position_embeddings"], h],
+                                                  f32s(config["max_position_embeddings"] * h, 1))
+    if not distil:
+        t["embeddings.token_type_embeddings.weight"] = ("F32", [config["type_vocab_size"], h],
+                                                        f32s(config["type_vocab_size"] * h, 2))
+    t["embeddings.LayerNorm.weight"] = ("F32", [h], struct.pack(f"<{h}f", *[1.0] * h))
+    t["embeddings.LayerNorm.bias"] = ("F32", [h], f32s(h, 3))
+    for i in range(layers):
+        p = f"transformer.layer.{i}." if distil else f"encoder.layer.{i}."
+        for ln in (["sa_layer_norm", "output_layer_norm"] if distil
+                   else ["attention.output.LayerNorm", "output.LayerNorm"]):
+            t[p + ln + ".weight"] = ("F32", [h], struct.pack(f"<{h}f", *[1.0] * h))
+            t[p + ln + ".bias"] = ("F32", [h], f32s(h, 4))
+    t.update(linears)
+    size = {"F32": 4, "I32": 4, "F16": 2, "BF16": 2, "I8": 1, "U8": 1}
+    ordered = dict(sorted(t.items(), key=lambda kv: (-size[kv[1][0]], kv[0])))
+    files = {"vocab.txt": "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##s\nworld\n.\n",
+             "1_Pooling/config.json": json.dumps({"word_embedding_dimension": h, "pooling_mode_mean_tokens": True})}
+    files.update(extra_files or {})
+    meta = {"brisk.format": "brisk-quantized/1", "brisk.config": json.dumps(config), "brisk.files": json.dumps(files),
+            "brisk.precisions": json.dumps(precisions), "brisk.plan": "seed", "brisk.source_sha256": "",
+            "brisk.report": json.dumps({"layers": list(precisions)})}
+    return safetensors(ordered, meta)
+
+
+def quantized_model_seeds():
+    h, inter, vocab = 32, 64, 8
+    config = {"model_type": "bert", "vocab_size": vocab, "hidden_size": h, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "intermediate_size": inter, "max_position_embeddings": 4,
+              "type_vocab_size": 1}
+    f16_pos, f16_neg = b"\x00\x2c", b"\x00\xac"  # 0.0625, -0.0625
+    word = {"embeddings.word_embeddings.weight": ("U8", [vocab, h // 2], bytes(range(vocab * h // 2))),
+            "embeddings.word_embeddings.weight_scale": ("F16", [vocab, 1], f16_pos * vocab),
+            "embeddings.word_embeddings.weight_min": ("F16", [vocab, 1], f16_neg * vocab)}
+    p = "encoder.layer.0."
+    lin = {}
+    for name, (o, i) in {"attention.self.query": (h, h), "attention.self.key": (h, h), "attention.self.value": (h, h),
+                         "attention.output.dense": (h, h), "intermediate.dense": (inter, h),
+                         "output.dense": (h, inter)}.items():
+        lin[p + name + ".bias"] = ("F32", [o], f32s(o, 5))
+    lin[p + "attention.self.query.weight"] = ("I8", [h, h], bytes((k * 7) % 256 for k in range(h * h)))
+    lin[p + "attention.self.query.weight_scale"] = ("F32", [h], struct.pack(f"<{h}f", *[0.01] * h))
+    lin[p + "attention.self.key.weight"] = ("BF16", [h, h], b"\x00\x3c" * (h * h))
+    lin[p + "attention.self.value.weight"] = ("U8", [h, h // 2], bytes((k * 13) % 256 for k in range(h * h // 2)))
+    lin[p + "attention.self.value.weight_scale"] = ("F16", [h, 1], f16_pos * h)
+    lin[p + "attention.output.dense.weight"] = ("I8", [h, h], bytes((k * 3) % 256 for k in range(h * h)))
+    lin[p + "attention.output.dense.weight_scale"] = ("F32", [1], struct.pack("<f", 0.02))
+    lin[p + "intermediate.dense.weight"] = ("F32", [inter, h], f32s(inter * h, 6))
+    lin[p + "output.dense.weight"] = ("U8", [h, inter // 2], bytes((k * 5) % 256 for k in range(h * inter // 2)))
+    lin[p + "output.dense.weight_scale"] = ("F16", [h, 2], f16_pos * (2 * h))
+    lin[p + "output.dense.weight_min"] = ("F16", [h, 2], f16_neg * (2 * h))
+    precisions = {"embeddings.word_embeddings": {"precision": "int4-g32-min"},
+                  p + "attention.self.query": {"precision": "int8-dynamic"},
+                  p + "attention.self.key": {"precision": "bf16"},
+                  p + "attention.self.value": {"precision": "int4-g32"},
+                  p + "attention.output.dense": {"precision": "int8-static", "activation_scale": 0.05},
+                  p + "output.dense": {"precision": "int4-g32-min"}}
+    write("fuzz_quantized_model", "bert_mixed.safetensors", quantized_model(config, word, lin, precisions))
+
+    # DistilBERT names, all f32 linears, int8 word embeddings with one scale a row.
+    d, hidden = 8, 16
+    dconfig = {"model_type": "distilbert", "vocab_size": vocab, "dim": d, "n_layers": 1, "n_heads": 2,
+               "hidden_dim": hidden, "max_position_embeddings": 4, "activation": "relu"}
+    dword = {"embeddings.word_embeddings.weight": ("I8", [vocab, d], bytes(range(vocab * d))),
+             "embeddings.word_embeddings.weight_scale": ("F32", [vocab], struct.pack(f"<{vocab}f", *[0.5] * vocab))}
+    dlin = {}
+    for name, (o, i) in {"attention.q_lin": (d, d), "attention.k_lin": (d, d), "attention.v_lin": (d, d),
+                         "attention.out_lin": (d, d), "ffn.lin1": (hidden, d), "ffn.lin2": (d, hidden)}.items():
+        dlin["transformer.layer.0." + name + ".weight"] = ("F32", [o, i], f32s(o * i, 7))
+        dlin["transformer.layer.0." + name + ".bias"] = ("F32", [o], f32s(o, 8))
+    write("fuzz_quantized_model", "distilbert_int8_word.safetensors",
+          quantized_model(dconfig, dword, dlin, {"embeddings.word_embeddings": {"precision": "int8"}},
+                          {"modules.json": json.dumps([
+                              {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                              {"idx": 1, "name": "1", "path": "1_Pooling",
+                               "type": "sentence_transformers.models.Pooling"}])},
+                          distil=True))
+
+
 # ---- pytorch_model.bin -------------------------------------------------------------------------------------------
 def install_fake_torch():
     """Stand-in torch modules so that pickle writes the globals torch.save writes, without torch installed."""
@@ -280,6 +369,7 @@ def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     safetensors_seeds()
+    quantized_model_seeds()
     torch_seeds()
     config_seeds()
     tokenizer_load_seeds()

@@ -4,6 +4,7 @@
 //
 //   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
 //   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
+//   BRISK_ASSIGN_OR_RETURN(PoolingConfig same, read_pooling_config_from_files(files, "model.q8.safetensors"));
 //   int64_t head_dim = config.head_dim();   // hidden_size / num_attention_heads
 //
 // Supported model_type values: "bert" (BERT, MiniLM, and other checkpoints that use BERT's keys and weight
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -87,6 +89,10 @@ struct BRISK_API PoolingConfig {
 // are errors. Then the Pooling config.json (mean pooling when absent) and sentence_bert_config.json
 // (max_seq_length). Malformed files are errors, absent files are not.
 BRISK_API StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir);
+// The same over files already in memory, by path relative to the model directory ("modules.json",
+// "1_Pooling/config.json", ...; a quantized model file carries them). Messages name a file "<source>:<path>".
+BRISK_API StatusOr<PoolingConfig> read_pooling_config_from_files(const std::map<std::string, std::string>& files,
+                                                                 std::string_view source);
 
 // Reads a whole file into a string; NotFound naming the path when it does not exist. Shared by the loaders.
 BRISK_API StatusOr<std::string> read_text_file(const std::string& path);

@@ -18,14 +18,21 @@
 // process's private copy, never the file. A tensor whose data is not aligned to its element size (legal in the
 // format when the header length is not a multiple of 8) is copied into an owned, aligned tensor instead.
 //
+// write_safetensors() writes the format (lib/model/safetensors_writer.cc): the header's keys sorted, padded with
+// spaces so that the data section starts 64 bytes into the file, and the data of the tensors back to back (as the
+// format requires) in order of decreasing element size, then name, so every tensor is aligned to its element size.
+//
+//   BRISK_RETURN_IF_ERROR(write_safetensors(path, {{"a.weight", w}, {"a.bias", b}}, {{"format", "pt"}}));
+//
 // Thread safety: a SafetensorsFile is immutable after open(); all const methods may run concurrently, and
-// copies share the same mapping.
+// copies share the same mapping. write_safetensors may run concurrently for distinct paths.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "brisk/core/export.h"
@@ -47,6 +54,12 @@ struct SafetensorsTensorInfo {
 
 // The format's dtype string for a DType ("F32", "BF16", ...).
 BRISK_API std::string_view safetensors_dtype_name(DType dtype);
+
+// Writes `tensors` (contiguous cpu tensors of F32, F16, BF16, I8, U8, I32 or I64; distinct names, none
+// "__metadata__") and `metadata` to path + ".tmp", then renames it to `path`, so a reader never sees a partial
+// file. Errors name the path and the tensor.
+BRISK_API Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                                   const std::map<std::string, std::string>& metadata);
 
 class BRISK_API SafetensorsFile {
  public:

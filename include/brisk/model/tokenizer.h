@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -65,6 +66,11 @@ class BRISK_API WordPieceTokenizer {
   // tokenizer_config.json (do_lower_case, strip_accents, tokenize_chinese_chars, special token names).
   // `replace_invalid_utf8` sets TokenizerOptions::replace_invalid_utf8, which no model file carries.
   static StatusOr<WordPieceTokenizer> from_model_dir(const std::string& dir, bool replace_invalid_utf8 = false);
+  // The same over files already in memory, by path relative to the model directory ("tokenizer.json",
+  // "vocab.txt", "tokenizer_config.json"; a quantized model file carries them). Messages name a file
+  // "<source>:<path>".
+  static StatusOr<WordPieceTokenizer> from_model_files(const std::map<std::string, std::string>& files,
+                                                       bool replace_invalid_utf8, std::string_view source);
   // Tokens given in id order; the building block of the two loaders above (and of tests).
   static StatusOr<WordPieceTokenizer> from_tokens(std::vector<std::string> tokens, TokenizerOptions opts = {},
                                                   std::string_view source = "token list");

@@ -1,0 +1,403 @@
+// The quantized model file: tensors and their checks. See include/brisk/quant/model_file.h; the metadata is in
+// model_file_metadata.cc.
+#include "brisk/quant/model_file.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "../model/model_file_source.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "brisk/core/half.h"
+#include "brisk/model/safetensors.h"
+#include "model_file_metadata.h"
+
+namespace brisk::quant {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+// A linear layer with the shape the config gives it.
+struct LinearInfo {
+  LinearSlot slot;
+  int64_t out = 0, in = 0;
+};
+
+std::vector<LinearInfo> linears(EncoderWeights& w, const BertConfig& c) {
+  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  // Per layer: query, key, value, attention output, intermediate, output (see linear_slots).
+  const int64_t outs[6] = {h, h, h, h, inter, h};
+  const int64_t ins[6] = {h, h, h, h, h, inter};
+  std::vector<LinearInfo> out;
+  std::vector<LinearSlot> slots = linear_slots(w, c);
+  for (size_t i = 0; i < slots.size(); ++i) out.push_back({slots[i], outs[i % 6], ins[i % 6]});
+  return out;
+}
+
+// The f32 tensors besides the linear layers and the word embeddings.
+struct F32Tensor {
+  std::string name;
+  Tensor* tensor;
+  std::vector<int64_t> shape;
+};
+
+std::vector<F32Tensor> f32_tensors(EncoderWeights& w, const BertConfig& c) {
+  const int64_t h = c.hidden_size;
+  const bool distil = c.family == ModelFamily::kDistilBert;
+  EmbeddingWeights& e = w.embeddings;
+  std::vector<F32Tensor> out = {
+      {"embeddings.position_embeddings.weight", &e.position, {c.max_position_embeddings, h}},
+      {"embeddings.LayerNorm.weight", &e.ln_gamma, {h}},
+      {"embeddings.LayerNorm.bias", &e.ln_beta, {h}},
+  };
+  if (c.type_vocab_size > 0) {
+    out.push_back({"embeddings.token_type_embeddings.weight", &e.token_type, {c.type_vocab_size, h}});
+  }
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    EncoderLayerWeights& l = w.layers[i];
+    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
+    const std::string attn = p + (distil ? "sa_layer_norm." : "attention.output.LayerNorm.");
+    const std::string outn = p + (distil ? "output_layer_norm." : "output.LayerNorm.");
+    out.push_back({attn + "weight", &l.attention_ln_gamma, {h}});
+    out.push_back({attn + "bias", &l.attention_ln_beta, {h}});
+    out.push_back({outn + "weight", &l.output_ln_gamma, {h}});
+    out.push_back({outn + "bias", &l.output_ln_beta, {h}});
+  }
+  return out;
+}
+
+// Takes tensors by name from a file's tensors, checking dtype and shape, and remembers which were taken.
+class Taker {
+ public:
+  Taker(const NamedTensors& tensors, const std::string& file) : tensors_(tensors), file_(file) {}
+
+  // `shapes`: the acceptable shapes; `why` says which precision asks for the tensor.
+  StatusOr<Tensor> take(const std::string& name, DType dtype, const std::vector<std::vector<int64_t>>& shapes,
+                        const std::string& why) {
+    std::vector<std::string> options;
+    for (const auto& s : shapes) options.push_back(absl::StrCat(dtype_name(dtype), " ", shape_str(s)));
+    const std::string expected = absl::StrCat(absl::StrJoin(options, " or "), " (", why, ")");
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(file_, ": tensor '", name, "' is missing; expected ", expected));
+    }
+    const Tensor& t = it->second;
+    bool shape_ok = false;
+    for (const auto& s : shapes) shape_ok = shape_ok || t.shape() == s;
+    if (t.dtype() != dtype || !shape_ok || !t.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat(file_, ": tensor '", name, "' is ", dtype_name(t.dtype()), " ",
+                                                     t.shape_string(), "; expected ", expected));
+    }
+    taken_.insert(name);
+    return t;
+  }
+
+  // Scales must be finite and positive; minimums (positive = false) only finite.
+  Status check_values(const std::string& name, const Tensor& t, bool positive) const {
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = t.dtype() == DType::kF16 ? f16_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
+      if (!std::isfinite(v) || (positive && !(v > 0.0f))) {
+        return absl::InvalidArgumentError(absl::StrCat(file_, ": tensor '", name, "' has ", v, " at element ", i,
+                                                       "; expected ",
+                                                       positive ? "finite positive scales" : "finite values"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The first tensor of the file that no precision asked for; `describe` says what its layer is.
+  Status check_all_taken(const std::function<std::string(const std::string&)>& describe) const {
+    for (const auto& [name, t] : tensors_) {
+      if (taken_.count(name) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(file_, ": tensor '", name, "' is not part of the model",
+                                                       describe(name), "; expected only the tensors of the config's ",
+                                                       "layers in the precisions brisk.precisions gives them"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const NamedTensors& tensors_;
+  const std::string& file_;
+  std::set<std::string> taken_;
+};
+
+std::string for_precision(const PrecisionSpec& spec) {
+  return absl::StrCat("for precision ", precision_name(spec), " in brisk.precisions");
+}
+
+// An int4 matrix [rows, cols] under `name` (.weight, .weight_scale, .weight_min).
+StatusOr<Int4Matrix> take_int4(Taker& r, const std::string& file, const std::string& name, const PrecisionSpec& spec,
+                               int64_t rows, int64_t cols) {
+  const std::string why = for_precision(spec);
+  if (cols % spec.group_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": layer '", name, "' has ", cols, " input columns; expected ",
+                                                   "a multiple of the group size ", spec.group_size, " ", why));
+  }
+  const std::vector<int64_t> groups{rows, cols / spec.group_size};
+  const std::string group_why = absl::StrCat(why, ": one scale per ", spec.group_size, " columns");
+  Int4Matrix q;
+  q.group_size = spec.group_size;
+  BRISK_ASSIGN_OR_RETURN(q.packed, r.take(name + ".weight", DType::kU8, {{rows, cols / 2}}, why));
+  BRISK_ASSIGN_OR_RETURN(q.scales, r.take(name + ".weight_scale", DType::kF16, {groups}, group_why));
+  BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", q.scales, true));
+  if (spec.with_min) {
+    BRISK_ASSIGN_OR_RETURN(q.mins, r.take(name + ".weight_min", DType::kF16, {groups}, group_why));
+    BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_min", q.mins, false));
+  }
+  BRISK_RETURN_IF_ERROR(check_int4_matrix(q, name));
+  return q;
+}
+
+Status take_linear(Taker& r, const std::string& file, const LinearInfo& l, const LayerPrecision& lp,
+                   QuantizedModel& m) {
+  const std::string& name = l.slot.name;
+  const PrecisionSpec& spec = lp.spec;
+  const std::string why = for_precision(spec);
+  const std::vector<int64_t> shape{l.out, l.in};
+  switch (spec.precision) {
+    case Precision::kF32: {
+      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kF32, {shape}, why));
+      break;
+    }
+    case Precision::kBF16: {
+      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kBF16, {shape}, why));
+      break;
+    }
+    case Precision::kInt8Dynamic:
+    case Precision::kInt8Static: {
+      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kI8, {shape}, why));
+      BRISK_ASSIGN_OR_RETURN(l.slot.scales->weight_scale,
+                             r.take(name + ".weight_scale", DType::kF32, {{l.out}, {1}}, why));
+      BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", l.slot.scales->weight_scale, true));
+      l.slot.scales->activation_scale = lp.activation_scale;
+      break;
+    }
+    case Precision::kInt4: {
+      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, take_int4(r, file, name, spec, l.out, l.in));
+      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, dequantize_int4(q));
+      m.int4_linears[name] = std::move(q);
+      break;
+    }
+  }
+  BRISK_ASSIGN_OR_RETURN(*l.slot.bias, r.take(name + ".bias", DType::kF32, {{l.out}}, "every linear layer's bias"));
+  return absl::OkStatus();
+}
+
+Status take_word_embeddings(Taker& r, const std::string& file, const PrecisionSpec& spec, QuantizedModel& m) {
+  const std::string name = kWordEmbeddingsName;
+  const int64_t v = m.config.vocab_size, h = m.config.hidden_size;
+  EmbeddingWeights& e = m.weights.embeddings;
+  const std::string why = for_precision(spec);
+  switch (spec.precision) {
+    case Precision::kF32: {
+      BRISK_ASSIGN_OR_RETURN(e.word, r.take(name + ".weight", DType::kF32, {{v, h}}, why));
+      break;
+    }
+    case Precision::kInt8Dynamic: {
+      BRISK_ASSIGN_OR_RETURN(e.word, r.take(name + ".weight", DType::kI8, {{v, h}}, why));
+      BRISK_ASSIGN_OR_RETURN(e.word_scale,
+                             r.take(name + ".weight_scale", DType::kF32, {{v}}, why + ": one scale per row"));
+      BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", e.word_scale, true));
+      break;
+    }
+    case Precision::kInt4: {
+      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, take_int4(r, file, name, spec, v, h));
+      e.word = q.packed;
+      e.word_scale = q.scales;
+      e.word_min = q.mins;
+      break;
+    }
+    case Precision::kBF16:
+    case Precision::kInt8Static:
+      return absl::InvalidArgumentError(absl::StrCat(file, ": brisk.precisions gives layer '", name, "' precision ",
+                                                     precision_name(spec), "; expected fp32, int8-dynamic or ",
+                                                     "int4-gN[-min] for the word embeddings"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, ModelMetadata meta,
+                                                  const std::string& file) {
+  QuantizedModel m;
+  m.config = std::move(meta.config);
+  m.model_files = std::move(meta.files);
+  m.plan = std::move(meta.plan);
+  m.source_sha256 = std::move(meta.source_sha256);
+  m.report_json = std::move(meta.report);
+  const BertConfig& c = m.config;
+  // Each layer has at least 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
+  if (c.num_hidden_layers > static_cast<int64_t>(tensors.size()) / 16) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": brisk.config has num_hidden_layers = ", c.num_hidden_layers,
+                                                   " but the file holds only ", tensors.size(),
+                                                   " tensors; expected at least 16 per layer"));
+  }
+  m.weights.layers.resize(static_cast<size_t>(c.num_hidden_layers));
+  std::vector<LinearInfo> lin = linears(m.weights, c);
+  std::map<std::string, const LinearInfo*> by_name;
+  for (const LinearInfo& l : lin) by_name[l.slot.name] = &l;
+  for (const auto& [name, lp] : meta.precisions) {
+    if (by_name.count(name) == 0 && name != kWordEmbeddingsName) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": brisk.precisions names layer '", name, "', which is not a layer of the config (",
+                       c.summary(), "); expected a linear layer such as '",
+                       lin.empty() ? std::string("?") : lin[0].slot.name, "' or '", kWordEmbeddingsName, "'"));
+    }
+    m.precisions[name] = lp.spec;
+  }
+  auto precision_of = [&](const std::string& name) {
+    auto it = meta.precisions.find(name);
+    return it == meta.precisions.end() ? LayerPrecision{} : it->second;
+  };
+
+  Taker r(tensors, file);
+  BRISK_RETURN_IF_ERROR(take_word_embeddings(r, file, precision_of(kWordEmbeddingsName).spec, m));
+  for (const F32Tensor& t : f32_tensors(m.weights, c)) {
+    BRISK_ASSIGN_OR_RETURN(*t.tensor, r.take(t.name, DType::kF32, {t.shape}, "an f32 tensor of the encoder"));
+  }
+  for (const LinearInfo& l : lin) BRISK_RETURN_IF_ERROR(take_linear(r, file, l, precision_of(l.slot.name), m));
+  BRISK_RETURN_IF_ERROR(r.check_all_taken([&](const std::string& tensor) -> std::string {
+    const size_t dot = tensor.rfind('.');
+    const std::string layer = dot == std::string::npos ? tensor : tensor.substr(0, dot);
+    if (by_name.count(layer) == 0 && layer != kWordEmbeddingsName) return "";
+    return absl::StrCat(" (layer '", layer, "' is ", precision_name(precision_of(layer).spec), ")");
+  }));
+  m.weights.weights_file = file;
+  m.weights.num_parameters = EncoderWeights::expected_num_parameters(c);
+  return m;
+}
+
+namespace {
+
+// The tensors a QuantizedModel is written as (checked afterwards by assemble_quantized_model).
+StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::string& path,
+                                                                    const QuantizedModel& model) {
+  EncoderWeights w = model.weights;  // shares the tensors; linear_slots wants a mutable struct
+  const BertConfig& c = model.config;
+  if (static_cast<int64_t>(w.layers.size()) != c.num_hidden_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the weights have ", w.layers.size(),
+                                                   " layers; expected num_hidden_layers = ", c.num_hidden_layers));
+  }
+  auto spec_of = [&](const std::string& name) {
+    auto it = model.precisions.find(name);
+    return it == model.precisions.end() ? PrecisionSpec{} : it->second;
+  };
+  std::vector<std::pair<std::string, Tensor>> out;
+  const std::string word = kWordEmbeddingsName;
+  out.emplace_back(word + ".weight", w.embeddings.word);
+  if (w.embeddings.word_scale.defined()) out.emplace_back(word + ".weight_scale", w.embeddings.word_scale);
+  if (w.embeddings.word_min.defined()) out.emplace_back(word + ".weight_min", w.embeddings.word_min);
+  for (const F32Tensor& t : f32_tensors(w, c)) out.emplace_back(t.name, *t.tensor);
+  for (const LinearInfo& l : linears(w, c)) {
+    const std::string& name = l.slot.name;
+    const PrecisionSpec spec = spec_of(name);
+    const QuantScales& s = *l.slot.scales;
+    const bool int8 = spec.precision == Precision::kInt8Dynamic || spec.precision == Precision::kInt8Static;
+    if (!int8 && s.weight_scale.defined()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": layer '", name, "' has a weight_scale but is ",
+                                                     precision_name(spec), "; expected int8 for a scaled weight"));
+    }
+    if (spec.precision != Precision::kInt8Static && s.activation_scale != 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": layer '", name, "' has activation_scale ",
+                                                     s.activation_scale, " but is ", precision_name(spec),
+                                                     "; expected 0 (or precision int8-static)"));
+    }
+    if (spec.precision == Precision::kInt4) {
+      Int4Matrix q;
+      if (auto it = model.int4_linears.find(name); it != model.int4_linears.end()) {
+        q = it->second;
+      } else {
+        BRISK_ASSIGN_OR_RETURN(q, quantize_int4(*l.slot.weight, spec.group_size, spec.with_min, name));
+      }
+      out.emplace_back(name + ".weight", q.packed);
+      out.emplace_back(name + ".weight_scale", q.scales);
+      if (q.mins.defined()) out.emplace_back(name + ".weight_min", q.mins);
+    } else {
+      out.emplace_back(name + ".weight", *l.slot.weight);
+      // An int8 layer without scales is left for the checks to name.
+      if (int8 && s.weight_scale.defined()) out.emplace_back(name + ".weight_scale", s.weight_scale);
+    }
+    out.emplace_back(name + ".bias", *l.slot.bias);
+  }
+  for (const auto& [name, t] : out) {
+    if (!t.defined() || t.device() != Device::kCPU || !t.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": tensor '", name, "' is ",
+                                                     t.defined() ? "not a contiguous cpu tensor" : "missing",
+                                                     "; expected the weights of the config's layers"));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status save_quantized_model(const std::string& path, const QuantizedModel& model) {
+  BRISK_ASSIGN_OR_RETURN(auto metadata, model_metadata(path, model));
+  BRISK_ASSIGN_OR_RETURN(auto tensors, model_tensors(path, model));
+  // The loader's checks on exactly what is about to be written.
+  BRISK_ASSIGN_OR_RETURN(ModelMetadata meta, parse_model_metadata(metadata, path));
+  NamedTensors named;
+  for (const auto& [name, t] : tensors) {
+    if (!named.emplace(name, t).second) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": tensor '", name, "' is written twice"));
+    }
+  }
+  BRISK_RETURN_IF_ERROR(assemble_quantized_model(named, std::move(meta), path).status());
+  return write_safetensors(path, tensors, metadata);
+}
+
+StatusOr<QuantizedModel> load_quantized_model(const std::string& path) {
+  BRISK_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  BRISK_ASSIGN_OR_RETURN(ModelMetadata meta, parse_model_metadata(file.metadata(), path));
+  NamedTensors tensors;
+  for (const std::string& name : file.tensor_names()) {
+    BRISK_ASSIGN_OR_RETURN(Tensor t, file.get(name));
+    tensors.emplace(name, std::move(t));
+  }
+  return assemble_quantized_model(tensors, std::move(meta), path);
+}
+
+bool is_quantized_model_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  StatusOr<SafetensorsFile> file = SafetensorsFile::open(path);
+  return file.ok() && file->metadata().count(kFormatKey) != 0;
+}
+
+StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model directory \"", model_dir,
+                                            "\" is not a directory; expected a Hugging Face model directory"));
+  }
+  const ModelFileSource src = ModelFileSource::directory(model_dir);
+  std::map<std::string, std::string> files;
+  BRISK_ASSIGN_OR_RETURN(files["config.json"], read_text_file(src.path("config.json")));
+  for (const char* name : {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                           "modules.json", "sentence_bert_config.json"}) {
+    if (src.exists(name)) {
+      BRISK_ASSIGN_OR_RETURN(files[name], src.read(name));
+    }
+  }
+  if (files.count("tokenizer.json") == 0 && files.count("vocab.txt") == 0) {
+    return absl::NotFoundError(absl::StrCat(src.description(),
+                                            " has neither tokenizer.json nor vocab.txt; expected one of them (the "
+                                            "quantized model file carries the tokenizer)"));
+  }
+  std::string pooling_rel;
+  BRISK_RETURN_IF_ERROR(read_pooling_config_from(src, &pooling_rel).status());
+  if (!pooling_rel.empty()) {
+    BRISK_ASSIGN_OR_RETURN(files[pooling_rel], src.read(pooling_rel));
+  }
+  return files;
+}
+
+}  // namespace brisk::quant
