@@ -7,7 +7,7 @@
 //   - the paraphrase AUC on shared/data/semantic_pairs.tsv (cosine of each pair against its 0/1 label);
 //   - the size of the weights as stored (bytes of every tensor) relative to fp32.
 //
-//   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans a,b,..]
+//   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans "plan;plan;..."]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -115,7 +115,7 @@ int run(int argc, char** argv) {
   std::string model = brisk::testing::model_dir().string();
   std::string calib_path = std::string(BRISK_SOURCE_DIR) + "/benchmarks/data/calibration_texts.txt";
   std::string heldout_path = std::string(BRISK_SOURCE_DIR) + "/benchmarks/data/heldout_sentences.txt";
-  std::string plans_arg = "fp32,bf16,int8,int8-static,mixed,auto";
+  std::string plans_arg = "fp32;bf16;int8;int8-static;mixed;auto";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--model") model = argv[i + 1];
@@ -161,7 +161,7 @@ int run(int argc, char** argv) {
              calib.size(), heldout.size(), questions.size(), faq.size(), labels.size());
   fmt::print("| plan | mean cosine | worst cosine | FAQ top-1 agreement with fp32 | paraphrase AUC | weights size vs fp32 |\n");
   fmt::print("|---|---|---|---|---|---|\n");
-  for (const std::string& plan_name : std::vector<std::string>(absl::StrSplit(plans_arg, ','))) {
+  for (const std::string& plan_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
     LayerPrecisions precisions;
     std::string note;
     if (plan_name == "auto") {
