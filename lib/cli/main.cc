@@ -7,13 +7,15 @@
 //       line is an empty text); a line that cannot be embedded gets {"line":N,"error":...} and exit code 1.
 //   brisk info [--model DIR]
 //       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
+//   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
+//       Writes one quantized model file and prints the per-layer report and the sizes (see quantize.h).
 //   brisk bench [--model DIR] --batch B --seq T [--iters N] [--warmup N] [--threads N] [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
 //       tokenizer) N times; prints throughput (B / median batch time) and batch latency P50/P90/P99.
 //       --json prints one JSON object instead ({"batch","seq","seq_per_s","p50_ms","p90_ms","p99_ms",...});
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
 //
-// --model defaults to $BRISK_MODEL_DIR, else ~/.cache/brisk/models/all-MiniLM-L6-v2.
+// --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR, else ~/.cache/brisk/models/all-MiniLM-L6-v2.
 // Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>" on stderr); 2 bad command-line flags.
 // Messages pass through printable(): paths, texts and file contents in them cannot drive the terminal.
 #include <fmt/format.h>
@@ -39,6 +41,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/runtime.h"
 #include "printable.h"
+#include "quantize.h"
 
 namespace {
 
@@ -67,7 +70,7 @@ struct ModelFlags {
   bool replace_invalid_utf8 = false;
 
   void add_to(CLI::App& cmd, bool with_embedding_flags) {
-    cmd.add_option("--model", model_dir, "Hugging Face model directory (config.json, weights, vocab)")
+    cmd.add_option("--model", model_dir, "Hugging Face model directory, or a quantized model file")
         ->capture_default_str();
     // Explicit ranges: CLI11's NonNegativeNumber would print its bound, DBL_MAX, in 309 digits.
     cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
@@ -205,6 +208,7 @@ int run_info(const ModelFlags& flags) {
       {"pooling", pooling_name(m.pooling)},
       {"normalize", m.normalize},
       {"device", std::string(brisk::device_name(m.device))},
+      {"quantization", m.quantization.empty() ? "fp32" : m.quantization},
       {"embedding_dim", (*rt)->embedding_dim()},
       {"brisk_version", brisk_version_string()},
   };
@@ -371,6 +375,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--samples", bench.samples, "with --json: add samples_ms, every timed iteration in ms")
       ->needs("--json");
 
+  brisk::cli::QuantizeFlags quantize_flags;
+  CLI::App* quantize_cmd =
+      app.add_subcommand("quantize", "write a quantized model file (int8, bf16, mixed or an automatic plan)");
+  quantize_flags.add_to(*quantize_cmd);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -382,6 +391,7 @@ int main(int argc, char** argv) {
     if (embed->parsed()) return run_embed(embed_flags, embed_texts);
     if (info->parsed()) return run_info(info_flags);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
+    if (quantize_cmd->parsed()) return brisk::cli::run_quantize(quantize_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
     fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;

@@ -13,6 +13,7 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
+#include "brisk/quant/model_file.h"
 #include "runtime_impl.h"
 
 namespace brisk {
@@ -23,6 +24,37 @@ std::string default_model_dir() {
   return absl::StrCat(home != nullptr ? home : ".", "/.cache/brisk/models/all-MiniLM-L6-v2");
 }
 
+namespace {
+
+// What create() needs from a model, from either of its two forms.
+struct LoadedModel {
+  BertConfig config;
+  PoolingConfig pooling;
+  WordPieceTokenizer tokenizer;
+  EncoderWeights weights;
+  std::string quantization;  // the plan of a quantized model file; empty for a model directory
+};
+
+StatusOr<LoadedModel> load_model_dir(const std::string& dir, bool replace_invalid_utf8) {
+  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
+  return LoadedModel{std::move(config), std::move(pooling), std::move(tokenizer), std::move(weights), ""};
+}
+
+StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_invalid_utf8) {
+  BRISK_ASSIGN_OR_RETURN(quant::QuantizedModel q, quant::load_quantized_model(path));
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config_from_files(q.model_files, path));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
+                         WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
+  q.weights.weights_file = path;
+  return LoadedModel{std::move(q.config), std::move(pooling), std::move(tokenizer), std::move(q.weights),
+                     q.plan.empty() ? std::string("quantized") : q.plan};
+}
+
+}  // namespace
+
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
@@ -32,13 +64,15 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.model_dir.empty()) {
     return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
   }
-  if (fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat("model directory '", options.model_dir,
-                                                   "' is a file; expected a directory with config.json, "
+  const bool quantized_file = fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
+  if (!quantized_file && fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
+                                                   "' is a file but not a quantized model file (brisk quantize's "
+                                                   "output); expected that, or a directory with config.json, "
                                                    "model.safetensors or pytorch_model.bin, and vocab.txt or "
                                                    "tokenizer.json"));
   }
-  if (!fs::is_directory(options.model_dir, ec)) {
+  if (!quantized_file && !fs::is_directory(options.model_dir, ec)) {
     return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
                                             "' does not exist; expected a directory with config.json, "
                                             "model.safetensors or pytorch_model.bin, and vocab.txt or tokenizer.json"));
@@ -70,8 +104,12 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
         "expected Device::kCPU");
   }
   const std::string dir = options.model_dir;
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling_config, read_pooling_config(dir));
+  BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
+                                                            : load_model_dir(dir, options.replace_invalid_utf8));
+  BertConfig& config = model.config;
+  PoolingConfig& pooling_config = model.pooling;
+  WordPieceTokenizer& tokenizer = model.tokenizer;
+  EncoderWeights& weights = model.weights;
   const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
   if (pooling == Pooling::kMax) {
     const std::string who = options.pooling == Pooling::kMax ? "RuntimeOptions::pooling" : pooling_config.config_path;
@@ -80,13 +118,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                      " asks for max pooling, which brisk does not support; expected mean "
                      "or cls pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
-                         WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
   if (tokenizer.vocab_size() > config.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
                                                    " tokens but config.json has vocab_size = ", config.vocab_size));
   }
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -109,6 +144,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
+  info.quantization = model.quantization;
 
   impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
   {

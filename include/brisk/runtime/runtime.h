@@ -75,8 +75,9 @@ inline constexpr size_t kMaxQueueSize = size_t{1} << 20;          // batching.ma
 inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token_cache_entries
 
 struct RuntimeOptions {
-  std::string model_dir;  // a Hugging Face directory: config.json, model.safetensors or pytorch_model.bin,
-                          // vocab.txt or tokenizer.json
+  // A Hugging Face directory (config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json),
+  // or a quantized model file written by `brisk quantize` (brisk/quant/model_file.h).
+  std::string model_dir;
   int num_threads = 0;    // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
   int max_seq_len = 0;    // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
                           // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
@@ -119,6 +120,7 @@ struct ModelInfo {
   Pooling pooling = Pooling::kMean;
   bool normalize = true;  // effective, after RuntimeOptions::normalize
   Device device = Device::kCPU;
+  std::string quantization;  // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
 };
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else

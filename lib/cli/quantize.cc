@@ -1,0 +1,161 @@
+// `brisk quantize`. See quantize.h.
+#include "quantize.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "brisk/core/parallel.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/quant/model_file.h"
+#include "brisk/quant/quantizer.h"
+#include "brisk/runtime/runtime.h"
+#include "printable.h"
+
+namespace brisk::cli {
+namespace {
+
+using namespace brisk::quant;
+
+constexpr int kTextsPerBatch = 32;
+
+void show_progress(std::string_view stage, int64_t done, int64_t total) {
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+  fmt::print(stderr, "\r{:<12} [{}{}] {}/{}", stage, std::string(static_cast<size_t>(filled), '#'),
+             std::string(static_cast<size_t>(kWidth - filled), '.'), done, total);
+  if (done >= total) fmt::print(stderr, "\n");
+}
+
+StatusOr<std::vector<PackedSequences>> read_calibration(const std::string& path, const WordPieceTokenizer& tok,
+                                                        int max_seq_len) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("calibration file '{}' cannot be read; expected a text file, one text a line", path));
+  std::vector<PackedSequences> batches;
+  std::string line;
+  int64_t texts = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(line, max_seq_len));
+    if (texts++ % kTextsPerBatch == 0) batches.emplace_back();
+    batches.back().add(ids);
+  }
+  if (batches.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("calibration file '{}' has no texts; expected one text a line", path));
+  }
+  return batches;
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return absl::InternalError(fmt::format("could not write '{}'", path));
+  return absl::OkStatus();
+}
+
+Status quantize(const QuantizeFlags& f) {
+  ScopedNumThreads threads(f.threads);
+  const std::string& dir = f.model_dir;
+  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights fp32, EncoderWeights::load(dir, config));
+  BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches, read_calibration(f.calib, tok, f.max_seq_len));
+  BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));
+  CalibrationOptions calibration;
+  calibration.method = method;
+  BRISK_ASSIGN_OR_RETURN(auto fp32_encoder, BertEncoder::create(config, fp32, Device::kCPU));
+  const std::vector<std::string> names = layer_names(config);
+
+  // Static activation scales are calibrated whenever a layer may need them.
+  ActivationRanges ranges;
+  LayerPrecisions precisions;
+  QuantizationReport report;
+  if (f.plan == "auto") {
+    AutoPlanOptions options;
+    options.min_mean_cosine = f.tolerance;
+    BRISK_ASSIGN_OR_RETURN(options.fallback, parse_precision(f.fallback));
+    options.progress = show_progress;
+    BRISK_ASSIGN_OR_RETURN(AutoPlanResult r, auto_plan(config, fp32, batches, pooling.mode, options));
+    precisions = std::move(r.precisions);
+    report = std::move(r.report);
+  } else {
+    BRISK_ASSIGN_OR_RETURN(PrecisionPlan plan, PrecisionPlan::parse(f.plan));
+    BRISK_ASSIGN_OR_RETURN(precisions, plan.resolve(names));
+    for (const auto& [name, spec] : precisions) {
+      if (spec.precision == Precision::kInt8Static && ranges.empty()) {
+        BRISK_ASSIGN_OR_RETURN(ranges, calibrate(*fp32_encoder, batches, calibration, show_progress));
+      }
+    }
+    BRISK_ASSIGN_OR_RETURN(report, describe(fp32, config, precisions, ranges, plan.text));
+  }
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized, quantize_weights(fp32, config, precisions, ranges));
+  {
+    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, quantized, Device::kCPU));
+    BRISK_ASSIGN_OR_RETURN(std::vector<float> ref, embed_all(*fp32_encoder, batches, pooling.mode));
+    BRISK_ASSIGN_OR_RETURN(std::vector<float> got, embed_all(*encoder, batches, pooling.mode));
+    report.fidelity = compare_embeddings(ref, got, config.hidden_size);
+  }
+
+  QuantizedModel model;
+  model.config = config;
+  BRISK_ASSIGN_OR_RETURN(model.model_files, read_model_files(dir));
+  model.weights = std::move(quantized);
+  model.precisions = precisions;
+  model.plan = report.plan;
+  BRISK_ASSIGN_OR_RETURN(model.source_sha256, file_sha256_hex(fp32.weights_file));
+  model.report_json = report.to_json();
+  BRISK_RETURN_IF_ERROR(save_quantized_model(f.out, model));
+
+  fmt::print("{:<44} {:<14} {:>10} {:>10} {:>10} {:>10} {:>11}\n", "layer", "precision", "w_error", "scale_min",
+             "scale_max", "act_absmax", "sensitivity");
+  for (const LayerReport& l : report.layers) {
+    fmt::print("{:<44} {:<14} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.3g} {:>11.2e}\n", l.name, l.precision,
+               l.weight_error, l.weight_scale_min, l.weight_scale_max, l.activation_absmax, l.sensitivity);
+  }
+  namespace fs = std::filesystem;
+  const auto in_size = fs::file_size(fp32.weights_file), out_size = fs::file_size(f.out);
+  fmt::print("plan {}: calibration-set cosine vs fp32 mean {:.5f}, worst {:.5f}\n", report.plan,
+             report.fidelity.mean_cosine, report.fidelity.worst_cosine);
+  fmt::print("size {} bytes -> {} bytes ({:.1f}% of {})\n", in_size, out_size, 100.0 * double(out_size) / double(in_size),
+             fs::path(fp32.weights_file).filename().string());
+  if (!f.report_csv.empty()) BRISK_RETURN_IF_ERROR(write_text(f.report_csv, report.to_csv()));
+  if (!f.report_json.empty()) BRISK_RETURN_IF_ERROR(write_text(f.report_json, report.to_json()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void QuantizeFlags::add_to(CLI::App& cmd) {
+  model_dir = brisk::default_model_dir();
+  cmd.add_option("--model", model_dir, "fp32 Hugging Face model directory")->capture_default_str();
+  cmd.add_option("--plan", plan, "int8, int8-static, bf16, mixed, auto, or pattern=precision rules")->required();
+  cmd.add_option("--calib", calib, "calibration texts, one a line")->required();
+  cmd.add_option("--out", out, "the quantized model file to write")->required();
+  cmd.add_option("--calibrator", calibrator, "activation calibrator for int8-static")
+      ->check(CLI::IsMember({"minmax", "ema", "percentile", "entropy", "mse"}))
+      ->capture_default_str();
+  cmd.add_option("--tolerance", tolerance, "auto: the mean cosine vs fp32 to keep")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd.add_option("--fallback", fallback, "auto: the precision sensitive layers fall back to")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd.add_option("--report-csv", report_csv, "write the per-layer report as CSV");
+  cmd.add_option("--report-json", report_json, "write the per-layer report as JSON");
+  cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  cmd.add_option("--max-seq-len", max_seq_len, "tokens per calibration text")->check(CLI::Range(2, 512))->capture_default_str();
+}
+
+int run_quantize(const QuantizeFlags& flags) {
+  const Status s = quantize(flags);
+  if (!s.ok()) {
+    fmt::print(stderr, "brisk: error: {}\n", printable(std::string(s.message())));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace brisk::cli
