@@ -39,6 +39,7 @@
 #include "brisk.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
 #include "printable.h"
 #include "quantize.h"
@@ -238,6 +239,13 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
+// The tokenizer of a model directory or of a quantized model file.
+StatusOr<brisk::WordPieceTokenizer> model_tokenizer(const std::string& model) {
+  if (!brisk::quant::is_quantized_model_file(model)) return brisk::WordPieceTokenizer::from_model_dir(model);
+  BRISK_ASSIGN_OR_RETURN(brisk::quant::QuantizedModel q, brisk::quant::load_quantized_model(model));
+  return brisk::WordPieceTokenizer::from_model_files(q.model_files, false, model);
+}
+
 // A text that tokenizes to exactly `seq` tokens ([CLS] + seq-2 copies of a one-token word + [SEP]),
 // verified with the model's own tokenizer.
 StatusOr<std::string> synthetic_text(const std::string& model_dir, const std::string& word, int seq) {
@@ -246,7 +254,7 @@ StatusOr<std::string> synthetic_text(const std::string& model_dir, const std::st
     if (i > 0) text += ' ';
     text += word;
   }
-  BRISK_ASSIGN_OR_RETURN(brisk::WordPieceTokenizer tok, brisk::WordPieceTokenizer::from_model_dir(model_dir));
+  BRISK_ASSIGN_OR_RETURN(brisk::WordPieceTokenizer tok, model_tokenizer(model_dir));
   // A limit above seq, so that a word of several word pieces shows up as too many tokens.
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));
   if (static_cast<int>(ids.size()) != seq) {
@@ -259,9 +267,6 @@ StatusOr<std::string> synthetic_text(const std::string& model_dir, const std::st
 }
 
 int run_bench(const ModelFlags& flags, const BenchFlags& b) {
-  auto text = synthetic_text(flags.model_dir, b.word, b.seq);
-  if (!text.ok()) return report_error(text.status());
-
   brisk::RuntimeOptions opts = flags.runtime_options();
   opts.max_seq_len = b.seq;  // truncation at T keeps every row at exactly T tokens
   // One forward pass per call: the whole batch in one pass, within the padded-token budget.
@@ -271,6 +276,8 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   opts.cache.token_cache_entries = 0;
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) return report_error(rt.status());
+  auto text = synthetic_text(flags.model_dir, b.word, b.seq);
+  if (!text.ok()) return report_error(text.status());
   if ((*rt)->info().max_seq_len < b.seq) {
     return report_error(absl::InvalidArgumentError(
         fmt::format("--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));

@@ -82,7 +82,7 @@ def test_info_and_errors(brisk):
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         for cmd in (["info"], ["embed", "x"], ["bench", "--batch", "1", "--seq", "4"]):
             r = run([brisk, *cmd, "--model", f.name])
-            check(r.returncode == 1 and "is a file; expected a" in r.stderr and "does not exist" not in r.stderr,
+            check(r.returncode == 1 and "is a file but not a quantized model file" in r.stderr and "does not exist" not in r.stderr,
                   f"{cmd[0]} --model naming a file says so (stderr: {r.stderr})")
     r = run([brisk, "info", "--threads", "100000"])
     check(r.returncode == 2 and "1024" in r.stderr and re.search(r"\d{20}", r.stderr) is None,
@@ -148,6 +148,62 @@ def test_faq_assistant(faq):
           "a malformed FAQ line is reported with its file and line number")
 
 
+def test_quantize(brisk, faq):
+    """brisk quantize writes one file that embed, info, bench and the FAQ assistant load through --model."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    calib_all = open(os.path.join(here, "../../benchmarks/data/calibration_texts.txt"), encoding="utf-8").read()
+    model_dir = os.environ.get("BRISK_MODEL_DIR", os.path.expanduser("~/.cache/brisk/models/all-MiniLM-L6-v2"))
+    fp32_size = os.path.getsize(os.path.join(model_dir, "model.safetensors"))
+    with tempfile.TemporaryDirectory() as tmp:
+        calib = os.path.join(tmp, "calib.txt")
+        with open(calib, "w", encoding="utf-8") as f:
+            f.write("\n".join(calib_all.splitlines()[:24]) + "\n")
+        out = os.path.join(tmp, "int8.safetensors")
+        csv = os.path.join(tmp, "report.csv")
+        r = run([brisk, "quantize", "--plan", "int8", "--calib", calib, "--out", out, "--threads", "2",
+                 "--report-csv", csv])
+        check(r.returncode == 0, f"quantize int8 exits 0 (stderr: {r.stderr})")
+        check("calibration-set cosine vs fp32" in r.stdout and "size " in r.stdout, "quantize prints cosine and sizes")
+        check("encoder.layer.5.output.dense" in r.stdout, "quantize prints the per-layer report")
+        check(os.path.getsize(out) <= 0.30 * fp32_size, "the int8 file is at most 30% of the fp32 file")
+        rows = open(csv, encoding="utf-8").read().splitlines()
+        check(len(rows) == 38 and rows[0].startswith("layer,precision"), "the CSV report has one row per layer")
+
+        texts = ["How do I block my card?", "opening hours of the branch"]
+        q = run([brisk, "embed", "--model", out, "--threads", "2"] + texts)
+        f32 = run([brisk, "embed", "--threads", "2"] + texts)
+        check(q.returncode == 0, f"embed --model FILE exits 0 (stderr: {q.stderr})")
+        if q.returncode == 0 and f32.returncode == 0:
+            qv = [json.loads(line)["embedding"] for line in q.stdout.splitlines()]
+            fv = [json.loads(line)["embedding"] for line in f32.stdout.splitlines()]
+            cos = [sum(a * b for a, b in zip(x, y)) for x, y in zip(qv, fv)]
+            check(all(c > 0.98 for c in cos) and any(c < 0.99999 for c in cos),
+                  f"int8 embeddings are close to fp32 but not identical: {cos}")
+        r = run([brisk, "info", "--model", out])
+        check(r.returncode == 0 and json.loads(r.stdout)["quantization"] == "int8", "info reports the plan")
+        r = run([brisk, "bench", "--model", out, "--batch", "2", "--seq", "16", "--iters", "2", "--json"])
+        check(r.returncode == 0 and json.loads(r.stdout)["seq_per_s"] > 0, "bench runs the quantized file")
+        if faq:
+            r = run([faq, "--model", out, "--limit", "6", "--threads", "2"])
+            check(r.returncode == 0 and "matched (" in r.stdout, f"faq_assistant runs the quantized file ({r.stderr})")
+
+        mixed = os.path.join(tmp, "mixed.safetensors")
+        r = run([brisk, "quantize", "--plan", "mixed", "--calib", calib, "--out", mixed, "--threads", "2"])
+        check(r.returncode == 0 and "int4-g32" in r.stdout, f"quantize mixed exits 0 (stderr: {r.stderr})")
+
+        r = run([brisk, "quantize", "--plan", "int8,encoder.layer.9.*=fp32", "--calib", calib, "--out", mixed])
+        check(r.returncode == 1 and "matches no layer" in r.stderr and "encoder.layer.5.output.dense" in r.stderr,
+              "a plan pattern that matches nothing lists the valid names")
+        r = run([brisk, "quantize", "--plan", "int8", "--calib", os.path.join(tmp, "none.txt"), "--out", mixed])
+        check(r.returncode == 1 and "cannot be read" in r.stderr, "a missing calibration file is reported")
+        with open(out, "r+b") as f:
+            f.truncate(os.path.getsize(out) // 2)
+        r = run([brisk, "embed", "--model", out, "hello"])
+        check(r.returncode == 1 and "brisk: error:" in r.stderr, f"a truncated quantized file is refused ({r.stderr})")
+        r = run([brisk, "embed", "--model", csv, "hello"])
+        check(r.returncode == 1 and "not a quantized model file" in r.stderr, "a plain file as --model is refused")
+
+
 def main():
     brisk = sys.argv[1]
     test_embed(brisk)
@@ -155,6 +211,7 @@ def main():
     test_bench(brisk)
     if len(sys.argv) > 2:
         test_faq_assistant(sys.argv[2])
+    test_quantize(brisk, sys.argv[2] if len(sys.argv) > 2 else None)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
