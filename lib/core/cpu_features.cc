@@ -35,6 +35,14 @@ CpuIsa detected_cpu_isa() {
   return isa;
 }
 
+bool cpu_has_avx512_vnni() {
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return detected_cpu_isa() == CpuIsa::kAvx512 && __builtin_cpu_supports("avx512vnni");
+  }();
+  return vnni && cpu_isa() == CpuIsa::kAvx512;
+}
+
 CpuIsa cpu_isa() {
   const int cap = g_cap.load(std::memory_order_relaxed);
   const int detected = static_cast<int>(detected_cpu_isa());

@@ -19,6 +19,9 @@ BRISK_API CpuIsa cpu_isa();
 // Caps the ISA level the kernels use from now on; returns the previous cap. For tests and benchmarks.
 BRISK_API CpuIsa set_cpu_isa_cap(CpuIsa cap);
 BRISK_API CpuIsa detected_cpu_isa();
+// Whether the int8 kernels may use AVX-512 VNNI (vpdpbusd): the CPU has avx512_vnni and cpu_isa() is kAvx512
+// (so BRISK_ISA and set_cpu_isa_cap() below avx512 turn it off too).
+BRISK_API bool cpu_has_avx512_vnni();
 BRISK_API const char* cpu_isa_name(CpuIsa isa);
 
 }  // namespace brisk

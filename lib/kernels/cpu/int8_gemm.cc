@@ -1,0 +1,143 @@
+// The int8 GEMM of int8_gemm.h: weight packing, the scalar references (GEMM block and row quantisation), and the
+// one ISA dispatch point, with the work split over brisk::parallel_for.
+#include "int8_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "brisk/core/cpu_features.h"
+#include "brisk/core/parallel.h"
+#include "cpu_kernels.h"
+
+namespace brisk::kernels::cpu {
+namespace {
+
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// Rows per parallel task for large m: a task's activations (this many rows x k bytes) are reused across the
+// panels it computes; a multiple of the VNNI kernel's 6-row tiles.
+constexpr int64_t kRowsPerTask = 192;
+
+// Each task should hold at least this many multiply-adds (~0.3 us of VNNI work on one core): below that, the
+// second thread's wake-up costs more than it saves.
+constexpr int64_t kMinMacsPerTask = 1 << 18;
+
+}  // namespace
+
+Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
+  Int8PackedWeights p;
+  p.n = n;
+  p.k = k;
+  p.k_padded = round_up(k, 4);
+  p.n_padded = round_up(n, 16);
+  p.data.assign(static_cast<size_t>(p.n_padded * p.k_padded), 0);
+  p.column_sums.assign(static_cast<size_t>(n), 0);
+  p.compensation.assign(static_cast<size_t>(p.n_padded), 0);
+  for (int64_t first = 0; first < p.n_padded; first += kInt8PanelColumns) {
+    const int64_t width = std::min(kInt8PanelColumns, p.n_padded - first);
+    int8_t* panel = p.data.data() + first * p.k_padded;
+    for (int64_t j = first; j < std::min(first + width, n); ++j) {
+      int32_t sum = 0;
+      for (int64_t c = 0; c < k; ++c) {
+        const int8_t v = w[j * k + c];
+        panel[(c / 4) * width * 4 + (j - first) * 4 + c % 4] = v;
+        sum += v;
+      }
+      p.column_sums[static_cast<size_t>(j)] = sum;
+      p.compensation[static_cast<size_t>(j)] = -128 * sum;
+    }
+  }
+  return p;
+}
+
+void quantize_rows_u8_scalar(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float* x = a.x + r * a.k;
+    uint8_t* q = a.xq + r * a.ldq;
+    float absmax = 0.0f;
+    for (int64_t c = 0; c < a.k; ++c) absmax = std::max(absmax, std::fabs(x[c]));
+    if (absmax == 0.0f) {
+      a.row_scales[r] = 1.0f;
+      std::memset(q, 128, static_cast<size_t>(a.ldq));
+      continue;
+    }
+    a.row_scales[r] = absmax / 127.0f;
+    const float inv = 127.0f / absmax;
+    for (int64_t c = 0; c < a.k; ++c) {
+      // |x * inv| <= 127 up to one rounding, so the clamp only guards against that last ulp.
+      const float v = std::min(std::max(std::nearbyint(x[c] * inv), -127.0f), 127.0f);
+      q[c] = static_cast<uint8_t>(static_cast<int>(v) + 128);
+    }
+    std::memset(q + a.k, 128, static_cast<size_t>(a.ldq - a.k));
+  }
+}
+
+void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                            int64_t panel_end) {
+  const Int8PackedWeights& w = *a.w;
+  const int64_t groups = w.k_padded / 4;
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int64_t first = p * kInt8PanelColumns;
+    const int64_t width = std::min(kInt8PanelColumns, w.n_padded - first);
+    const int64_t last = std::min(first + width, w.n);
+    const int8_t* panel = w.data.data() + first * w.k_padded;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const uint8_t* x = a.xq + r * a.ldq;
+      float* y = a.y + r * a.ldy;
+      for (int64_t j = first; j < last; ++j) {
+        int32_t acc = w.compensation[static_cast<size_t>(j)];
+        const int8_t* col = panel + (j - first) * 4;
+        for (int64_t g = 0; g < groups; ++g) {
+          for (int64_t b = 0; b < 4; ++b) acc += static_cast<int32_t>(x[4 * g + b]) * col[g * width * 4 + b];
+        }
+        // The same operations, in the same order, as the VNNI kernel's epilogue.
+        const float scale = a.row_scales[r] * a.col_scales[j];
+        float v = std::fma(static_cast<float>(acc), scale, a.bias != nullptr ? a.bias[j] : 0.0f);
+        if (a.epilogue == Int8Epilogue::kBiasRelu) v = std::max(v, 0.0f);
+        if (a.epilogue == Int8Epilogue::kBiasAccumulate) v = y[j] + v;
+        y[j] = v;
+      }
+      if (a.epilogue == Int8Epilogue::kBiasGeluErf || a.epilogue == Int8Epilogue::kBiasGeluTanh) {
+        const ElementwiseArgs gelu{
+            y + first, y + first, nullptr, last - first,
+            a.epilogue == Int8Epilogue::kBiasGeluErf ? ElementwiseOp::kGeluErf : ElementwiseOp::kGeluTanh};
+        elementwise_rows_scalar(gelu, 0, 1);
+      }
+    }
+  }
+}
+
+void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales) {
+  if (rows <= 0) return;
+  const QuantizeRowsArgs args{x, k, ldq, xq, row_scales};
+  const auto kernel = brisk::cpu_isa() == CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
+  parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+}
+
+void int8_gemm(const uint8_t* xq, int64_t ldq, const float* row_scales, int64_t m, const Int8PackedWeights& w,
+               const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y, int64_t ldy) {
+  if (m <= 0 || w.n <= 0) return;
+  const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
+  const auto kernel = brisk::cpu_has_avx512_vnni() ? &int8_gemm_block_avx512_vnni : &int8_gemm_block_scalar;
+  // Tasks are (row block, column panel) pairs, row-block-major: a thread's contiguous range of tasks sweeps all
+  // panels over one row block while that block's activations (<= 192 x k bytes) stay in L2, with the weights
+  // (n x k bytes: 147 KB to 590 KB at MiniLM's shapes) beside them; for m <= 192 the tasks are the panels.
+  const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
+  const int64_t row_blocks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t rows_per_block = (m + row_blocks - 1) / row_blocks;
+  const int64_t macs_per_task = rows_per_block * kInt8PanelColumns * w.k_padded;
+  const int64_t grain = std::max<int64_t>(1, kMinMacsPerTask / std::max<int64_t>(macs_per_task, 1));
+  parallel_for(0, panels * row_blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end;) {
+      // Runs of consecutive tasks on one row block become one call over their panels.
+      const int64_t rb = t / panels;
+      const int64_t p_begin = t % panels;
+      const int64_t p_end = std::min(panels, p_begin + (end - t));
+      kernel(args, rb * rows_per_block, std::min(m, (rb + 1) * rows_per_block), p_begin, p_end);
+      t += p_end - p_begin;
+    }
+  });
+}
+
+}  // namespace brisk::kernels::cpu
