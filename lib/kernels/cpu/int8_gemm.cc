@@ -51,7 +51,7 @@ Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
   return p;
 }
 
-void quantize_rows_u8_scalar(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end) {
+void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float* x = a.x + r * a.k;
     uint8_t* q = a.xq + r * a.ldq;
@@ -110,7 +110,7 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
 
 void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales) {
   if (rows <= 0) return;
-  const QuantizeRowsArgs args{x, k, ldq, xq, row_scales};
+  const QuantizeRowsU8Args args{x, k, ldq, xq, row_scales};
   const auto kernel = brisk::cpu_isa() == CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
   parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }

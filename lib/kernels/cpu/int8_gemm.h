@@ -105,7 +105,7 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
 void int8_gemm_block_avx512_vnni(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin,
                                  int64_t panel_end);
 
-struct QuantizeRowsArgs {
+struct QuantizeRowsU8Args {
   const float* x;  // row stride k
   int64_t k;
   int64_t ldq;
@@ -113,7 +113,7 @@ struct QuantizeRowsArgs {
   float* row_scales;
 };
 
-void quantize_rows_u8_scalar(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end);
-void quantize_rows_u8_avx512(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end);
+void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end);
+void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end);
 
 }  // namespace brisk::kernels::cpu

@@ -135,7 +135,7 @@ void int8_gemm_block_avx512_vnni(const Int8GemmArgs& a, int64_t row_begin, int64
   }
 }
 
-void quantize_rows_u8_avx512(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end) {
+void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
   const int64_t k = a.k;
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float* x = a.x + r * k;
