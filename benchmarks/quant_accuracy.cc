@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -161,7 +162,16 @@ int run(int argc, char** argv) {
              calib.size(), heldout.size(), questions.size(), faq.size(), labels.size());
   fmt::print("| plan | mean cosine | worst cosine | FAQ top-1 agreement with fp32 | paraphrase AUC | weights size vs fp32 |\n");
   fmt::print("|---|---|---|---|---|---|\n");
-  for (const std::string& plan_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
+  ChannelAbsmax channel_stats;
+  for (const std::string& row_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
+    // "PLAN+sqA": the plan with SmoothQuant at alpha A.
+    std::string plan_name = row_name;
+    std::optional<SmoothQuantOptions> smooth;
+    if (const size_t at = row_name.find("+sq"); at != std::string::npos) {
+      plan_name = row_name.substr(0, at);
+      if (channel_stats.empty()) channel_stats = channel_absmax(*fp32_encoder, calib_batches).value();
+      smooth = SmoothQuantOptions{std::stof(row_name.substr(at + 3)), channel_stats};
+    }
     LayerPrecisions precisions;
     std::string note;
     if (plan_name == "auto") {
@@ -175,7 +185,7 @@ int run(int argc, char** argv) {
         ranges = calibrate(*fp32_encoder, calib_batches, CalibrationOptions{}, nullptr).value();
       }
     }
-    EncoderWeights w = quantize_weights(fp32, config, precisions, ranges).value();
+    EncoderWeights w = quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr).value();
     const int64_t bytes = stored_bytes(w);
     auto encoder = BertEncoder::create(config, std::move(w), Device::kCPU).value();
     const Fidelity f = compare_embeddings(ref_heldout, embed_all(*encoder, heldout_batches, pooling).value(), h);
@@ -187,7 +197,7 @@ int run(int argc, char** argv) {
     const std::vector<float> eb = embed_all(*encoder, b_batches, pooling).value();
     std::vector<double> scores;
     for (size_t i = 0; i < labels.size(); ++i) scores.push_back(dot(&ea[i * h], &eb[i * h], h));
-    fmt::print("| {}{} | {:.5f} | {:.5f} | {:.1f}% | {:.4f} | {:.1f}% |\n", plan_name, note, f.mean_cosine,
+    fmt::print("| {}{} | {:.5f} | {:.5f} | {:.1f}% | {:.4f} | {:.1f}% |\n", row_name, note, f.mean_cosine,
                f.worst_cosine, 100.0 * agree / double(t1.size()), auc(scores, labels), 100.0 * bytes / fp32_bytes);
     std::fflush(stdout);
   }

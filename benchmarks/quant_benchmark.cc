@@ -25,28 +25,30 @@ using namespace brisk::quant;
 
 constexpr const char* kPlans[] = {"fp32", "bf16", "int8", "int8-static", "mixed"};
 
-// One encoder per plan, built on first use. int8-static is calibrated (percentile) on the bundled calibration
-// texts.
+// One encoder per plan, built on first use, as `brisk quantize` makes them: int8 layers with SmoothQuant (alpha 0.5),
+// int8-static calibrated (percentile), both on 64 of the bundled calibration texts.
 const BertEncoder* encoder_for(int plan_index) {
   static std::map<int, std::unique_ptr<BertEncoder>> encoders;
   if (auto it = encoders.find(plan_index); it != encoders.end()) return it->second.get();
   const std::string dir = testing::model_dir().string();
   const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
   static const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
+  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
+  std::ifstream in(std::string(BRISK_TEST_DATA_DIR) + "/../../benchmarks/data/calibration_texts.txt");
+  std::vector<PackedSequences> batches(1);
+  for (std::string line; std::getline(in, line) && batches[0].size() < 64;) batches[0].add(tok.encode(line, 128).value());
+  auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
+  const SmoothQuantOptions smooth{0.5f, channel_absmax(*reference, batches).value()};
   ActivationRanges ranges;
   const std::string plan = kPlans[plan_index];
   if (plan == "int8-static") {
-    const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
-    std::ifstream in(std::string(BRISK_TEST_DATA_DIR) + "/../../benchmarks/data/calibration_texts.txt");
-    std::vector<PackedSequences> batches(1);
-    for (std::string line; std::getline(in, line) && batches[0].size() < 64;) batches[0].add(tok.encode(line, 128).value());
-    auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
     CalibrationOptions options;
     options.method = CalibrationMethod::kPercentile;
     ranges = calibrate(*reference, batches, options, nullptr).value();
   }
   const LayerPrecisions p = PrecisionPlan::parse(plan).value().resolve(layer_names(config)).value();
-  auto encoder = BertEncoder::create(config, quantize_weights(fp32, config, p, ranges).value(), Device::kCPU).value();
+  auto encoder =
+      BertEncoder::create(config, quantize_weights(fp32, config, p, ranges, &smooth).value(), Device::kCPU).value();
   return (encoders[plan_index] = std::move(encoder)).get();
 }
 

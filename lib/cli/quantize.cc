@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/model_file.h"
@@ -73,8 +75,14 @@ Status quantize(const QuantizeFlags& f) {
   ActivationRanges ranges;
   LayerPrecisions precisions;
   QuantizationReport report;
+  std::optional<SmoothQuantOptions> smooth;
+  if (f.smoothquant > 0.0) {
+    smooth = SmoothQuantOptions{static_cast<float>(f.smoothquant), {}};
+    BRISK_ASSIGN_OR_RETURN(smooth->absmax, channel_absmax(*fp32_encoder, batches));
+  }
   if (f.plan == "auto") {
     AutoPlanOptions options;
+    options.smoothquant = smooth ? &*smooth : nullptr;
     options.min_mean_cosine = f.tolerance;
     BRISK_ASSIGN_OR_RETURN(options.fallback, parse_precision(f.fallback));
     options.progress = show_progress;
@@ -91,7 +99,8 @@ Status quantize(const QuantizeFlags& f) {
     }
     BRISK_ASSIGN_OR_RETURN(report, describe(fp32, config, precisions, ranges, plan.text));
   }
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized, quantize_weights(fp32, config, precisions, ranges));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized,
+                         quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr));
   {
     BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, quantized, Device::kCPU));
     BRISK_ASSIGN_OR_RETURN(std::vector<float> ref, embed_all(*fp32_encoder, batches, pooling.mode));
@@ -104,7 +113,7 @@ Status quantize(const QuantizeFlags& f) {
   BRISK_ASSIGN_OR_RETURN(model.model_files, read_model_files(dir));
   model.weights = std::move(quantized);
   model.precisions = precisions;
-  model.plan = report.plan;
+  model.plan = smooth ? absl::StrCat(report.plan, " +smoothquant ", f.smoothquant) : report.plan;
   BRISK_ASSIGN_OR_RETURN(model.source_sha256, file_sha256_hex(fp32.weights_file));
   model.report_json = report.to_json();
   BRISK_RETURN_IF_ERROR(save_quantized_model(f.out, model));
@@ -142,6 +151,9 @@ void QuantizeFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--fallback", fallback, "auto: the precision sensitive layers fall back to")
       ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd.add_option("--smoothquant", smoothquant, "SmoothQuant alpha for the int8 layers; 0 = off")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd.add_option("--report-csv", report_csv, "write the per-layer report as CSV");
   cmd.add_option("--report-json", report_json, "write the per-layer report as JSON");

@@ -2,7 +2,7 @@
 //
 //   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
 //                  [--calibrator minmax|ema|percentile|entropy|mse] [--tolerance 0.995] [--fallback fp32|bf16]
-//                  [--report-csv FILE] [--report-json FILE] [--threads N]
+//                  [--smoothquant ALPHA] [--report-csv FILE] [--report-json FILE] [--threads N]
 //
 // Shows progress on stderr, then prints the per-layer report (precision, weight error, scales, activation range,
 // sensitivity for auto), the calibration-set cosine against fp32 and the sizes of the source and output files.
@@ -21,6 +21,7 @@ struct QuantizeFlags {
   std::string calibrator = "percentile";
   double tolerance = 0.995;
   std::string fallback = "fp32";
+  double smoothquant = 0.5;  // SmoothQuant's alpha for the int8 layers; 0 turns it off
   std::string report_csv, report_json;
   int threads = 0;
   int max_seq_len = 128;

@@ -22,6 +22,20 @@ Status check_scales(const Tensor& weight, const QuantScales& scales) {
           absl::StrCat("Linear i8 weight_scale[", i, "] is ", v[i], "; expected a finite value > 0"));
     }
   }
+  const Tensor& in = scales.input_scale;
+  if (in.defined()) {
+    if (in.dtype() != DType::kF32 || in.rank() != 1 || in.dim(0) != weight.dim(1) || !in.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat("Linear input_scale is ", dtype_name(in.dtype()), " ",
+                                                     in.shape_string(), "; expected f32 [", weight.dim(1), "]"));
+    }
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const float x = in.data<float>()[i];
+      if (!(x > 0.0f) || !std::isfinite(x)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Linear input_scale[", i, "] is ", x, "; expected a finite value > 0"));
+      }
+    }
+  }
   if (!(scales.activation_scale >= 0.0f) || !std::isfinite(scales.activation_scale)) {
     return absl::InvalidArgumentError(absl::StrCat("Linear activation_scale is ", scales.activation_scale,
                                                    "; expected 0 (dynamic) or a finite value > 0 (static)"));

@@ -75,8 +75,15 @@ bool can_stack_qkv(const EncoderLayerWeights& w) {
   if (w.k_weight.dtype() != d || w.v_weight.dtype() != d) return false;
   if (d != DType::kI8) return true;
   const float a = w.q_scales.activation_scale;
+  // SmoothQuant divisors must be one vector: the three share their input.
+  auto same_input_scale = [&](const Tensor& t) {
+    const Tensor& q = w.q_scales.input_scale;
+    if (t.defined() != q.defined()) return false;
+    return !t.defined() || (t.numel() == q.numel() && std::memcmp(t.raw_data(), q.raw_data(), t.nbytes()) == 0);
+  };
   return w.k_scales.activation_scale == a && w.v_scales.activation_scale == a && w.q_scales.weight_scale.defined() &&
-         w.k_scales.weight_scale.defined() && w.v_scales.weight_scale.defined();
+         w.k_scales.weight_scale.defined() && w.v_scales.weight_scale.defined() &&
+         same_input_scale(w.k_scales.input_scale) && same_input_scale(w.v_scales.input_scale);
 }
 
 StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device) {
@@ -92,6 +99,7 @@ StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device) {
       BRISK_ASSIGN_OR_RETURN(Tensor vs, per_channel_scales(w.v_scales, h));
       BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows({&qs, &ks, &vs}));
       scales.activation_scale = w.q_scales.activation_scale;
+      scales.input_scale = w.q_scales.input_scale;
     }
     BRISK_ASSIGN_OR_RETURN(Linear qkv, Linear::create(qkv_w, qkv_b, device, scales));
     out.push_back(std::move(qkv));

@@ -74,6 +74,7 @@ std::vector<F32Tensor> f32_tensors(EncoderWeights& w, const BertConfig& c) {
 class Taker {
  public:
   Taker(const NamedTensors& tensors, const std::string& file) : tensors_(tensors), file_(file) {}
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
 
   // `shapes`: the acceptable shapes; `why` says which precision asks for the tensor.
   StatusOr<Tensor> take(const std::string& name, DType dtype, const std::vector<std::vector<int64_t>>& shapes,
@@ -177,6 +178,11 @@ Status take_linear(Taker& r, const std::string& file, const LinearInfo& l, const
                              r.take(name + ".weight_scale", DType::kF32, {{l.out}, {1}}, why));
       BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", l.slot.scales->weight_scale, true));
       l.slot.scales->activation_scale = lp.activation_scale;
+      if (r.has(name + ".input_scale")) {
+        BRISK_ASSIGN_OR_RETURN(l.slot.scales->input_scale,
+                               r.take(name + ".input_scale", DType::kF32, {{l.in}}, "SmoothQuant's divisors"));
+        BRISK_RETURN_IF_ERROR(r.check_values(name + ".input_scale", l.slot.scales->input_scale, true));
+      }
       break;
     }
     case Precision::kInt4: {
@@ -324,6 +330,7 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
       out.emplace_back(name + ".weight", *l.slot.weight);
       // An int8 layer without scales is left for the checks to name.
       if (int8 && s.weight_scale.defined()) out.emplace_back(name + ".weight_scale", s.weight_scale);
+      if (int8 && s.input_scale.defined()) out.emplace_back(name + ".input_scale", s.input_scale);
     }
     out.emplace_back(name + ".bias", *l.slot.bias);
   }

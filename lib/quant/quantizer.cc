@@ -20,7 +20,32 @@ PrecisionSpec precision_of(const LayerPrecisions& precisions, const std::string&
   return it == precisions.end() ? PrecisionSpec{} : it->second;
 }
 
-Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const ActivationRanges& ranges) {
+// The weight with column j multiplied by s[j] (a copy).
+StatusOr<Tensor> scale_columns(const Tensor& w, const std::vector<float>& s) {
+  BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty(w.shape(), DType::kF32));
+  const int64_t rows = w.dim(0), cols = w.dim(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) out.data<float>()[r * cols + c] = w.data<float>()[r * cols + c] * s[c];
+  }
+  return out;
+}
+
+// SmoothQuant divisors for a group of layers that share one input (Q, K, V), from their stacked weights.
+StatusOr<std::vector<float>> smoothing_for(const std::vector<const LinearSlot*>& group, const std::vector<float>& absmax,
+                                           float alpha) {
+  const int64_t in = group[0]->weight->dim(1);
+  std::vector<float> stacked;
+  for (const LinearSlot* slot : group) {
+    const float* w = slot->weight->data<float>();
+    stacked.insert(stacked.end(), w, w + slot->weight->numel());
+  }
+  const int64_t out = static_cast<int64_t>(stacked.size()) / in;
+  BRISK_RETURN_IF_ERROR(validate_smoothquant_inputs(absmax, stacked.data(), out, in, alpha));
+  return smoothquant_factors(absmax, stacked.data(), out, in, alpha);
+}
+
+Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const ActivationRanges& ranges,
+                       const std::vector<float>* smoothing, const std::vector<float>* absmax) {
   switch (spec.precision) {
     case Precision::kF32: return absl::OkStatus();
     case Precision::kBF16: {
@@ -37,12 +62,23 @@ Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const 
               "layer '", slot.name, "' is int8-static but has no calibrated activation range; expected calibrate() "
               "to have run over it"));
         }
-        const float absmax = it->second.absmax();
-        activation_scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+        float range = it->second.absmax();
+        if (smoothing != nullptr) {  // the smoothed input's range, from the channel maxima
+          range = 0.0f;
+          for (size_t c = 0; c < smoothing->size(); ++c) range = std::max(range, (*absmax)[c] / (*smoothing)[c]);
+        }
+        activation_scale = range > 0.0f ? range / 127.0f : 1.0f;
       }
-      BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(*slot.weight, slot.name + ".weight"));
+      Tensor weight = *slot.weight;
+      Tensor input_scale;
+      if (smoothing != nullptr) {
+        BRISK_ASSIGN_OR_RETURN(weight, scale_columns(weight, *smoothing));
+        BRISK_ASSIGN_OR_RETURN(input_scale, Tensor::empty({static_cast<int64_t>(smoothing->size())}, DType::kF32));
+        std::copy(smoothing->begin(), smoothing->end(), input_scale.data<float>());
+      }
+      BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(weight, slot.name + ".weight"));
       *slot.weight = std::move(q.values);
-      *slot.scales = QuantScales{std::move(q.scales), activation_scale};
+      *slot.scales = QuantScales{std::move(q.scales), activation_scale, std::move(input_scale)};
       return absl::OkStatus();
     }
     case Precision::kInt4: {
@@ -130,8 +166,27 @@ StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const std::vector<
   return ranges;
 }
 
+StatusOr<ChannelAbsmax> channel_absmax(const BertEncoder& fp32, const std::vector<PackedSequences>& batches) {
+  ChannelAbsmax out;
+  const ActivationTap tap = [&](std::string_view name, const float* x, int64_t rows, int64_t cols) -> Status {
+    std::vector<float>& m = out[std::string(name)];
+    m.resize(static_cast<size_t>(cols), 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) m[c] = std::max(m[c], std::fabs(x[r * cols + c]));
+    }
+    return absl::OkStatus();
+  };
+  std::vector<float> hidden;
+  for (const PackedSequences& batch : batches) {
+    hidden.resize(static_cast<size_t>(batch.total_tokens() * fp32.hidden_size()));
+    BRISK_RETURN_IF_ERROR(fp32.forward(batch, hidden.data(), tap));
+  }
+  return out;
+}
+
 StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const BertConfig& config,
-                                          const LayerPrecisions& precisions, const ActivationRanges& ranges) {
+                                          const LayerPrecisions& precisions, const ActivationRanges& ranges,
+                                          const SmoothQuantOptions* smooth) {
   const std::vector<std::string> names = layer_names(config);
   for (const auto& [name, spec] : precisions) {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
@@ -144,12 +199,37 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
     return absl::InvalidArgumentError(absl::StrCat(kWordEmbeddingsName, " is ", dtype_name(out.embeddings.word.dtype()),
                                                    "; expected the fp32 weights as the quantizer's input"));
   }
-  for (const LinearSlot& slot : linear_slots(out, config)) {
+  const std::vector<LinearSlot> slots = linear_slots(out, config);
+  for (const LinearSlot& slot : slots) {
     if (slot.weight->dtype() != DType::kF32) {
       return absl::InvalidArgumentError(absl::StrCat("layer '", slot.name, "' is ", dtype_name(slot.weight->dtype()),
                                                      "; expected the fp32 weights as the quantizer's input"));
     }
-    BRISK_RETURN_IF_ERROR(quantize_linear(slot, precision_of(precisions, slot.name), ranges));
+  }
+  // SmoothQuant divisors per int8 layer with statistics; Q, K and V (slots 6i..6i+2) share theirs when all three
+  // are int8.
+  std::map<std::string, std::vector<float>> smoothing;
+  if (smooth != nullptr) {
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const LinearSlot& slot = slots[i];
+      auto stats = smooth->absmax.find(slot.name);
+      if (!is_int8(precision_of(precisions, slot.name)) || stats == smooth->absmax.end()) continue;
+      std::vector<const LinearSlot*> group{&slot};
+      const size_t first = i - i % 6;
+      if (i % 6 < 3 && is_int8(precision_of(precisions, slots[first].name)) &&
+          is_int8(precision_of(precisions, slots[first + 1].name)) &&
+          is_int8(precision_of(precisions, slots[first + 2].name))) {
+        group = {&slots[first], &slots[first + 1], &slots[first + 2]};
+      }
+      BRISK_ASSIGN_OR_RETURN(smoothing[slot.name], smoothing_for(group, stats->second, smooth->alpha));
+    }
+  }
+  for (const LinearSlot& slot : slots) {
+    auto s = smoothing.find(slot.name);
+    const bool smoothed = s != smoothing.end();
+    BRISK_RETURN_IF_ERROR(quantize_linear(slot, precision_of(precisions, slot.name), ranges,
+                                          smoothed ? &s->second : nullptr,
+                                          smoothed ? &smooth->absmax.at(slot.name) : nullptr));
   }
   BRISK_RETURN_IF_ERROR(quantize_word_embeddings(out.embeddings, precision_of(precisions, kWordEmbeddingsName)));
   return out;
@@ -261,8 +341,10 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
     all_quantized[name] = quantized_for(name);
     all_fallback[name] = name == kWordEmbeddingsName ? PrecisionSpec{} : options.fallback;
   }
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized_weights, quantize_weights(fp32, config, all_quantized, options.ranges));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights fallback_weights, quantize_weights(fp32, config, all_fallback, options.ranges));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized_weights,
+                         quantize_weights(fp32, config, all_quantized, options.ranges, options.smoothquant));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights fallback_weights,
+                         quantize_weights(fp32, config, all_fallback, options.ranges, options.smoothquant));
   auto assemble = [&](const LayerPrecisions& precisions) {
     EncoderWeights out = fp32;
     EncoderWeights q = quantized_weights, fb = fallback_weights;  // shallow copies: slots need non-const access

@@ -180,7 +180,7 @@ def test_quantize(brisk, faq):
             check(all(c > 0.98 for c in cos) and any(c < 0.99999 for c in cos),
                   f"int8 embeddings are close to fp32 but not identical: {cos}")
         r = run([brisk, "info", "--model", out])
-        check(r.returncode == 0 and json.loads(r.stdout)["quantization"] == "int8", "info reports the plan")
+        check(r.returncode == 0 and json.loads(r.stdout)["quantization"].startswith("int8"), "info reports the plan")
         r = run([brisk, "bench", "--model", out, "--batch", "2", "--seq", "16", "--iters", "2", "--json"])
         check(r.returncode == 0 and json.loads(r.stdout)["seq_per_s"] > 0, "bench runs the quantized file")
         if faq:

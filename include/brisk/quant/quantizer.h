@@ -37,11 +37,25 @@ using ActivationRanges = std::map<std::string, CalibrationRange>;
 BRISK_API StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const std::vector<PackedSequences>& batches,
                                                const CalibrationOptions& options, const Progress& progress);
 
+// Per input channel, the largest |x| each linear layer saw over the batches: SmoothQuant's statistics.
+using ChannelAbsmax = std::map<std::string, std::vector<float>>;
+BRISK_API StatusOr<ChannelAbsmax> channel_absmax(const BertEncoder& fp32, const std::vector<PackedSequences>& batches);
+
+// SmoothQuant for int8 layers: per input channel s_j = max|X_j|^alpha / max|W_j|^(1 - alpha); the weight's column
+// j is multiplied by s_j before quantization and the layer divides its input by s at run time. Q, K and V share
+// one s (from their three weights), since they share their input.
+struct BRISK_API SmoothQuantOptions {
+  float alpha = 0.5f;
+  ChannelAbsmax absmax;  // from channel_absmax(); int8 layers without an entry are not smoothed
+};
+
 // Quantizes each layer as `precisions` says (missing layers stay fp32). int8-static layers need a range in
-// `ranges`; their activation scale is its absmax / 127. Tensors of fp32 layers are shared, not copied.
+// `ranges`; their activation scale is its absmax / 127 (with SmoothQuant: the smoothed input's max / 127, from the
+// channel statistics). Tensors of fp32 layers are shared, not copied.
 BRISK_API StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const BertConfig& config,
                                                     const LayerPrecisions& precisions,
-                                                    const ActivationRanges& ranges);
+                                                    const ActivationRanges& ranges,
+                                                    const SmoothQuantOptions* smooth = nullptr);
 
 // How close a candidate's embeddings are to the fp32 reference's, over the same batches.
 struct BRISK_API Fidelity {
@@ -65,6 +79,7 @@ struct BRISK_API AutoPlanOptions {
   AccuracyMetric metric;                             // optional: replaces the mean cosine
   double min_metric = 0.0;                           // the tolerance on metric()
   ActivationRanges ranges;                           // needed when `quantized` is int8-static
+  const SmoothQuantOptions* smoothquant = nullptr;   // optional, for the int8 layers
   Progress progress;
 };
 

@@ -55,6 +55,7 @@ class Int8Linear final : public Linear::Impl {
   std::optional<dnnl::memory> packed_;
   std::optional<Int8PackedWeights> vnni_;  // dynamic activations on a VNNI CPU
   std::vector<float> col_scales_;          // per output channel, for the VNNI kernel
+  std::vector<float> inv_input_scale_;     // SmoothQuant: 1 / input_scale, or empty
 
   mutable std::mutex mu_;
   mutable absl::flat_hash_map<std::tuple<int64_t, int>, Primitive> cache_;
@@ -70,6 +71,11 @@ dnnl::matmul::primitive_desc Int8Linear::make_pd(int64_t rows, const dnnl::memor
 }
 
 void Int8Linear::pack_weights() {
+  if (scales_.input_scale.defined()) {
+    const float* s = scales_.input_scale.data<float>();
+    inv_input_scale_.resize(static_cast<size_t>(k_));
+    for (int64_t c = 0; c < k_; ++c) inv_input_scale_[c] = 1.0f / s[c];
+  }
   if (scales_.activation_scale == 0.0f && cpu_has_avx512_vnni()) {
     vnni_ = pack_int8_weights(weight_.data<int8_t>(), n_, k_);
     const float* s = scales_.weight_scale.data<float>();
@@ -124,7 +130,8 @@ void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilog
   const int64_t ldq = vnni_->k_padded;
   if (xq.size() < static_cast<size_t>(rows * ldq)) xq.resize(static_cast<size_t>(rows * ldq));
   if (row_scales.size() < static_cast<size_t>(rows)) row_scales.resize(static_cast<size_t>(rows));
-  quantize_rows_u8(x, rows, k_, ldq, xq.data(), row_scales.data());
+  quantize_rows_u8(x, rows, k_, ldq, xq.data(), row_scales.data(),
+                   inv_input_scale_.empty() ? nullptr : inv_input_scale_.data());
   const bool has_bias = bias_.defined() && bias_.numel() > 0;
   Int8Epilogue e = Int8Epilogue::kBias;
   switch (epilogue) {
@@ -140,8 +147,21 @@ void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilog
 
 Status Int8Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
   if (vnni_.has_value() && cpu_isa() == CpuIsa::kAvx512) {
-    forward_vnni(x, rows, y, epilogue, ldy);
+    forward_vnni(x, rows, y, epilogue, ldy);  // SmoothQuant's division fused into its quantize pass
     return absl::OkStatus();
+  }
+  if (!inv_input_scale_.empty()) {
+    // SmoothQuant's channel division, as one pass into a per-thread copy (x also feeds the residual).
+    thread_local std::vector<float> smoothed;
+    if (smoothed.size() < static_cast<size_t>(rows * k_)) smoothed.resize(static_cast<size_t>(rows * k_));
+    float* out = smoothed.data();
+    const float* inv = inv_input_scale_.data();
+    parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t c = 0; c < k_; ++c) out[r * k_ + c] = x[r * k_ + c] * inv[c];
+      }
+    });
+    x = out;
   }
   BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows));
   thread_local std::vector<int8_t> xq;

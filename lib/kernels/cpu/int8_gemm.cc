@@ -55,8 +55,10 @@ void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float* x = a.x + r * a.k;
     uint8_t* q = a.xq + r * a.ldq;
+    const float* cs = a.channel_scale;
+    auto value = [&](int64_t c) { return cs != nullptr ? x[c] * cs[c] : x[c]; };
     float absmax = 0.0f;
-    for (int64_t c = 0; c < a.k; ++c) absmax = std::max(absmax, std::fabs(x[c]));
+    for (int64_t c = 0; c < a.k; ++c) absmax = std::max(absmax, std::fabs(value(c)));
     if (absmax == 0.0f) {
       a.row_scales[r] = 1.0f;
       std::memset(q, 128, static_cast<size_t>(a.ldq));
@@ -66,7 +68,7 @@ void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int
     const float inv = 127.0f / absmax;
     for (int64_t c = 0; c < a.k; ++c) {
       // |x * inv| <= 127 up to one rounding, so the clamp only guards against that last ulp.
-      const float v = std::min(std::max(std::nearbyint(x[c] * inv), -127.0f), 127.0f);
+      const float v = std::min(std::max(std::nearbyint(value(c) * inv), -127.0f), 127.0f);
       q[c] = static_cast<uint8_t>(static_cast<int>(v) + 128);
     }
     std::memset(q + a.k, 128, static_cast<size_t>(a.ldq - a.k));
@@ -108,9 +110,10 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
   }
 }
 
-void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales) {
+void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales,
+                      const float* channel_scale) {
   if (rows <= 0) return;
-  const QuantizeRowsU8Args args{x, k, ldq, xq, row_scales};
+  const QuantizeRowsU8Args args{x, channel_scale, k, ldq, xq, row_scales};
   const auto kernel = brisk::cpu_isa() == CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
   parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }

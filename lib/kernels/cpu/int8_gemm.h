@@ -74,7 +74,9 @@ BRISK_API Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_
 // (round half to even, computed as x * (127 / absmax)), with row stride ldq >= k; xq[r, k .. ldq) is filled with
 // 128 (the encoding of 0), so ldq = k_padded gives the padded rows int8_gemm reads. An all-zero row gets scale 1
 // and all bytes 128. Inputs must be finite.
-BRISK_API void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales);
+// `channel_scale` (nullable, [k]) multiplies x column by column first (SmoothQuant's 1 / s), in the same pass.
+BRISK_API void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales,
+                                const float* channel_scale = nullptr);
 
 enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, kBiasAccumulate };
 
@@ -106,7 +108,8 @@ void int8_gemm_block_avx512_vnni(const Int8GemmArgs& a, int64_t row_begin, int64
                                  int64_t panel_end);
 
 struct QuantizeRowsU8Args {
-  const float* x;  // row stride k
+  const float* x;              // row stride k
+  const float* channel_scale;  // nullable, [k]
   int64_t k;
   int64_t ldq;
   uint8_t* xq;

@@ -135,15 +135,28 @@ void int8_gemm_block_avx512_vnni(const Int8GemmArgs& a, int64_t row_begin, int64
   }
 }
 
-void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
+namespace {
+
+template <bool kChannelScale>
+void quantize_rows_u8_impl(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
   const int64_t k = a.k;
+  const float* cs = a.channel_scale;
+  // x[c], times the channel scale when there is one (SmoothQuant).
+  const auto load = [&](const float* x, int64_t c) {
+    if constexpr (kChannelScale) return S::mul(S::load(x + c), S::load(cs + c));
+    return S::load(x + c);
+  };
+  const auto load_tail = [&](const float* x, int64_t c, S::Tail mask) {
+    if constexpr (kChannelScale) return S::mul(S::load_partial(x + c, mask), S::load_partial(cs + c, mask));
+    return S::load_partial(x + c, mask);
+  };
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float* x = a.x + r * k;
     uint8_t* q = a.xq + r * a.ldq;
     S::V vmax = S::zero();
     int64_t c = 0;
-    for (; c + 16 <= k; c += 16) vmax = S::max(vmax, S::abs(S::load(x + c)));
-    if (c < k) vmax = S::max(vmax, S::abs(S::load_partial(x + c, S::tail_mask(k - c))));
+    for (; c + 16 <= k; c += 16) vmax = S::max(vmax, S::abs(load(x, c)));
+    if (c < k) vmax = S::max(vmax, S::abs(load_tail(x, c, S::tail_mask(k - c))));
     const float absmax = S::reduce_max(vmax);
     if (absmax == 0.0f) {
       a.row_scales[r] = 1.0f;
@@ -161,13 +174,23 @@ void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int
       return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(i, lo), hi), shift);
     };
     for (c = 0; c + 16 <= k; c += 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c), _mm512_cvtepi32_epi8(quantize16(S::load(x + c))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c), _mm512_cvtepi32_epi8(quantize16(load(x, c))));
     }
     if (c < k) {
       const S::Tail mask = S::tail_mask(k - c);
-      _mm512_mask_cvtepi32_storeu_epi8(q + c, mask, quantize16(S::load_partial(x + c, mask)));
+      _mm512_mask_cvtepi32_storeu_epi8(q + c, mask, quantize16(load_tail(x, c, mask)));
     }
     std::memset(q + k, 128, static_cast<size_t>(a.ldq - k));
+  }
+}
+
+}  // namespace
+
+void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
+  if (a.channel_scale != nullptr) {
+    quantize_rows_u8_impl<true>(a, row_begin, row_end);
+  } else {
+    quantize_rows_u8_impl<false>(a, row_begin, row_end);
   }
 }
 

@@ -1,8 +1,7 @@
 // The int8/bf16 row kernels for avx512 (this file is compiled with the avx512 ISA flags). Same results as the
 // scalar references in quantize_rows.cc: both round to nearest even.
-#include <immintrin.h>
-
 #include "quantize_rows_impl.h"
+#include "simd.h"  // <immintrin.h> without g++ 12's false -Wmaybe-uninitialized inside it
 
 namespace brisk::kernels::cpu {
 namespace {
@@ -15,11 +14,7 @@ float absmax_avx512(const float* x, int64_t cols) {
     const __mmask16 k = static_cast<__mmask16>((1u << (cols - c)) - 1u);
     m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(k, x + c)));
   }
-  alignas(64) float lanes[16];  // not _mm512_reduce_max_ps: g++ 12 warns inside it (-Wmaybe-uninitialized)
-  _mm512_store_ps(lanes, m);
-  float r = 0.0f;
-  for (float lane : lanes) r = std::max(r, lane);
-  return r;
+  return _mm512_reduce_max_ps(m);
 }
 
 }  // namespace
