@@ -45,7 +45,7 @@ StatusOr<std::vector<float>> smoothing_for(const std::vector<const LinearSlot*>&
 }
 
 Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const ActivationRanges& ranges,
-                       const std::vector<float>* smoothing, const std::vector<float>* absmax) {
+                       const std::vector<float>* smoothing) {
   switch (spec.precision) {
     case Precision::kF32: return absl::OkStatus();
     case Precision::kBF16: {
@@ -62,11 +62,7 @@ Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const 
               "layer '", slot.name, "' is int8-static but has no calibrated activation range; expected calibrate() "
               "to have run over it"));
         }
-        float range = it->second.absmax();
-        if (smoothing != nullptr) {  // the smoothed input's range, from the channel maxima
-          range = 0.0f;
-          for (size_t c = 0; c < smoothing->size(); ++c) range = std::max(range, (*absmax)[c] / (*smoothing)[c]);
-        }
+        const float range = it->second.absmax();
         activation_scale = range > 0.0f ? range / 127.0f : 1.0f;
       }
       Tensor weight = *slot.weight;
@@ -213,12 +209,14 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
     for (size_t i = 0; i < slots.size(); ++i) {
       const LinearSlot& slot = slots[i];
       auto stats = smooth->absmax.find(slot.name);
-      if (!is_int8(precision_of(precisions, slot.name)) || stats == smooth->absmax.end()) continue;
+      // Dynamic layers only: a static scale would need the calibrator to see the smoothed input.
+      if (precision_of(precisions, slot.name).precision != Precision::kInt8Dynamic || stats == smooth->absmax.end()) {
+        continue;
+      }
       std::vector<const LinearSlot*> group{&slot};
       const size_t first = i - i % 6;
-      if (i % 6 < 3 && is_int8(precision_of(precisions, slots[first].name)) &&
-          is_int8(precision_of(precisions, slots[first + 1].name)) &&
-          is_int8(precision_of(precisions, slots[first + 2].name))) {
+      auto dynamic = [&](size_t j) { return precision_of(precisions, slots[j].name).precision == Precision::kInt8Dynamic; };
+      if (i % 6 < 3 && dynamic(first) && dynamic(first + 1) && dynamic(first + 2)) {
         group = {&slots[first], &slots[first + 1], &slots[first + 2]};
       }
       BRISK_ASSIGN_OR_RETURN(smoothing[slot.name], smoothing_for(group, stats->second, smooth->alpha));
@@ -227,9 +225,8 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
   for (const LinearSlot& slot : slots) {
     auto s = smoothing.find(slot.name);
     const bool smoothed = s != smoothing.end();
-    BRISK_RETURN_IF_ERROR(quantize_linear(slot, precision_of(precisions, slot.name), ranges,
-                                          smoothed ? &s->second : nullptr,
-                                          smoothed ? &smooth->absmax.at(slot.name) : nullptr));
+    BRISK_RETURN_IF_ERROR(
+        quantize_linear(slot, precision_of(precisions, slot.name), ranges, smoothed ? &s->second : nullptr));
   }
   BRISK_RETURN_IF_ERROR(quantize_word_embeddings(out.embeddings, precision_of(precisions, kWordEmbeddingsName)));
   return out;

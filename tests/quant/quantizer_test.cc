@@ -2,7 +2,11 @@
 // activation tap, the accuracy-driven auto plan at its two extremes, and the per-layer report.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <filesystem>
+
 #include "brisk/model/tokenizer.h"
+#include "brisk/quant/model_file.h"
 #include "brisk/quant/quantizer.h"
 #include "test_util.h"
 
@@ -149,4 +153,42 @@ TEST_CASE("the report lists every layer in CSV and JSON", "[quant][quantizer]") 
     if (l.precision == "bf16") CHECK(l.weight_error < 0.004);  // 2^-9 relative per value at most
   }
   CHECK_THAT(report->to_json(), Catch::Contains("\"plan\": \"mixed\""));
+}
+
+TEST_CASE("a SmoothQuant int8 model round-trips through the file bit for bit", "[quant][quantizer]") {
+  Fixture f;
+  auto reference = BertEncoder::create(f.config, f.fp32, Device::kCPU).value();
+  SmoothQuantOptions smooth{0.5f, channel_absmax(*reference, f.batches).value()};
+  CHECK(smooth.absmax.at("encoder.layer.0.intermediate.dense").size() == 384);
+  CHECK(smooth.absmax.at("encoder.layer.0.output.dense").size() == 1536);
+  const LayerPrecisions p = PrecisionPlan::parse("int8").value().resolve(layer_names(f.config)).value();
+  auto weights = quantize_weights(f.fp32, f.config, p, {}, &smooth);
+  REQUIRE(weights.ok());
+  // Q, K and V share one divisor vector (their input is one tensor); other layers have their own.
+  const EncoderLayerWeights& l0 = weights->layers[0];
+  REQUIRE(l0.q_scales.input_scale.defined());
+  CHECK(std::memcmp(l0.q_scales.input_scale.raw_data(), l0.v_scales.input_scale.raw_data(), 384 * 4) == 0);
+  CHECK(l0.output_scales.input_scale.numel() == 1536);
+  // Smoothing changes the weights, not the function: the smoothed model stays as close to fp32 as plain int8.
+  CHECK(f.fidelity_of("int8").mean_cosine > 0.99);
+
+  QuantizedModel model;
+  model.config = f.config;
+  model.model_files = read_model_files(f.dir).value();
+  model.weights = *weights;
+  model.precisions = p;
+  model.plan = "int8 +smoothquant 0.5";
+  const std::string path = (std::filesystem::temp_directory_path() / "brisk_quantizer_test_sq.safetensors").string();
+  REQUIRE(save_quantized_model(path, model).ok());
+  auto loaded = load_quantized_model(path);
+  std::filesystem::remove(path);
+  REQUIRE(loaded.ok());
+  auto a = BertEncoder::create(f.config, *weights, Device::kCPU).value();
+  auto b = BertEncoder::create(loaded->config, loaded->weights, Device::kCPU).value();
+  const std::vector<float> ea = embed_all(*a, f.batches, Pooling::kMean).value();
+  const std::vector<float> eb = embed_all(*b, f.batches, Pooling::kMean).value();
+  REQUIRE(ea.size() == eb.size());
+  CHECK(std::memcmp(ea.data(), eb.data(), ea.size() * sizeof(float)) == 0);
+  const Fidelity sq = compare_embeddings(embed_all(*reference, f.batches, Pooling::kMean).value(), ea, 384);
+  CHECK(sq.mean_cosine > 0.99);
 }

@@ -46,7 +46,7 @@ TEST_CASE("bad runtime options are rejected with the option named", "[runtime]")
   opts.model_dir = (brisk::testing::model_dir() / "config.json").string();
   auto file = brisk::Runtime::create(opts);
   REQUIRE_FALSE(file.ok());
-  CHECK(file.status().message().find("is a file; expected a directory") != std::string::npos);
+  CHECK(file.status().message().find("is a file but not a quantized model file") != std::string::npos);
 
   opts = default_options();
   opts.model_dir = "";

@@ -41,7 +41,8 @@ BRISK_API StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const st
 using ChannelAbsmax = std::map<std::string, std::vector<float>>;
 BRISK_API StatusOr<ChannelAbsmax> channel_absmax(const BertEncoder& fp32, const std::vector<PackedSequences>& batches);
 
-// SmoothQuant for int8 layers: per input channel s_j = max|X_j|^alpha / max|W_j|^(1 - alpha); the weight's column
+// SmoothQuant for int8-dynamic layers (static ones are left alone: their calibrated scale is of the raw input):
+// per input channel s_j = max|X_j|^alpha / max|W_j|^(1 - alpha); the weight's column
 // j is multiplied by s_j before quantization and the layer divides its input by s at run time. Q, K and V share
 // one s (from their three weights), since they share their input.
 struct BRISK_API SmoothQuantOptions {
@@ -50,8 +51,7 @@ struct BRISK_API SmoothQuantOptions {
 };
 
 // Quantizes each layer as `precisions` says (missing layers stay fp32). int8-static layers need a range in
-// `ranges`; their activation scale is its absmax / 127 (with SmoothQuant: the smoothed input's max / 127, from the
-// channel statistics). Tensors of fp32 layers are shared, not copied.
+// `ranges`; their activation scale is its absmax / 127. Tensors of fp32 layers are shared, not copied.
 BRISK_API StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const BertConfig& config,
                                                     const LayerPrecisions& precisions,
                                                     const ActivationRanges& ranges,

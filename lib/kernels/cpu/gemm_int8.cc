@@ -5,19 +5,15 @@
 // - oneDNN's s8 x s8 -> s32 matmul (weights packed once at creation) between brisk's quantize and dequantize row
 //   kernels: static scales, and CPUs without VNNI. oneDNN 2.6 could fuse per-channel output scales, but not a
 //   per-row (per-token) scale: with one it falls back to its reference implementation.
-#include <omp.h>
-
-#include <mutex>
 #include <optional>
-#include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/gelu.h"
 #include "cpu_kernels.h"
 #include "brisk/core/cpu_features.h"
 #include "dnnl_engine.h"
+#include "dnnl_matmul.h"
 #include "int8_gemm.h"
 #include "linear_impl.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -31,38 +27,35 @@ using dt = dnnl::memory::data_type;
 class Int8Linear final : public Linear::Impl {
  public:
   Int8Linear(const Tensor& weight, const Tensor& bias, const QuantScales& scales)
-      : weight_(weight), bias_(bias), scales_(scales), n_(weight.dim(0)), k_(weight.dim(1)) {}
+      : weight_(weight),
+        bias_(bias),
+        scales_(scales),
+        n_(weight.dim(0)),
+        k_(weight.dim(1)),
+        matmul_(weight, dt::s8, [this](int64_t rows, int64_t, const dnnl::memory::desc& weights) {
+          return describe(rows, weights);
+        }) {}
 
   void pack_weights();
   Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const override;
 
  private:
-  struct Primitive {
-    dnnl::matmul matmul;
-    dnnl::memory::desc scratchpad;
-    bool uses_packed = false;
-  };
   void forward_vnni(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const;
-  dnnl::memory::desc plain_weight_desc() const { return dnnl::memory::desc({k_, n_}, dt::s8, dnnl::memory::dims{1, k_}); }
-  dnnl::matmul::primitive_desc make_pd(int64_t rows, const dnnl::memory::desc& weights) const;
-  StatusOr<Primitive> primitive(int64_t rows) const;
+  Status forward_dnnl(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const;
+  dnnl::matmul::primitive_desc describe(int64_t rows, const dnnl::memory::desc& weights) const;
 
   Tensor weight_;  // [n, k] s8, plain layout
   Tensor bias_;
   QuantScales scales_;
   int64_t n_ = 0;
   int64_t k_ = 0;
-  std::optional<dnnl::memory> packed_;
+  DnnlPackedMatmul matmul_;                // s8 x s8 -> s32
   std::optional<Int8PackedWeights> vnni_;  // dynamic activations on a VNNI CPU
   std::vector<float> col_scales_;          // per output channel, for the VNNI kernel
   std::vector<float> inv_input_scale_;     // SmoothQuant: 1 / input_scale, or empty
-
-  mutable std::mutex mu_;
-  mutable absl::flat_hash_map<std::tuple<int64_t, int>, Primitive> cache_;
-  static constexpr size_t kMaxCachedPrimitives = 512;
 };
 
-dnnl::matmul::primitive_desc Int8Linear::make_pd(int64_t rows, const dnnl::memory::desc& weights) const {
+dnnl::matmul::primitive_desc Int8Linear::describe(int64_t rows, const dnnl::memory::desc& weights) const {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::memory::desc src({rows, k_}, dt::s8, tag::ab);
@@ -82,46 +75,7 @@ void Int8Linear::pack_weights() {
     col_scales_.resize(static_cast<size_t>(n_));
     for (int64_t j = 0; j < n_; ++j) col_scales_[j] = s[scales_.weight_scale.numel() == 1 ? 0 : j];
   }
-  constexpr int64_t kProbeRows = 128;
-  const dnnl::memory::desc chosen = make_pd(kProbeRows, dnnl::memory::desc({k_, n_}, dt::s8, tag::any)).weights_desc();
-  if (chosen == plain_weight_desc()) return;
-  const dnnl::engine& eng = cpu_engine();
-  dnnl::memory src(plain_weight_desc(), eng, const_cast<void*>(weight_.raw_data()));
-  dnnl::memory dst(chosen, eng);
-  dnnl::stream stream(eng);
-  dnnl::reorder(src, dst).execute(stream, src, dst);
-  stream.wait();
-  packed_ = dst;
-}
-
-StatusOr<Int8Linear::Primitive> Int8Linear::primitive(int64_t rows) const {
-  const auto key = std::make_tuple(rows, omp_get_max_threads());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  }
-  std::optional<Primitive> prim;
-  if (packed_.has_value()) {
-    try {
-      auto pd = make_pd(rows, packed_->get_desc());
-      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), true};
-    } catch (const dnnl::error&) {
-      // No implementation for the blocked layout at this row count: use the plain weights below.
-    }
-  }
-  if (!prim.has_value()) {
-    try {
-      auto pd = make_pd(rows, plain_weight_desc());
-      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), false};
-    } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN int8 matmul [", rows, " x ", k_, "] x [", k_, " x ", n_,
-                                              "] could not be created: ", e.what()));
-    }
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.size() >= kMaxCachedPrimitives) cache_.clear();
-  cache_.emplace(key, *prim);
-  return *prim;
+  matmul_.pack();
 }
 
 void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
@@ -150,24 +104,24 @@ Status Int8Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue 
     forward_vnni(x, rows, y, epilogue, ldy);  // SmoothQuant's division fused into its quantize pass
     return absl::OkStatus();
   }
-  if (!inv_input_scale_.empty()) {
-    // SmoothQuant's channel division, as one pass into a per-thread copy (x also feeds the residual).
-    thread_local std::vector<float> smoothed;
-    if (smoothed.size() < static_cast<size_t>(rows * k_)) smoothed.resize(static_cast<size_t>(rows * k_));
-    float* out = smoothed.data();
-    const float* inv = inv_input_scale_.data();
-    parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        for (int64_t c = 0; c < k_; ++c) out[r * k_ + c] = x[r * k_ + c] * inv[c];
-      }
-    });
-    x = out;
-  }
-  BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows));
+  if (inv_input_scale_.empty()) return forward_dnnl(x, rows, y, epilogue, ldy);
+  // SmoothQuant's channel division, as one pass into a per-thread copy (x also feeds the residual).
+  thread_local std::vector<float> smoothed;
+  if (smoothed.size() < static_cast<size_t>(rows * k_)) smoothed.resize(static_cast<size_t>(rows * k_));
+  float* out = smoothed.data();
+  const float* inv = inv_input_scale_.data();
+  parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      for (int64_t c = 0; c < k_; ++c) out[r * k_ + c] = x[r * k_ + c] * inv[c];
+    }
+  });
+  return forward_dnnl(out, rows, y, epilogue, ldy);
+}
+
+Status Int8Linear::forward_dnnl(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
   thread_local std::vector<int8_t> xq;
   thread_local std::vector<float> row_scales;
   thread_local std::vector<int32_t> acc;
-  thread_local std::vector<uint8_t> scratch;
   if (xq.size() < static_cast<size_t>(rows * k_)) xq.resize(static_cast<size_t>(rows * k_));
   if (row_scales.size() < static_cast<size_t>(rows)) row_scales.resize(static_cast<size_t>(rows));
   if (acc.size() < static_cast<size_t>(rows * n_)) acc.resize(static_cast<size_t>(rows * n_));
@@ -175,24 +129,11 @@ Status Int8Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue 
   const QuantizeRowsArgs qargs{x, k_, xq.data(), k_, row_scales.data(), scales_.activation_scale};
   const auto quantize = select_kernel(&quantize_rows_s8_scalar, &quantize_rows_s8_scalar, &quantize_rows_s8_avx512);
   parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) { quantize(qargs, begin, end); });
-  try {
-    const dnnl::engine& eng = cpu_engine();
-    dnnl::memory src({{rows, k_}, dt::s8, tag::ab}, eng, xq.data());
-    dnnl::memory wei =
-        prim.uses_packed ? *packed_ : dnnl::memory(plain_weight_desc(), eng, const_cast<void*>(weight_.raw_data()));
-    dnnl::memory dst({{rows, n_}, dt::s32, tag::ab}, eng, acc.data());
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    const size_t scratch_bytes = prim.scratchpad.get_size();
-    if (scratch_bytes > 0) {
-      if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
-      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(prim.scratchpad, eng, scratch.data()));
-    }
-    dnnl::stream stream(eng);
-    prim.matmul.execute(stream, args);
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("oneDNN int8 matmul failed: ", e.what()));
-  }
+  const dnnl::engine& eng = cpu_engine();
+  BRISK_RETURN_IF_ERROR(
+      matmul_.run(rows, 0,
+                  {{DNNL_ARG_SRC, dnnl::memory({{rows, k_}, dt::s8, tag::ab}, eng, xq.data())},
+                   {DNNL_ARG_DST, dnnl::memory({{rows, n_}, dt::s32, tag::ab}, eng, acc.data())}}));
   const bool has_bias = bias_.defined() && bias_.numel() > 0;
   const DequantizeRowsArgs dargs{acc.data(),
                                  n_,

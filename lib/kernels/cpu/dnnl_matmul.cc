@@ -1,0 +1,88 @@
+// DnnlPackedMatmul. See dnnl_matmul.h.
+#include "dnnl_matmul.h"
+
+#include <omp.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dnnl_engine.h"
+
+namespace brisk::kernels::cpu {
+
+DnnlPackedMatmul::DnnlPackedMatmul(const Tensor& weight, dnnl::memory::data_type type, Describe describe)
+    : weight_(weight), n_(weight.dim(0)), k_(weight.dim(1)), type_(type), describe_(std::move(describe)) {}
+
+// Logical [k, n]; physical [n, k] row-major, i.e. strides {1, k}.
+dnnl::memory::desc DnnlPackedMatmul::plain_desc() const {
+  return dnnl::memory::desc({k_, n_}, type_, dnnl::memory::dims{1, k_});
+}
+
+void DnnlPackedMatmul::pack() {
+  // The blocked layout depends on K, N and the ISA, not on the row count; probe it with a typical one.
+  constexpr int64_t kProbeRows = 128;
+  const dnnl::memory::desc any({k_, n_}, type_, dnnl::memory::format_tag::any);
+  const dnnl::memory::desc chosen = describe_(kProbeRows, 0, any).weights_desc();
+  if (chosen == plain_desc()) return;
+  const dnnl::engine& eng = cpu_engine();
+  dnnl::memory src(plain_desc(), eng, const_cast<void*>(weight_.raw_data()));
+  dnnl::memory dst(chosen, eng);
+  dnnl::stream stream(eng);
+  dnnl::reorder(src, dst).execute(stream, src, dst);
+  stream.wait();
+  packed_ = dst;
+}
+
+StatusOr<DnnlPackedMatmul::Primitive> DnnlPackedMatmul::primitive(int64_t rows, int64_t variant) const {
+  const auto key = std::make_tuple(rows, variant, omp_get_max_threads());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  }
+  std::optional<Primitive> prim;
+  if (packed_.has_value()) {
+    try {
+      auto pd = describe_(rows, variant, packed_->get_desc());
+      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), true};
+    } catch (const dnnl::error&) {
+      // No implementation for the blocked layout at this row count: use the plain weights below.
+    }
+  }
+  if (!prim.has_value()) {
+    try {
+      auto pd = describe_(rows, variant, plain_desc());
+      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), false};
+    } catch (const dnnl::error& e) {
+      return absl::InternalError(absl::StrCat("oneDNN matmul [", rows, " x ", k_, "] x [", k_, " x ", n_,
+                                              "] could not be created: ", e.what()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.size() >= kMaxCachedPrimitives) cache_.clear();
+  cache_.emplace(key, *prim);
+  return *prim;
+}
+
+Status DnnlPackedMatmul::run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const {
+  BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows, variant));
+  thread_local std::vector<uint8_t> scratch;
+  try {
+    const dnnl::engine& eng = cpu_engine();
+    args.emplace(DNNL_ARG_WEIGHTS, prim.uses_packed
+                                       ? *packed_
+                                       : dnnl::memory(plain_desc(), eng, const_cast<void*>(weight_.raw_data())));
+    const size_t scratch_bytes = prim.scratchpad.get_size();
+    if (scratch_bytes > 0) {
+      if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(prim.scratchpad, eng, scratch.data()));
+    }
+    dnnl::stream stream(eng);
+    prim.matmul.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("oneDNN matmul failed: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace brisk::kernels::cpu
