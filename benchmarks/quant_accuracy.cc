@@ -8,7 +8,10 @@
 //   - the paraphrase AUC on shared/data/semantic_pairs.tsv (cosine of each pair against its 0/1 label);
 //   - the size of the weights as stored (bytes of every tensor) relative to fp32.
 //
-//   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans "plan;plan;..."]
+//   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans
+//   "plan;plan;..."]
+// A plan is a PrecisionPlan text, or "auto" / "autoT" (the auto plan at tolerance T); "+sqA" adds SmoothQuant at
+// alpha A to the int8-dynamic layers.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -101,13 +104,13 @@ int64_t stored_bytes(const EncoderWeights& w) {
   for (const Tensor* t : {&e.word, &e.word_scale, &e.word_min, &e.position, &e.token_type, &e.ln_gamma, &e.ln_beta})
     add(*t);
   for (const EncoderLayerWeights& l : w.layers) {
-    for (const Tensor* t : {&l.q_weight, &l.q_bias, &l.k_weight, &l.k_bias, &l.v_weight, &l.v_bias,
-                            &l.attention_output_weight, &l.attention_output_bias, &l.attention_ln_gamma,
-                            &l.attention_ln_beta, &l.intermediate_weight, &l.intermediate_bias, &l.output_weight,
-                            &l.output_bias, &l.output_ln_gamma, &l.output_ln_beta})
+    for (const Tensor* t :
+         {&l.q_weight, &l.q_bias, &l.k_weight, &l.k_bias, &l.v_weight, &l.v_bias, &l.attention_output_weight,
+          &l.attention_output_bias, &l.attention_ln_gamma, &l.attention_ln_beta, &l.intermediate_weight,
+          &l.intermediate_bias, &l.output_weight, &l.output_bias, &l.output_ln_gamma, &l.output_ln_beta})
       add(*t);
-    for (const QuantScales* s : {&l.q_scales, &l.k_scales, &l.v_scales, &l.attention_output_scales,
-                                 &l.intermediate_scales, &l.output_scales})
+    for (const QuantScales* s :
+         {&l.q_scales, &l.k_scales, &l.v_scales, &l.attention_output_scales, &l.intermediate_scales, &l.output_scales})
       add(s->weight_scale);
   }
   return b;
@@ -142,7 +145,8 @@ int run(int argc, char** argv) {
     std::vector<int> accepted;
     if (f.size() >= 2 && f[1] != "-1") accepted.push_back(std::stoi(f[1]));
     if (f.size() >= 4 && !f[3].empty()) {
-      for (const std::string& alt : std::vector<std::string>(absl::StrSplit(f[3], ','))) accepted.push_back(std::stoi(alt));
+      for (const std::string& alt : std::vector<std::string>(absl::StrSplit(f[3], ',')))
+        accepted.push_back(std::stoi(alt));
     }
     gold.push_back(accepted);
   }
@@ -185,7 +189,9 @@ int run(int argc, char** argv) {
 
   fmt::print("{} calibration texts, {} held-out sentences, {} FAQ questions against {} entries, {} labelled pairs\n\n",
              calib.size(), heldout.size(), questions.size(), faq.size(), labels.size());
-  fmt::print("| plan | mean cosine | worst cosine | FAQ top-1 accuracy | FAQ top-1 same as fp32 | paraphrase AUC | weights size vs fp32 |\n");
+  fmt::print(
+      "| plan | mean cosine | worst cosine | FAQ top-1 accuracy | FAQ top-1 same as fp32 | paraphrase AUC | weights "
+      "size vs fp32 |\n");
   fmt::print("|---|---|---|---|---|---|---|\n");
   ChannelAbsmax channel_stats;
   for (const std::string& row_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
@@ -199,15 +205,20 @@ int run(int argc, char** argv) {
     }
     LayerPrecisions precisions;
     std::string note;
-    if (plan_name == "auto") {
+    if (plan_name.rfind("auto", 0) == 0) {  // "auto" or "autoT": the auto plan at tolerance T (default 0.995)
       AutoPlanOptions options;
+      if (plan_name.size() > 4) options.min_mean_cosine = std::stod(plan_name.substr(4));
+      options.smoothquant = smooth ? &*smooth : nullptr;
       AutoPlanResult r = auto_plan(config, fp32, calib_batches, pooling, options).value();
       precisions = r.precisions;
-      note = fmt::format(" (fell back: {})", r.fallen_back.empty() ? "none" : fmt::format("{}", fmt::join(r.fallen_back, " ")));
+      note = fmt::format(" (fell back: {})",
+                         r.fallen_back.empty() ? "none" : fmt::format("{}", fmt::join(r.fallen_back, " ")));
     } else {
       precisions = PrecisionPlan::parse(plan_name).value().resolve(layer_names(config)).value();
       if (plan_name == "int8-static" && ranges.empty()) {
-        ranges = calibrate(*fp32_encoder, calib_batches, CalibrationOptions{}, nullptr).value();
+        CalibrationOptions percentile;  // brisk quantize's default calibrator
+        percentile.method = CalibrationMethod::kPercentile;
+        ranges = calibrate(*fp32_encoder, calib_batches, percentile, nullptr).value();
       }
     }
     EncoderWeights w = quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr).value();

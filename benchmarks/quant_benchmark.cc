@@ -36,7 +36,8 @@ const BertEncoder* encoder_for(int plan_index) {
   const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
   std::ifstream in(std::string(BRISK_TEST_DATA_DIR) + "/../../benchmarks/data/calibration_texts.txt");
   std::vector<PackedSequences> batches(1);
-  for (std::string line; std::getline(in, line) && batches[0].size() < 64;) batches[0].add(tok.encode(line, 128).value());
+  for (std::string line; std::getline(in, line) && batches[0].size() < 64;)
+    batches[0].add(tok.encode(line, 128).value());
   auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
   const SmoothQuantOptions smooth{0.5f, channel_absmax(*reference, batches).value()};
   ActivationRanges ranges;
@@ -92,7 +93,7 @@ void BM_QuantLinear(benchmark::State& state) {
   if (state.range(3) == 1) fc = Linear::create(to_bfloat16(wf, "w").value(), Tensor(), Device::kCPU);
   if (state.range(3) == 2) {
     Int8Matrix q = quantize_int8(wf, "w").value();
-    fc = Linear::create(q.values, Tensor(), Device::kCPU, QuantScales{q.scales, 0.0f});
+    fc = Linear::create(q.values, Tensor(), Device::kCPU, QuantScales{q.scales, 0.0f, Tensor()});
   }
   std::vector<float> y(static_cast<size_t>(m * n));
   for (auto _ : state) {

@@ -15,9 +15,10 @@
 //       --json prints one JSON object instead ({"batch","seq","seq_per_s","p50_ms","p90_ms","p99_ms",...});
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
 //
-// --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR, else ~/.cache/brisk/models/all-MiniLM-L6-v2.
-// Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>" on stderr); 2 bad command-line flags.
-// Messages pass through printable(): paths, texts and file contents in them cannot drive the terminal.
+// --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR,
+// else ~/.cache/brisk/models/all-MiniLM-L6-v2. Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>"
+// on stderr); 2 bad command-line flags. Messages pass through printable(): paths, texts and file contents in them
+// cannot drive the terminal.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>

@@ -33,7 +33,9 @@ void show_progress(std::string_view stage, int64_t done, int64_t total) {
 StatusOr<std::vector<PackedSequences>> read_calibration(const std::string& path, const WordPieceTokenizer& tok,
                                                         int max_seq_len) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(fmt::format("calibration file '{}' cannot be read; expected a text file, one text a line", path));
+  if (!in)
+    return absl::NotFoundError(
+        fmt::format("calibration file '{}' cannot be read; expected a text file, one text a line", path));
   std::vector<PackedSequences> batches;
   std::string line;
   int64_t texts = 0;
@@ -121,15 +123,15 @@ Status quantize(const QuantizeFlags& f) {
   fmt::print("{:<44} {:<14} {:>10} {:>10} {:>10} {:>10} {:>11}\n", "layer", "precision", "w_error", "scale_min",
              "scale_max", "act_absmax", "sensitivity");
   for (const LayerReport& l : report.layers) {
-    fmt::print("{:<44} {:<14} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.3g} {:>11.2e}\n", l.name, l.precision,
-               l.weight_error, l.weight_scale_min, l.weight_scale_max, l.activation_absmax, l.sensitivity);
+    fmt::print("{:<44} {:<14} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.3g} {:>11.2e}\n", l.name, l.precision, l.weight_error,
+               l.weight_scale_min, l.weight_scale_max, l.activation_absmax, l.sensitivity);
   }
   namespace fs = std::filesystem;
   const auto in_size = fs::file_size(fp32.weights_file), out_size = fs::file_size(f.out);
   fmt::print("plan {}: calibration-set cosine vs fp32 mean {:.5f}, worst {:.5f}\n", report.plan,
              report.fidelity.mean_cosine, report.fidelity.worst_cosine);
-  fmt::print("size {} bytes -> {} bytes ({:.1f}% of {})\n", in_size, out_size, 100.0 * double(out_size) / double(in_size),
-             fs::path(fp32.weights_file).filename().string());
+  fmt::print("size {} bytes -> {} bytes ({:.1f}% of {})\n", in_size, out_size,
+             100.0 * double(out_size) / double(in_size), fs::path(fp32.weights_file).filename().string());
   if (!f.report_csv.empty()) BRISK_RETURN_IF_ERROR(write_text(f.report_csv, report.to_csv()));
   if (!f.report_json.empty()) BRISK_RETURN_IF_ERROR(write_text(f.report_json, report.to_json()));
   return absl::OkStatus();
@@ -158,7 +160,9 @@ void QuantizeFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--report-csv", report_csv, "write the per-layer report as CSV");
   cmd.add_option("--report-json", report_json, "write the per-layer report as JSON");
   cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
-  cmd.add_option("--max-seq-len", max_seq_len, "tokens per calibration text")->check(CLI::Range(2, 512))->capture_default_str();
+  cmd.add_option("--max-seq-len", max_seq_len, "tokens per calibration text")
+      ->check(CLI::Range(2, 512))
+      ->capture_default_str();
 }
 
 int run_quantize(const QuantizeFlags& flags) {

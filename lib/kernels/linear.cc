@@ -10,10 +10,10 @@ namespace {
 Status check_scales(const Tensor& weight, const QuantScales& scales) {
   const Tensor& s = scales.weight_scale;
   if (!s.defined() || s.dtype() != DType::kF32 || s.rank() != 1 || (s.dim(0) != 1 && s.dim(0) != weight.dim(0))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Linear i8 weight_scale is ",
-        s.defined() ? absl::StrCat(dtype_name(s.dtype()), " ", s.shape_string()) : std::string("missing"),
-        "; expected f32 [", weight.dim(0), "] or [1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Linear i8 weight_scale is ",
+                     s.defined() ? absl::StrCat(dtype_name(s.dtype()), " ", s.shape_string()) : std::string("missing"),
+                     "; expected f32 [", weight.dim(0), "] or [1]"));
   }
   const float* v = s.data<float>();
   for (int64_t i = 0; i < s.numel(); ++i) {
@@ -85,8 +85,8 @@ Status Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epil
   }
   const bool activation = epilogue != GemmEpilogue::kBias && epilogue != GemmEpilogue::kBiasAccumulate;
   if (activation && ldy != out_features_) {
-    return absl::InvalidArgumentError(absl::StrCat("Linear::forward with an activation epilogue needs ldy = ",
-                                                   out_features_, "; got ", ldy));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Linear::forward with an activation epilogue needs ldy = ", out_features_, "; got ", ldy));
   }
   return impl_->forward(x, rows, y, epilogue, ldy);
 }

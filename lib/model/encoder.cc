@@ -104,9 +104,9 @@ StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device) {
     BRISK_ASSIGN_OR_RETURN(Linear qkv, Linear::create(qkv_w, qkv_b, device, scales));
     out.push_back(std::move(qkv));
   } else {
-    for (auto [weight, bias, scales] : {std::tuple{&w.q_weight, &w.q_bias, &w.q_scales},
-                                        std::tuple{&w.k_weight, &w.k_bias, &w.k_scales},
-                                        std::tuple{&w.v_weight, &w.v_bias, &w.v_scales}}) {
+    for (auto [weight, bias, scales] :
+         {std::tuple{&w.q_weight, &w.q_bias, &w.q_scales}, std::tuple{&w.k_weight, &w.k_bias, &w.k_scales},
+          std::tuple{&w.v_weight, &w.v_bias, &w.v_scales}}) {
       BRISK_ASSIGN_OR_RETURN(Linear part, Linear::create(*weight, *bias, device, *scales));
       out.push_back(std::move(part));
     }
@@ -189,8 +189,8 @@ Status BertEncoder::Impl::init_word_embeddings() {
     word_int4 = quant::Int4Matrix{e.word, e.word_scale, e.word_min, h / e.word_scale.dim(1)};
     return quant::check_int4_matrix(word_int4, kWordEmbeddingsName);
   }
-  return fail(absl::StrCat("is ", dtype_name(word_dtype), " ", e.word.shape_string(), "; expected f32 or i8 [", v,
-                           ", ", h, "], or int4 groups u8 [", v, ", ", h / 2, "] with f16 scales"));
+  return fail(absl::StrCat("is ", dtype_name(word_dtype), " ", e.word.shape_string(), "; expected f32 or i8 [", v, ", ",
+                           h, "], or int4 groups u8 [", v, ", ", h / 2, "] with f16 scales"));
 }
 
 void BertEncoder::Impl::word_row(int32_t id, float* out) const {
@@ -245,8 +245,8 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, device));
     BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias,
                                                                   device, w.attention_output_scales));
-    BRISK_ASSIGN_OR_RETURN(layer.intermediate, Linear::create(w.intermediate_weight, w.intermediate_bias, device,
-                                                              w.intermediate_scales));
+    BRISK_ASSIGN_OR_RETURN(layer.intermediate,
+                           Linear::create(w.intermediate_weight, w.intermediate_bias, device, w.intermediate_scales));
     BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, device, w.output_scales));
     impl->layers.push_back(std::move(layer));
   }
@@ -338,7 +338,8 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
       BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, ws.qkv.data(), GemmEpilogue::kBias));
     } else {
       for (size_t i = 0; i < layer.qkv.size(); ++i) {
-        BRISK_RETURN_IF_ERROR(layer.qkv[i].forward(x, n, ws.qkv.data() + static_cast<int64_t>(i) * h, GemmEpilogue::kBias, 3 * h));
+        BRISK_RETURN_IF_ERROR(
+            layer.qkv[i].forward(x, n, ws.qkv.data() + static_cast<int64_t>(i) * h, GemmEpilogue::kBias, 3 * h));
       }
     }
     BRISK_RETURN_IF_ERROR(self_attention<Device::kCPU>(ws.qkv.data(), batch.offsets.data(), batch.size(),

@@ -236,8 +236,8 @@ std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& 
     slots.push_back({name("attention.self.value", "attention.v_lin"), &l.v_weight, &l.v_bias, &l.v_scales});
     slots.push_back({name("attention.output.dense", "attention.out_lin"), &l.attention_output_weight,
                      &l.attention_output_bias, &l.attention_output_scales});
-    slots.push_back({name("intermediate.dense", "ffn.lin1"), &l.intermediate_weight, &l.intermediate_bias,
-                     &l.intermediate_scales});
+    slots.push_back(
+        {name("intermediate.dense", "ffn.lin1"), &l.intermediate_weight, &l.intermediate_bias, &l.intermediate_scales});
     slots.push_back({name("output.dense", "ffn.lin2"), &l.output_weight, &l.output_bias, &l.output_scales});
   }
   return slots;

@@ -115,18 +115,18 @@ StatusOr<LayerPrecisions> PrecisionPlan::resolve(const std::vector<std::string>&
       // A catch-all rule gives the embeddings the nearest precision they can take.
       if (embeddings && !valid_for_embeddings(p)) {
         if (rule.pattern != "*") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "precision plan rule '", rule.pattern, "=", precision_name(p), "' gives ", name, " ",
-              precision_name(p), "; expected fp32, int8 or int4-gN for the word embeddings"));
+          return absl::InvalidArgumentError(absl::StrCat("precision plan rule '", rule.pattern, "=", precision_name(p),
+                                                         "' gives ", name, " ", precision_name(p),
+                                                         "; expected fp32, int8 or int4-gN for the word embeddings"));
         }
         p = p.precision == Precision::kInt8Static ? PrecisionSpec{Precision::kInt8Dynamic} : PrecisionSpec{};
       }
       out[name] = p;
     }
     if (!matched) {
-      return absl::InvalidArgumentError(absl::StrCat("precision plan pattern '", rule.pattern,
-                                                     "' matches no layer; expected a glob over these names: ",
-                                                     absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("precision plan pattern '", rule.pattern,
+                       "' matches no layer; expected a glob over these names: ", absl::StrJoin(names, ", ")));
     }
   }
   return out;

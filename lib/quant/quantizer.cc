@@ -31,8 +31,8 @@ StatusOr<Tensor> scale_columns(const Tensor& w, const std::vector<float>& s) {
 }
 
 // SmoothQuant divisors for a group of layers that share one input (Q, K, V), from their stacked weights.
-StatusOr<std::vector<float>> smoothing_for(const std::vector<const LinearSlot*>& group, const std::vector<float>& absmax,
-                                           float alpha) {
+StatusOr<std::vector<float>> smoothing_for(const std::vector<const LinearSlot*>& group,
+                                           const std::vector<float>& absmax, float alpha) {
   const int64_t in = group[0]->weight->dim(1);
   std::vector<float> stacked;
   for (const LinearSlot* slot : group) {
@@ -58,9 +58,10 @@ Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const 
       if (spec.precision == Precision::kInt8Static) {
         auto it = ranges.find(slot.name);
         if (it == ranges.end()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "layer '", slot.name, "' is int8-static but has no calibrated activation range; expected calibrate() "
-              "to have run over it"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("layer '", slot.name,
+                           "' is int8-static but has no calibrated activation range; expected calibrate() "
+                           "to have run over it"));
         }
         const float range = it->second.absmax();
         activation_scale = range > 0.0f ? range / 127.0f : 1.0f;
@@ -79,8 +80,8 @@ Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const 
     }
     case Precision::kInt4: {
       // Weight-only: the layer computes in f32 from the dequantized weight; the file keeps the int4 groups.
-      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, quantize_int4(*slot.weight, spec.group_size, spec.with_min,
-                                                         slot.name + ".weight"));
+      BRISK_ASSIGN_OR_RETURN(Int4Matrix q,
+                             quantize_int4(*slot.weight, spec.group_size, spec.with_min, slot.name + ".weight"));
       BRISK_ASSIGN_OR_RETURN(*slot.weight, dequantize_int4(q));
       return absl::OkStatus();
     }
@@ -146,7 +147,8 @@ StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const std::vector<
   std::map<std::string, ActivationObserver> observers;
   const ActivationTap tap = [&](std::string_view name, const float* x, int64_t rows, int64_t cols) -> Status {
     auto it = observers.find(std::string(name));
-    if (it == observers.end()) it = observers.emplace(std::string(name), ActivationObserver(std::string(name), options)).first;
+    if (it == observers.end())
+      it = observers.emplace(std::string(name), ActivationObserver(std::string(name), options)).first;
     return it->second.observe(x, rows * cols);
   };
   std::vector<float> hidden;
@@ -215,7 +217,9 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
       }
       std::vector<const LinearSlot*> group{&slot};
       const size_t first = i - i % 6;
-      auto dynamic = [&](size_t j) { return precision_of(precisions, slots[j].name).precision == Precision::kInt8Dynamic; };
+      auto dynamic = [&](size_t j) {
+        return precision_of(precisions, slots[j].name).precision == Precision::kInt8Dynamic;
+      };
       if (i % 6 < 3 && dynamic(first) && dynamic(first + 1) && dynamic(first + 2)) {
         group = {&slots[first], &slots[first + 1], &slots[first + 2]};
       }
@@ -244,8 +248,7 @@ StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder, const std::ve
   return out;
 }
 
-Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate,
-                            int64_t hidden) {
+Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate, int64_t hidden) {
   Fidelity f;
   const int64_t rows = static_cast<int64_t>(std::min(reference.size(), candidate.size())) / hidden;
   if (rows == 0) return f;
@@ -382,7 +385,8 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
     LayerPrecisions only{{names[i], quantized_for(names[i])}};
     BRISK_ASSIGN_OR_RETURN(double s, score(only));
     sensitivity[names[i]] = fp32_score - s;
-    if (options.progress) options.progress("sensitivity", static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
+    if (options.progress)
+      options.progress("sensitivity", static_cast<int64_t>(i + 1), static_cast<int64_t>(names.size()));
   }
 
   AutoPlanResult result;
@@ -400,8 +404,8 @@ StatusOr<AutoPlanResult> auto_plan(const BertConfig& config, const EncoderWeight
       options.progress("fallback", static_cast<int64_t>(result.fallen_back.size()), static_cast<int64_t>(names.size()));
     }
   }
-  std::string plan_text = absl::StrCat("auto(", precision_name(options.quantized), ", fallback ",
-                                       precision_name(options.fallback), ")");
+  std::string plan_text =
+      absl::StrCat("auto(", precision_name(options.quantized), ", fallback ", precision_name(options.fallback), ")");
   BRISK_ASSIGN_OR_RETURN(result.report, describe(fp32, config, result.precisions, options.ranges, plan_text));
   for (LayerReport& l : result.report.layers) l.sensitivity = sensitivity[l.name];
   result.report.fidelity = last_fidelity;

@@ -64,8 +64,8 @@ StatusOr<PrecisionSpec> parse_precision(std::string_view text) {
 Status check_finite(const float* data, int64_t n, std::string_view name) {
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(data[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", std::string(name), "' has ", data[i], " at element ", i,
-                                                     "; expected finite values to quantize"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", std::string(name), "' has ", data[i], " at element ",
+                                                     i, "; expected finite values to quantize"));
     }
   }
   return absl::OkStatus();
@@ -198,11 +198,12 @@ StatusOr<Tensor> dequantize_int4(const Int4Matrix& q) {
 
 Status check_int4_matrix(const Int4Matrix& q, std::string_view name) {
   if (q.group_size != 32 && q.group_size != 64 && q.group_size != 128) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("int4 tensor '", std::string(name), "' has group size ", q.group_size, "; expected 32, 64 or 128"));
+    return absl::InvalidArgumentError(absl::StrCat("int4 tensor '", std::string(name), "' has group size ",
+                                                   q.group_size, "; expected 32, 64 or 128"));
   }
   if (!q.packed.defined() || q.packed.dtype() != DType::kU8 || q.packed.rank() != 2 || !q.packed.is_contiguous()) {
-    return absl::InvalidArgumentError(absl::StrCat("int4 tensor '", std::string(name), "' is not a contiguous u8 matrix"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("int4 tensor '", std::string(name), "' is not a contiguous u8 matrix"));
   }
   const int64_t rows = q.packed.dim(0);
   if (q.cols() % q.group_size != 0) {

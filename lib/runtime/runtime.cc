@@ -64,7 +64,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.model_dir.empty()) {
     return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
   }
-  const bool quantized_file = fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
+  const bool quantized_file =
+      fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
   if (!quantized_file && fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
     return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
                                                    "' is a file but not a quantized model file (brisk quantize's "
@@ -105,7 +106,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   }
   const std::string dir = options.model_dir;
   BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
-                                                            : load_model_dir(dir, options.replace_invalid_utf8));
+                                                           : load_model_dir(dir, options.replace_invalid_utf8));
   BertConfig& config = model.config;
   PoolingConfig& pooling_config = model.pooling;
   WordPieceTokenizer& tokenizer = model.tokenizer;

@@ -51,7 +51,7 @@ TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][g
   for (int64_t i = 0; i < m * k; ++i) x[i] = static_cast<float>((i * 13 + 5) % 201 - 100);
   for (int64_t i = 0; i < m; ++i) x[i * k + (i % k)] = (i % 2) ? 127.0f : -127.0f;
   Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
-  QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f};
+  QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
   auto fc = Linear::create(wt, Tensor::borrow(bias.data(), {n}, DType::kF32), brisk::Device::kCPU, qs);
   REQUIRE(fc.ok());
   CHECK(fc->weight_dtype() == DType::kI8);
@@ -80,7 +80,7 @@ TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][
   const Tensor wf = Tensor::borrow(w.data(), {n, k}, DType::kF32);
   auto q = brisk::quant::quantize_int8(wf, "w");
   REQUIRE(q.ok());
-  auto fc = Linear::create(q->values, Tensor(), brisk::Device::kCPU, QuantScales{q->scales, 0.0f});
+  auto fc = Linear::create(q->values, Tensor(), brisk::Device::kCPU, QuantScales{q->scales, 0.0f, Tensor()});
   REQUIRE(fc.ok());
   std::vector<float> y(static_cast<size_t>(m * n));
   REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
@@ -110,7 +110,7 @@ TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[ke
   // Static scale 0.5: x / 0.5 rounds to integers; 100 / 0.5 = 200 saturates to 127 (63.5 after scaling back).
   std::vector<float> x = {1.0f, -2.5f, 100.0f, 0.25f, 3.0f, 0.0f, -0.5f, -100.0f};
   auto fc = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
-                           QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.5f});
+                           QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.5f, Tensor()});
   REQUIRE(fc.ok());
   std::vector<float> y(static_cast<size_t>(m * n));
   REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
@@ -152,7 +152,7 @@ TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[ke
   std::vector<int8_t> wq(static_cast<size_t>(n * k), 1);
   std::vector<float> scales(static_cast<size_t>(n), 0.5f);
   const Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
-  const QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f};
+  const QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
   auto fc = Linear::create(wt, Tensor(), brisk::Device::kCPU, qs);
   REQUIRE(fc.ok());
   std::vector<float> x(static_cast<size_t>(m * k), 1.0f);
@@ -170,10 +170,10 @@ TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[ke
   CHECK_THAT(std::string(missing.status().message()), Catch::Contains("weight_scale is missing"));
   std::vector<float> bad = {0.5f, 0.0f, 0.5f, 0.5f};
   auto zero = Linear::create(wt, Tensor(), brisk::Device::kCPU,
-                             QuantScales{Tensor::borrow(bad.data(), {n}, DType::kF32), 0.0f});
+                             QuantScales{Tensor::borrow(bad.data(), {n}, DType::kF32), 0.0f, Tensor()});
   REQUIRE_FALSE(zero.ok());
   CHECK_THAT(std::string(zero.status().message()), Catch::Contains("weight_scale[1] is 0"));
-  auto negative = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{qs.weight_scale, -1.0f});
+  auto negative = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{qs.weight_scale, -1.0f, Tensor()});
   REQUIRE_FALSE(negative.ok());
   CHECK_THAT(std::string(negative.status().message()), Catch::Contains("activation_scale is -1"));
   std::vector<int32_t> ints(static_cast<size_t>(n * k));

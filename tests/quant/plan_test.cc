@@ -89,7 +89,8 @@ TEST_CASE("plan errors say what was wrong and what is expected", "[quant][plan]"
   REQUIRE_FALSE(empty.ok());
   auto emb = PrecisionPlan::parse("embeddings.word_embeddings=bf16")->resolve(names);
   REQUIRE_FALSE(emb.ok());
-  CHECK_THAT(std::string(emb.status().message()), Catch::Contains("expected fp32, int8 or int4-gN for the word embeddings"));
+  CHECK_THAT(std::string(emb.status().message()),
+             Catch::Contains("expected fp32, int8 or int4-gN for the word embeddings"));
   auto pattern = PrecisionPlan::parse("=int8");
   REQUIRE_FALSE(pattern.ok());
   CHECK_THAT(std::string(pattern.status().message()), Catch::Contains("empty pattern"));

@@ -65,9 +65,8 @@ TEST_CASE("calibration records every linear input; static int8 uses it", "[quant
   int64_t last_done = 0;
   CalibrationOptions minmax;
   minmax.symmetric = false;  // keep the signed range, to see the GeLU's lower bound
-  auto ranges = calibrate(*reference, f.batches, minmax, [&](std::string_view, int64_t done, int64_t) {
-    last_done = done;
-  });
+  auto ranges =
+      calibrate(*reference, f.batches, minmax, [&](std::string_view, int64_t done, int64_t) { last_done = done; });
   REQUIRE(ranges.ok());
   CHECK(last_done == 2);
   CHECK(ranges->size() == static_cast<size_t>(6 * f.config.num_hidden_layers));

@@ -39,7 +39,7 @@ TEST_CASE("int8 per-channel round trip is within half a step, per row", "[quant]
   const int64_t rows = 7, cols = 50;
   auto w = brisk::testing::random_floats(rows * cols, -1.0f, 1.0f, 3);
   for (int64_t c = 0; c < cols; ++c) w[2 * cols + c] = 0.0f;  // an all-zero row
-  w[4 * cols + 9] = 300.0f;                                     // a single outlier in row 4
+  w[4 * cols + 9] = 300.0f;                                   // a single outlier in row 4
   auto q = quantize_int8(matrix(w, rows, cols), "layer.w");
   REQUIRE(q.ok());
   REQUIRE(q->scales.numel() == rows);
@@ -76,7 +76,7 @@ TEST_CASE("int4 groups round trip within half a step of their own scale", "[quan
   const int64_t rows = 5, cols = 256;
   auto w = brisk::testing::random_floats(rows * cols, -0.5f, 2.0f, 9);
   for (int64_t c = 0; c < group; ++c) w[1 * cols + c] = 0.75f;  // a constant group
-  w[3 * cols + 200] = -50.0f;                                      // an outlier: only its group coarsens
+  w[3 * cols + 200] = -50.0f;                                   // an outlier: only its group coarsens
   auto q = quantize_int4(matrix(w, rows, cols), group, with_min, "emb");
   REQUIRE(q.ok());
   REQUIRE(check_int4_matrix(*q, "emb").ok());
@@ -88,7 +88,8 @@ TEST_CASE("int4 groups round trip within half a step of their own scale", "[quan
     for (int64_t g = 0; g < groups; ++g) {
       const float scale = brisk::f16_to_float(q->scales.data<uint16_t>()[r * groups + g]);
       float lo = w[r * cols + g * group], hi = lo;
-      for (int64_t i = 0; i < group; ++i) lo = std::min(lo, w[r * cols + g * group + i]), hi = std::max(hi, w[r * cols + g * group + i]);
+      for (int64_t i = 0; i < group; ++i)
+        lo = std::min(lo, w[r * cols + g * group + i]), hi = std::max(hi, w[r * cols + g * group + i]);
       // Symmetric groups step absmax/7 (the f16 rounding of the scale adds at most 2^-11 relative); with a
       // minimum, (max - min)/15 plus the f16 rounding of the minimum.
       const float step_bound = with_min ? (hi - lo) / 15.0f : std::max(std::fabs(lo), std::fabs(hi)) / 7.0f;
@@ -123,8 +124,8 @@ TEST_CASE("bf16 conversion rounds to nearest even", "[quant][scheme]") {
   REQUIRE(b.ok());
   const uint16_t* v = b->data<uint16_t>();
   CHECK(brisk::bf16_to_float(v[0]) == 1.0f);
-  CHECK(brisk::bf16_to_float(v[1]) == 1.0f);                                // tie: to even
-  CHECK(brisk::bf16_to_float(v[2]) == 1.0f + std::ldexp(1.0f, -6));         // tie: to even (up)
+  CHECK(brisk::bf16_to_float(v[1]) == 1.0f);                         // tie: to even
+  CHECK(brisk::bf16_to_float(v[2]) == 1.0f + std::ldexp(1.0f, -6));  // tie: to even (up)
   CHECK(brisk::bf16_to_float(v[3]) == -2.5f);
 }
 
@@ -134,10 +135,9 @@ TEST_CASE("NaN and Inf are rejected, naming the tensor and the element", "[quant
     std::vector<float> w(64, 0.5f);
     w[37] = bad;
     const Tensor t = matrix(w, 2, 32);
-    for (const brisk::Status& s :
-         {quantize_int8(t, "encoder.layer.1.output.dense.weight").status(),
-          quantize_int4(t, 32, true, "encoder.layer.1.output.dense.weight").status(),
-          to_bfloat16(t, "encoder.layer.1.output.dense.weight").status()}) {
+    for (const brisk::Status& s : {quantize_int8(t, "encoder.layer.1.output.dense.weight").status(),
+                                   quantize_int4(t, 32, true, "encoder.layer.1.output.dense.weight").status(),
+                                   to_bfloat16(t, "encoder.layer.1.output.dense.weight").status()}) {
       REQUIRE_FALSE(s.ok());
       CHECK_THAT(std::string(s.message()), Catch::Contains("encoder.layer.1.output.dense.weight") &&
                                                Catch::Contains("element 37") && Catch::Contains("expected finite"));

@@ -33,8 +33,8 @@ enum class GemmEpilogue : uint8_t {
 
 // The scales of an i8 weight: y ≈ (x / activation_scale) · (W / weight_scale)ᵀ · activation_scale · weight_scale.
 struct BRISK_API QuantScales {
-  Tensor weight_scale;             // f32 [out_features] (per output channel) or [1] (per tensor)
-  float activation_scale = 0.0f;   // 0: dynamic, one scale per token (row) at run time; > 0: static, per tensor
+  Tensor weight_scale;            // f32 [out_features] (per output channel) or [1] (per tensor)
+  float activation_scale = 0.0f;  // 0: dynamic, one scale per token (row) at run time; > 0: static, per tensor
   // Optional f32 [in_features], SmoothQuant: x is divided by it channel by channel before it is quantized (the
   // weight's columns were multiplied by it), moving outlier channels' range from the activations to the weights.
   Tensor input_scale;

@@ -53,8 +53,7 @@ struct BRISK_API SmoothQuantOptions {
 // Quantizes each layer as `precisions` says (missing layers stay fp32). int8-static layers need a range in
 // `ranges`; their activation scale is its absmax / 127. Tensors of fp32 layers are shared, not copied.
 BRISK_API StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const BertConfig& config,
-                                                    const LayerPrecisions& precisions,
-                                                    const ActivationRanges& ranges,
+                                                    const LayerPrecisions& precisions, const ActivationRanges& ranges,
                                                     const SmoothQuantOptions* smooth = nullptr);
 
 // How close a candidate's embeddings are to the fp32 reference's, over the same batches.
@@ -64,8 +63,8 @@ struct BRISK_API Fidelity {
 };
 
 // Embeddings of every batch, concatenated ([texts, hidden]), L2-normalised.
-BRISK_API StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder, const std::vector<PackedSequences>& batches,
-                                                 Pooling pooling);
+BRISK_API StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder,
+                                                 const std::vector<PackedSequences>& batches, Pooling pooling);
 BRISK_API Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate,
                                       int64_t hidden);
 
@@ -85,19 +84,19 @@ struct BRISK_API AutoPlanOptions {
 
 struct BRISK_API LayerReport {
   std::string name;
-  std::string precision;            // as chosen
-  double weight_scale_min = 0.0;    // int8: the per-channel scales' range (0 otherwise)
+  std::string precision;          // as chosen
+  double weight_scale_min = 0.0;  // int8: the per-channel scales' range (0 otherwise)
   double weight_scale_max = 0.0;
-  double weight_error = 0.0;        // relative RMS error of the dequantized weight in the chosen precision
-  double activation_absmax = 0.0;   // calibrated input range (0 when not calibrated)
-  double sensitivity = 0.0;         // drop in score when only this layer is quantized (auto only)
+  double weight_error = 0.0;       // relative RMS error of the dequantized weight in the chosen precision
+  double activation_absmax = 0.0;  // calibrated input range (0 when not calibrated)
+  double sensitivity = 0.0;        // drop in score when only this layer is quantized (auto only)
 };
 
 struct BRISK_API QuantizationReport {
   std::string plan;
   std::vector<LayerReport> layers;
-  Fidelity fidelity;             // of the final model on the calibration batches
-  double metric = 0.0;           // the user metric's final value, when one was given
+  Fidelity fidelity;    // of the final model on the calibration batches
+  double metric = 0.0;  // the user metric's final value, when one was given
   std::string to_csv() const;
   std::string to_json() const;
 };

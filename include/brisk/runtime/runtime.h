@@ -78,10 +78,10 @@ struct RuntimeOptions {
   // A Hugging Face directory (config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json),
   // or a quantized model file written by `brisk quantize` (brisk/quant/model_file.h).
   std::string model_dir;
-  int num_threads = 0;    // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
-  int max_seq_len = 0;    // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
-                          // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
-                          // max_position_embeddings
+  int num_threads = 0;  // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
+  int max_seq_len = 0;  // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
+                        // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
+                        // max_position_embeddings
   Pooling pooling = Pooling::kModelDefault;  // kModelDefault: the model's Pooling module config, else mean
   // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
   // sentence-transformers decides).

@@ -64,7 +64,7 @@ struct ElementwiseArgs {
 struct QuantizeRowsArgs {
   const float* x;
   int64_t cols;
-  int8_t* q;           // [rows, ldq]
+  int8_t* q;  // [rows, ldq]
   int64_t ldq;
   float* row_scales;   // [rows], written
   float static_scale;  // > 0: static per-tensor scale; 0: dynamic per row
@@ -91,8 +91,8 @@ struct Bf16RowsArgs {
 };
 
 #define BRISK_DECLARE_QUANT_ROW_KERNELS(isa)                                                      \
-  void quantize_rows_s8_##isa(const QuantizeRowsArgs& args, int64_t row_begin, int64_t row_end);   \
-  void dequantize_rows_##isa(const DequantizeRowsArgs& args, int64_t row_begin, int64_t row_end);  \
+  void quantize_rows_s8_##isa(const QuantizeRowsArgs& args, int64_t row_begin, int64_t row_end);  \
+  void dequantize_rows_##isa(const DequantizeRowsArgs& args, int64_t row_begin, int64_t row_end); \
   void bf16_rows_##isa(const Bf16RowsArgs& args, int64_t row_begin, int64_t row_end);
 BRISK_DECLARE_QUANT_ROW_KERNELS(scalar)
 BRISK_DECLARE_QUANT_ROW_KERNELS(avx512)

@@ -68,9 +68,8 @@ Status DnnlPackedMatmul::run(int64_t rows, int64_t variant, std::unordered_map<i
   thread_local std::vector<uint8_t> scratch;
   try {
     const dnnl::engine& eng = cpu_engine();
-    args.emplace(DNNL_ARG_WEIGHTS, prim.uses_packed
-                                       ? *packed_
-                                       : dnnl::memory(plain_desc(), eng, const_cast<void*>(weight_.raw_data())));
+    args.emplace(DNNL_ARG_WEIGHTS,
+                 prim.uses_packed ? *packed_ : dnnl::memory(plain_desc(), eng, const_cast<void*>(weight_.raw_data())));
     const size_t scratch_bytes = prim.scratchpad.get_size();
     if (scratch_bytes > 0) {
       if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);

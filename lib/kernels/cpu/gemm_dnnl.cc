@@ -65,8 +65,7 @@ dnnl::matmul::primitive_desc DnnlLinear::describe(int64_t rows, int64_t variant,
   const dnnl::memory::desc src({rows, k_}, type_, tag::ab);
   const dnnl::memory::desc dst({rows, n_}, dt::f32, dnnl::memory::dims{ldy, 1});
   if (has_bias()) {
-    return {dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n_}, dt::f32, tag::ab), dst), attr,
-            cpu_engine()};
+    return {dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n_}, dt::f32, tag::ab), dst), attr, cpu_engine()};
   }
   return {dnnl::matmul::desc(src, weights, dst), attr, cpu_engine()};
 }

@@ -32,9 +32,8 @@ class Int8Linear final : public Linear::Impl {
         scales_(scales),
         n_(weight.dim(0)),
         k_(weight.dim(1)),
-        matmul_(weight, dt::s8, [this](int64_t rows, int64_t, const dnnl::memory::desc& weights) {
-          return describe(rows, weights);
-        }) {}
+        matmul_(weight, dt::s8,
+                [this](int64_t rows, int64_t, const dnnl::memory::desc& weights) { return describe(rows, weights); }) {}
 
   void pack_weights();
   Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const override;
@@ -130,10 +129,9 @@ Status Int8Linear::forward_dnnl(const float* x, int64_t rows, float* y, GemmEpil
   const auto quantize = select_kernel(&quantize_rows_s8_scalar, &quantize_rows_s8_scalar, &quantize_rows_s8_avx512);
   parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) { quantize(qargs, begin, end); });
   const dnnl::engine& eng = cpu_engine();
-  BRISK_RETURN_IF_ERROR(
-      matmul_.run(rows, 0,
-                  {{DNNL_ARG_SRC, dnnl::memory({{rows, k_}, dt::s8, tag::ab}, eng, xq.data())},
-                   {DNNL_ARG_DST, dnnl::memory({{rows, n_}, dt::s32, tag::ab}, eng, acc.data())}}));
+  BRISK_RETURN_IF_ERROR(matmul_.run(rows, 0,
+                                    {{DNNL_ARG_SRC, dnnl::memory({{rows, k_}, dt::s8, tag::ab}, eng, xq.data())},
+                                     {DNNL_ARG_DST, dnnl::memory({{rows, n_}, dt::s32, tag::ab}, eng, acc.data())}}));
   const bool has_bias = bias_.defined() && bias_.numel() > 0;
   const DequantizeRowsArgs dargs{acc.data(),
                                  n_,
