@@ -19,6 +19,7 @@
 //   faq_assistant --no-cache                       # every question embedded and searched
 //   faq_assistant --redis 127.0.0.1:6379           # results shared with other processes through Redis
 //   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
+//   faq_assistant --model minilm.int8.safetensors  # a file written by `brisk quantize`
 //
 // FAQ file format: one entry per line, question<TAB>answer (UTF-8). Blank lines and lines starting with '#'
 // are skipped. Questions file: one question per line, blank lines skipped.
@@ -459,7 +460,8 @@ int main(int argc, char** argv) {
   opt.model_dir = brisk::default_model_dir();
   CLI::App app{"brisk FAQ assistant: answers bank customer questions by semantic search over an FAQ", "faq_assistant"};
   app.failure_message(CLI::FailureMessage::help);
-  app.add_option("--model", opt.model_dir, "Hugging Face model directory")->capture_default_str();
+  app.add_option("--model", opt.model_dir, "Hugging Face model directory, or a quantized model file")
+      ->capture_default_str();
   app.add_option("--faq", opt.faq_path, "FAQ file, one question<TAB>answer per line")->capture_default_str();
   app.add_option("--questions", opt.questions_path, "user questions, one per line")->capture_default_str();
   app.add_option("--threshold", opt.threshold, "minimum cosine similarity to answer; below it, hand to an agent")

@@ -172,7 +172,9 @@ Status BertEncoder::Impl::init_word_embeddings() {
     return absl::InvalidArgumentError(absl::StrCat("BertEncoder: ", kWordEmbeddingsName, " ", what));
   };
   if (word_dtype == DType::kF32) {
-    if (e.word.shape() != std::vector<int64_t>{v, h}) return fail(absl::StrCat("has shape ", e.word.shape_string()));
+    if (e.word.shape() != std::vector<int64_t>{v, h}) {
+      return fail(absl::StrCat("has shape ", e.word.shape_string(), "; expected [", v, ", ", h, "]"));
+    }
     return absl::OkStatus();
   }
   if (word_dtype == DType::kI8) {
