@@ -167,7 +167,19 @@ def quantize_onnx_int8(opt_path: Path, per_channel: bool = True, weight_type: st
 # ---------------------------------------------------------------------------------------------------------------
 # Engines
 
-class OrtEngine:
+class FeedsEngine:
+    """prepare() keeps the feeds and warms up; samples() times embed() on them. Engines define embed(feeds)."""
+
+    def prepare(self, feeds, warmup: int) -> None:
+        self.feeds = feeds
+        for _ in range(warmup):
+            self.embed(feeds)
+
+    def samples(self, n: int) -> list[float]:
+        return time_calls(lambda: self.embed(self.feeds), n)
+
+
+class OrtEngine(FeedsEngine):
     def __init__(self, onnx_path: Path, threads: int):
         import onnxruntime as ort
 
@@ -182,14 +194,6 @@ class OrtEngine:
     def embed(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         hidden = self.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in self.input_names})[0]
         return mean_pool_normalize_np(hidden, feeds["attention_mask"])
-
-    def prepare(self, feeds, warmup: int) -> None:
-        self.feeds = feeds
-        for _ in range(warmup):
-            self.embed(feeds)
-
-    def samples(self, n: int) -> list[float]:
-        return time_calls(lambda: self.embed(self.feeds), n)
 
 
 class TorchEngine:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines import mean_pool_normalize_np, time_calls
+from engines import FeedsEngine, mean_pool_normalize_np
 
 HERE = Path(__file__).resolve().parent
 
@@ -68,7 +68,7 @@ def convert_ct2(model_dir: str, out_dir: Path, quantization: str = "int8") -> Pa
     return out
 
 
-class Ct2Engine:
+class Ct2Engine(FeedsEngine):
     def __init__(self, ct2_dir: Path, threads: int, compute_type: str = "int8"):
         import ctranslate2
 
@@ -83,14 +83,6 @@ class Ct2Engine:
         out = self.encoder.forward_batch(ids, lengths, feeds["token_type_ids"].tolist())
         hidden = np.asarray(out.last_hidden_state)
         return mean_pool_normalize_np(hidden, mask[:, : hidden.shape[1]])
-
-    def prepare(self, feeds, warmup: int) -> None:
-        self.feeds = feeds
-        for _ in range(warmup):
-            self.embed(feeds)
-
-    def samples(self, n: int) -> list[float]:
-        return time_calls(lambda: self.embed(self.feeds), n)
 
 
 # ---------------------------------------------------------------------------------------------------------------
