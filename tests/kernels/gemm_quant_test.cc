@@ -181,3 +181,41 @@ TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[ke
   REQUIRE_FALSE(wrong.ok());
   CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("expected a contiguous f32, bf16 or i8"));
 }
+
+TEST_CASE("int8 Linear divides its input by input_scale before quantizing (SmoothQuant)", "[kernels][gemm][quant]") {
+  BRISK_FOR_EACH_CPU_ISA();  // scalar/avx2: the oneDNN path; avx512: the VNNI kernel's fused division
+  const int64_t n = GENERATE(3, 40), k = GENERATE(5, 37), m = GENERATE(1, 18);
+  // Powers of two keep x / s exact; each row holds one value whose quotient is 127, so the row scale is 1.
+  std::vector<int8_t> wq(static_cast<size_t>(n * k));
+  std::vector<float> scales(static_cast<size_t>(n)), input_scale(static_cast<size_t>(k)), x(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < n * k; ++i) wq[i] = static_cast<int8_t>((i * 11 + 5) % 255 - 127);
+  for (int64_t j = 0; j < n; ++j) scales[j] = std::ldexp(1.0f, -static_cast<int>(j % 3) - 7);
+  for (int64_t c = 0; c < k; ++c) input_scale[c] = std::ldexp(1.0f, static_cast<int>(c % 5) - 2);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < k; ++c) x[i * k + c] = static_cast<float>((i * 7 + c * 3) % 101 - 50) * input_scale[c];
+    x[i * k + (i % k)] = 127.0f * input_scale[i % k];
+  }
+  auto fc = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                           QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                       Tensor::borrow(input_scale.data(), {k}, DType::kF32)});
+  REQUIRE(fc.ok());
+  std::vector<float> y(static_cast<size_t>(m * n));
+  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  std::vector<double> want(y.size());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t c = 0; c < k; ++c) acc += double(x[i * k + c]) / input_scale[c] * wq[j * k + c];
+      want[i * n + j] = acc * scales[j];
+    }
+  }
+  CHECK_CLOSE(y, want, 1e-5, 1e-5);
+
+  std::vector<float> zero(static_cast<size_t>(k), 1.0f);
+  zero[2] = 0.0f;
+  auto bad = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                            QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                        Tensor::borrow(zero.data(), {k}, DType::kF32)});
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("input_scale[2] is 0"));
+}

@@ -61,8 +61,10 @@ struct ElementwiseArgs {
 
 // Rows of x quantized to s8 for the int8 linear layers: per row, scale = absmax / 127 (dynamic; an all-zero row
 // gets scale 1), or one given scale for every row (static). q = saturate(round(x / scale)) into [-127, 127].
+// With a channel scale, x[r, c] * channel_scale[c] is quantized instead (SmoothQuant's 1 / s, in the same pass).
 struct QuantizeRowsArgs {
   const float* x;
+  const float* channel_scale;  // nullable, [cols]
   int64_t cols;
   int8_t* q;  // [rows, ldq]
   int64_t ldq;

@@ -100,21 +100,10 @@ void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilog
 
 Status Int8Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
   if (vnni_.has_value() && cpu_isa() == CpuIsa::kAvx512) {
-    forward_vnni(x, rows, y, epilogue, ldy);  // SmoothQuant's division fused into its quantize pass
+    forward_vnni(x, rows, y, epilogue, ldy);
     return absl::OkStatus();
   }
-  if (inv_input_scale_.empty()) return forward_dnnl(x, rows, y, epilogue, ldy);
-  // SmoothQuant's channel division, as one pass into a per-thread copy (x also feeds the residual).
-  thread_local std::vector<float> smoothed;
-  if (smoothed.size() < static_cast<size_t>(rows * k_)) smoothed.resize(static_cast<size_t>(rows * k_));
-  float* out = smoothed.data();
-  const float* inv = inv_input_scale_.data();
-  parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      for (int64_t c = 0; c < k_; ++c) out[r * k_ + c] = x[r * k_ + c] * inv[c];
-    }
-  });
-  return forward_dnnl(out, rows, y, epilogue, ldy);
+  return forward_dnnl(x, rows, y, epilogue, ldy);
 }
 
 Status Int8Linear::forward_dnnl(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
@@ -125,7 +114,14 @@ Status Int8Linear::forward_dnnl(const float* x, int64_t rows, float* y, GemmEpil
   if (row_scales.size() < static_cast<size_t>(rows)) row_scales.resize(static_cast<size_t>(rows));
   if (acc.size() < static_cast<size_t>(rows * n_)) acc.resize(static_cast<size_t>(rows * n_));
 
-  const QuantizeRowsArgs qargs{x, k_, xq.data(), k_, row_scales.data(), scales_.activation_scale};
+  // SmoothQuant's division runs inside the quantize pass, as on the VNNI path.
+  const QuantizeRowsArgs qargs{x,
+                               inv_input_scale_.empty() ? nullptr : inv_input_scale_.data(),
+                               k_,
+                               xq.data(),
+                               k_,
+                               row_scales.data(),
+                               scales_.activation_scale};
   const auto quantize = select_kernel(&quantize_rows_s8_scalar, &quantize_rows_s8_scalar, &quantize_rows_s8_avx512);
   parallel_for(0, rows, row_grain(k_), [&](int64_t begin, int64_t end) { quantize(qargs, begin, end); });
   const dnnl::engine& eng = cpu_engine();

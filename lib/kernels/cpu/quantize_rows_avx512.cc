@@ -6,39 +6,51 @@
 namespace brisk::kernels::cpu {
 namespace {
 
-float absmax_avx512(const float* x, int64_t cols) {
-  __m512 m = _mm512_setzero_ps();
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + c)));
-  if (c < cols) {
-    const __mmask16 k = static_cast<__mmask16>((1u << (cols - c)) - 1u);
-    m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_maskz_loadu_ps(k, x + c)));
+using S = Avx512;
+
+template <bool kChannelScale>
+void quantize_rows_s8_impl(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t cols = a.cols;
+  // x[c], times the channel scale when there is one (SmoothQuant).
+  const auto load = [&](const float* x, int64_t c, S::Tail mask) {
+    if constexpr (kChannelScale)
+      return S::mul(S::load_partial(x + c, mask), S::load_partial(a.channel_scale + c, mask));
+    return S::load_partial(x + c, mask);
+  };
+  const S::Tail full = S::tail_mask(S::kWidth);
+  const S::V lo = S::set1(-127.0f), hi = S::set1(127.0f);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float* x = a.x + r * cols;
+    float scale = a.static_scale;
+    if (!(scale > 0.0f)) {
+      S::V vmax = S::zero();
+      for (int64_t c = 0; c < cols; c += S::kWidth) {
+        vmax = S::max(vmax, S::abs(load(x, c, c + S::kWidth <= cols ? full : S::tail_mask(cols - c))));
+      }
+      const float m = S::reduce_max(vmax);
+      scale = m > 0.0f ? m / 127.0f : 1.0f;
+    }
+    a.row_scales[r] = scale;
+    const S::V inv = S::set1(1.0f / scale);
+    int8_t* q = a.q + r * a.ldq;
+    int64_t c = 0;
+    for (; c + S::kWidth <= cols; c += S::kWidth) {
+      const S::V v = S::min(S::max(S::mul(load(x, c, full), inv), lo), hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+    }
+    const float inv_s = 1.0f / scale;
+    for (; c < cols; ++c) q[c] = quantize_one(scaled_input(a, x, c), inv_s);
+    for (; c < a.ldq; ++c) q[c] = 0;
   }
-  return _mm512_reduce_max_ps(m);
 }
 
 }  // namespace
 
 void quantize_rows_s8_avx512(const QuantizeRowsArgs& a, int64_t row_begin, int64_t row_end) {
-  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const float* x = a.x + r * a.cols;
-    float scale = a.static_scale;
-    if (!(scale > 0.0f)) {
-      const float m = absmax_avx512(x, a.cols);
-      scale = m > 0.0f ? m / 127.0f : 1.0f;
-    }
-    a.row_scales[r] = scale;
-    const __m512 inv = _mm512_set1_ps(1.0f / scale);
-    int8_t* q = a.q + r * a.ldq;
-    int64_t c = 0;
-    for (; c + 16 <= a.cols; c += 16) {
-      const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(x + c), inv), lo), hi);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
-    }
-    const float inv_s = 1.0f / scale;
-    for (; c < a.cols; ++c) q[c] = quantize_one(x[c], inv_s);
-    for (; c < a.ldq; ++c) q[c] = 0;
+  if (a.channel_scale != nullptr) {
+    quantize_rows_s8_impl<true>(a, row_begin, row_end);
+  } else {
+    quantize_rows_s8_impl<false>(a, row_begin, row_end);
   }
 }
 
@@ -55,11 +67,7 @@ void dequantize_rows_avx512(const DequantizeRowsArgs& a, int64_t row_begin, int6
       if (a.accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(y + j));
       _mm512_storeu_ps(y + j, v);
     }
-    for (; j < a.cols; ++j) {
-      const float s = a.row_scales[r] * a.col_scales[a.per_tensor_weights ? 0 : j];
-      const float v = static_cast<float>(acc[j]) * s + (a.bias != nullptr ? a.bias[j] : 0.0f);
-      y[j] = a.accumulate ? y[j] + v : v;
-    }
+    for (; j < a.cols; ++j) dequantize_one(a, r, j);
   }
 }
 

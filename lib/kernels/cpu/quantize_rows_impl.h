@@ -9,15 +9,22 @@
 
 namespace brisk::kernels::cpu {
 
-inline float dynamic_row_scale(const float* x, int64_t cols) {
-  float m = 0.0f;
-  for (int64_t c = 0; c < cols; ++c) m = std::max(m, std::fabs(x[c]));
-  return m > 0.0f ? m / 127.0f : 1.0f;
+// x[c], times the channel scale when there is one.
+inline float scaled_input(const QuantizeRowsArgs& a, const float* x, int64_t c) {
+  return a.channel_scale != nullptr ? x[c] * a.channel_scale[c] : x[c];
 }
 
 inline int8_t quantize_one(float v, float inv) {
   const float r = std::nearbyint(v * inv);
   return static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
+}
+
+// One output of the dequantize kernel: y[r, j] (+)= row_scales[r] * col_scales[j] * acc[r, j] + bias[j].
+inline void dequantize_one(const DequantizeRowsArgs& a, int64_t r, int64_t j) {
+  const float s = a.row_scales[r] * a.col_scales[a.per_tensor_weights ? 0 : j];
+  const float v = static_cast<float>(a.acc[r * a.cols + j]) * s + (a.bias != nullptr ? a.bias[j] : 0.0f);
+  float& y = a.y[r * a.ldy + j];
+  y = a.accumulate ? y + v : v;
 }
 
 }  // namespace brisk::kernels::cpu

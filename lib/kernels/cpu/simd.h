@@ -14,11 +14,13 @@
 // Thread safety: stateless.
 #pragma once
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom of
-// _mm*_undefined_*); the warning is located in the intrinsic headers, so silencing it for their lines suffices.
+// GCC 12 reports -Wmaybe-uninitialized (and, in some inlining contexts such as a horizontal sum, -Wuninitialized)
+// inside its own AVX-512 intrinsics (the `__Y = __Y` idiom of _mm*_undefined_*); the warning is located in the
+// intrinsic headers, so silencing it for their lines suffices.
 #if defined(__GNUC__) && !defined(__clang__)  // clang (the fuzz preset) has no such warning
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #else
