@@ -46,6 +46,15 @@ struct BRISK_API PackedSequences {
 using ActivationTap =
     std::function<Status(std::string_view linear_name, const float* activations, int64_t rows, int64_t cols)>;
 
+class BertEncoder;
+
+// A user's accuracy metric (the quantizer's auto plan, the pruner's sensitivity analysis): a score of the candidate
+// encoder, higher is better.
+using AccuracyMetric = std::function<StatusOr<double>(const BertEncoder& candidate)>;
+
+// Progress of a long step (calibration, a sensitivity sweep): `stage` names it, done of total units.
+using Progress = std::function<void(std::string_view stage, int64_t done, int64_t total)>;
+
 class BRISK_API BertEncoder {
  public:
   static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights, Device device);

@@ -28,9 +28,6 @@
 
 namespace brisk::quant {
 
-// Progress of a long step: `stage` names it, done of total units.
-using Progress = std::function<void(std::string_view stage, int64_t done, int64_t total)>;
-
 using ActivationRanges = std::map<std::string, CalibrationRange>;
 
 // Runs `fp32` over the batches and records the input range of every linear layer with the chosen calibrator.
@@ -67,9 +64,6 @@ BRISK_API StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder,
                                                  const std::vector<PackedSequences>& batches, Pooling pooling);
 BRISK_API Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate,
                                       int64_t hidden);
-
-// A user's accuracy metric for auto_plan: a score of the candidate encoder, higher is better.
-using AccuracyMetric = std::function<StatusOr<double>(const BertEncoder& candidate)>;
 
 struct BRISK_API AutoPlanOptions {
   PrecisionSpec quantized{Precision::kInt8Dynamic};  // what every layer starts in

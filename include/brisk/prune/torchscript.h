@@ -1,0 +1,96 @@
+// Pruning and sensitivity analysis for any TorchScript module (torch.jit.save), through libtorch: the path for
+// models brisk does not run natively. Units are the module's named floating-point parameters
+// ("encoder.0.linear.weight"); pruning is unstructured magnitude pruning (torch.nn.utils.prune's l1_unstructured and
+// global_unstructured); the metric is the user's, or the built-in output cosine against the unpruned module.
+//
+//   BRISK_ASSIGN_OR_RETURN(TorchScriptModel model, TorchScriptModel::load("model.pt"));
+//   BRISK_ASSIGN_OR_RETURN(TorchScriptMetric metric, output_cosine_metric(model, {{ids, mask}}));
+//   BRISK_ASSIGN_OR_RETURN(SensitivityTable t, torchscript_sensitivity(model, {.mode = "sweep", .metric = metric}));
+//   BRISK_RETURN_IF_ERROR(torchscript_prune_unstructured(model, {.amount = 0.4, .global = true}).status());
+//   BRISK_RETURN_IF_ERROR(model.save("model.pruned.pt"));
+//
+// A build without libtorch (BRISK_WITH_TORCH=OFF) returns Unimplemented from every function, naming the option.
+//
+// Thread safety: a TorchScriptModel may be read (forward, parameter) from several threads; set_parameter, the
+// pruning functions and save need exclusive access. clone() gives an independent copy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+#include "brisk/core/tensor.h"
+#include "brisk/model/encoder.h"
+#include "brisk/prune/sensitivity_report.h"
+
+namespace brisk::prune {
+
+class BRISK_API TorchScriptModel {
+ public:
+  // Errors name the path: missing file, not a TorchScript archive, truncated archive.
+  static StatusOr<TorchScriptModel> load(const std::string& path);
+  TorchScriptModel(TorchScriptModel&&) noexcept;
+  TorchScriptModel& operator=(TorchScriptModel&&) noexcept;
+  ~TorchScriptModel();
+
+  // A deep copy (parameters included).
+  StatusOr<TorchScriptModel> clone() const;
+  // Every named parameter, recursively ("layer.0.weight"), floating or not, in module order.
+  std::vector<std::string> parameter_names() const;
+  // A parameter as an owned contiguous f32 brisk Tensor; an error for a non-float parameter or an unknown name.
+  StatusOr<Tensor> parameter(const std::string& name) const;
+  // Overwrites a floating parameter in place (converted to its dtype); the shape must match.
+  Status set_parameter(const std::string& name, const Tensor& value);
+  // Runs forward() on brisk tensors (f32, i64, i32 become the same torch dtypes) and returns its outputs: a
+  // tensor, or the tensors of a tuple/list/dict output in order, as owned f32 copies.
+  StatusOr<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) const;
+  Status save(const std::string& path) const;
+
+ private:
+  struct Impl;
+  explicit TorchScriptModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A score of a candidate module, higher is better.
+using TorchScriptMetric = std::function<StatusOr<double>(const TorchScriptModel& candidate)>;
+
+// The built-in metric: the mean cosine similarity between the candidate's and the reference's first output over
+// the input sets (each one forward() call's inputs), row by row of the output flattened to [rows, features].
+BRISK_API StatusOr<TorchScriptMetric> output_cosine_metric(const TorchScriptModel& reference,
+                                                           std::vector<std::vector<Tensor>> inputs);
+
+struct BRISK_API TorchSensitivityOptions {
+  std::string mode = "sweep";  // "sweep": each parameter pruned alone at each level; "zero": each zeroed alone
+  std::vector<double> levels = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+  // Parameters to analyse; empty selects every floating parameter with 2 or more dimensions.
+  std::vector<std::string> parameters;
+  TorchScriptMetric metric;      // required
+  std::string metric_name = "output_cosine";
+  Progress progress;
+};
+
+// Each point's unit and series are the parameter's name, its kind "tensor". The model is left unchanged.
+BRISK_API StatusOr<SensitivityTable> torchscript_sensitivity(const TorchScriptModel& model,
+                                                             const TorchSensitivityOptions& options);
+
+struct BRISK_API TorchPruneOptions {
+  double amount = 0.0;  // in [0, 1)
+  bool global = false;  // one magnitude ranking across the parameters, else `amount` of each
+  std::vector<std::string> parameters;  // as in TorchSensitivityOptions
+};
+
+struct BRISK_API TorchPruneResult {
+  std::vector<std::string> parameters;  // pruned, in module order
+  int64_t pruned = 0, total = 0;        // elements
+};
+
+// L1 unstructured pruning, applied to the parameters in place (what torch.nn.utils.prune.remove leaves).
+BRISK_API StatusOr<TorchPruneResult> torchscript_prune_unstructured(TorchScriptModel& model,
+                                                                    const TorchPruneOptions& options);
+
+}  // namespace brisk::prune
