@@ -1,12 +1,14 @@
 // BertConfig / PoolingConfig parsing. See include/brisk/model/config.h.
 #include "brisk/model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "json_describe.h"
@@ -91,7 +93,66 @@ StatusOr<Activation> parse_activation(const std::string& name, const std::string
                                   "\"; expected one of gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"));
 }
 
+// pruned_heads: {"3": [0, 5]} as Hugging Face writes it (layer keys are strings in JSON).
+Status parse_pruned_heads(const json& j, const std::string& source, BertConfig& c) {
+  auto it = j.find("pruned_heads");
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_object()) {
+    return bad(source, absl::StrCat("key \"pruned_heads\" is ", describe_json(*it),
+                                    "; expected an object {\"<layer>\": [head, ...]}"));
+  }
+  for (const auto& [key, heads] : it->items()) {
+    int64_t layer = -1;
+    if (!absl::SimpleAtoi(key, &layer) || layer < 0 || layer >= c.num_hidden_layers) {
+      return bad(source, absl::StrCat("pruned_heads has layer key \"", key, "\"; expected a layer number 0 to ",
+                                      c.num_hidden_layers - 1));
+    }
+    if (!heads.is_array()) {
+      return bad(source, absl::StrCat("pruned_heads[\"", key, "\"] is ", describe_json(heads),
+                                      "; expected a list of head numbers"));
+    }
+    std::vector<int64_t>& list = c.pruned_heads[layer];
+    for (const json& h : heads) {
+      if (!h.is_number_integer() || h.get<int64_t>() < 0 || h.get<int64_t>() >= c.num_attention_heads) {
+        return bad(source, absl::StrCat("pruned_heads[\"", key, "\"] holds ", describe_json(h),
+                                        "; expected head numbers 0 to ", c.num_attention_heads - 1));
+      }
+      list.push_back(h.get<int64_t>());
+    }
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    if (list.empty()) c.pruned_heads.erase(layer);
+  }
+  return absl::OkStatus();
+}
+
+Status parse_intermediate_sizes(const json& j, const std::string& source, BertConfig& c) {
+  auto it = j.find("brisk_intermediate_sizes");
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_hidden_layers) {
+    return bad(source, absl::StrCat("key \"brisk_intermediate_sizes\" is ", describe_json(*it), "; expected a list of ",
+                                    c.num_hidden_layers, " feed-forward widths, one per layer"));
+  }
+  for (const json& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > c.intermediate_size) {
+      return bad(source, absl::StrCat("brisk_intermediate_sizes holds ", describe_json(v),
+                                      "; expected widths 1 to intermediate_size ", c.intermediate_size));
+    }
+    c.intermediate_sizes.push_back(v.get<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+int64_t BertConfig::layer_heads(int64_t layer) const {
+  auto it = pruned_heads.find(layer);
+  return num_attention_heads - (it == pruned_heads.end() ? 0 : static_cast<int64_t>(it->second.size()));
+}
+
+int64_t BertConfig::layer_intermediate_size(int64_t layer) const {
+  return intermediate_sizes.empty() ? intermediate_size : intermediate_sizes[static_cast<size_t>(layer)];
+}
 
 std::string_view activation_name(Activation act) {
   switch (act) {
@@ -168,6 +229,9 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
                                     "\"; brisk supports \"bert\" (BERT, MiniLM) and \"distilbert\""));
   }
   BRISK_RETURN_IF_ERROR(c.validate(source));
+  BRISK_RETURN_IF_ERROR(parse_pruned_heads(j, source, c));
+  BRISK_RETURN_IF_ERROR(parse_intermediate_sizes(j, source, c));
+  BRISK_RETURN_IF_ERROR(c.validate(source));
   return c;
 }
 
@@ -215,6 +279,18 @@ Status BertConfig::validate(const std::string& source) const {
     return bad(source, absl::StrCat("key \"pad_token_id\" is ", pad_token_id, "; expected 0 <= pad_token_id < ",
                                     "vocab_size ", vocab_size));
   }
+  // Every layer keeps a head: a layer without attention is removed instead (brisk::prune does so).
+  for (const auto& [layer, heads] : pruned_heads) {
+    if (layer < 0 || layer >= num_hidden_layers || static_cast<int64_t>(heads.size()) >= num_attention_heads) {
+      return bad(source, absl::StrCat("pruned_heads prunes ", heads.size(), " of ", num_attention_heads,
+                                      " heads of layer ", layer, "; expected a layer below ", num_hidden_layers,
+                                      " that keeps at least one head (remove the whole layer instead)"));
+    }
+  }
+  if (!intermediate_sizes.empty() && static_cast<int64_t>(intermediate_sizes.size()) != num_hidden_layers) {
+    return bad(source, absl::StrCat("brisk_intermediate_sizes has ", intermediate_sizes.size(), " entries; expected ",
+                                    num_hidden_layers, ", one per layer"));
+  }
   return absl::OkStatus();
 }
 
@@ -224,9 +300,21 @@ StatusOr<BertConfig> BertConfig::from_json_file(const std::string& path) {
 }
 
 std::string BertConfig::summary() const {
-  return absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ", num_attention_heads,
-                      " heads, intermediate ", intermediate_size, ", vocab ", vocab_size, ", max positions ",
-                      max_position_embeddings, ", ", hidden_act_name);
+  std::string out = absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ",
+                                 num_attention_heads, " heads, intermediate ", intermediate_size, ", vocab ",
+                                 vocab_size, ", max positions ", max_position_embeddings, ", ", hidden_act_name);
+  if (is_pruned()) {
+    int64_t heads = 0, neurons = 0;
+    for (int64_t l = 0; l < num_hidden_layers; ++l) {
+      heads += layer_heads(l);
+      neurons += layer_intermediate_size(l);
+    }
+    absl::StrAppend(&out, "; pruned: ", num_hidden_layers * num_attention_heads - heads, " of ",
+                    num_hidden_layers * num_attention_heads, " heads, ",
+                    num_hidden_layers * intermediate_size - neurons, " of ", num_hidden_layers * intermediate_size,
+                    " ffn neurons");
+  }
+  return out;
 }
 
 StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text, const std::string& source) {

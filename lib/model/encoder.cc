@@ -33,6 +33,8 @@ struct Layer {
   Linear intermediate;
   Linear output;
   const EncoderLayerWeights* weights = nullptr;
+  int64_t heads = 0;      // kept after pruning (config.layer_heads)
+  int64_t ffn_width = 0;  // config.layer_intermediate_size
 };
 
 // Scratch for one forward pass; grown on demand and reused.
@@ -116,6 +118,28 @@ StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device) {
   return out;
 }
 
+// The weights must have the shapes the config gives the layer (pruned models differ from layer to layer).
+Status check_layer_shapes(const EncoderLayerWeights& w, size_t layer, int64_t attn, int64_t inter, int64_t h) {
+  const struct {
+    const char* name;
+    const Tensor& t;
+    int64_t rows, cols;
+  } expected[] = {{"query", w.q_weight, attn, h},
+                  {"key", w.k_weight, attn, h},
+                  {"value", w.v_weight, attn, h},
+                  {"attention output", w.attention_output_weight, h, attn},
+                  {"intermediate", w.intermediate_weight, inter, h},
+                  {"output", w.output_weight, h, inter}};
+  for (const auto& e : expected) {
+    if (e.t.rank() != 2 || e.t.dim(0) != e.rows || e.t.dim(1) != e.cols) {
+      return absl::InvalidArgumentError(absl::StrCat("BertEncoder: layer ", layer, " ", e.name, " weight has shape ",
+                                                     e.t.shape_string(), "; expected [", e.rows, ", ", e.cols,
+                                                     "] as the config gives this layer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 GemmEpilogue activation_epilogue(Activation act) {
   switch (act) {
     case Activation::kGelu: return GemmEpilogue::kBiasGeluErf;
@@ -133,6 +157,7 @@ struct BertEncoder::Impl {
   Device device = Device::kCPU;
   std::vector<Layer> layers;
   GemmEpilogue ffn_epilogue = GemmEpilogue::kBiasGeluErf;
+  int64_t max_attention = 0, max_intermediate = 0;  // the widest layer, for scratch sizes
 
   mutable std::mutex pool_mu;
   mutable std::vector<std::unique_ptr<Workspace>> pool;
@@ -240,6 +265,12 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
   for (EncoderLayerWeights& w : impl->weights.layers) {
     Layer layer;
     layer.weights = &w;
+    layer.heads = config.layer_heads(static_cast<int64_t>(impl->layers.size()));
+    layer.ffn_width = config.layer_intermediate_size(static_cast<int64_t>(impl->layers.size()));
+    impl->max_attention = std::max(impl->max_attention, layer.heads * config.head_dim());
+    impl->max_intermediate = std::max(impl->max_intermediate, layer.ffn_width);
+    BRISK_RETURN_IF_ERROR(check_layer_shapes(w, impl->layers.size(), layer.heads * config.head_dim(), layer.ffn_width,
+                                             config.hidden_size));
     for (int i = 0; i < 3; ++i) layer.qkv_names.push_back(slots[slot++].name);
     layer.attention_output_name = slots[slot++].name;
     layer.intermediate_name = slots[slot++].name;
@@ -325,29 +356,28 @@ Status BertEncoder::Impl::run_layers(const PackedSequences& batch, float* x, Wor
   };
   const int64_t n = batch.total_tokens();
   const int64_t h = config.hidden_size;
-  const int64_t inter = config.intermediate_size;
   const float eps = static_cast<float>(config.layer_norm_eps);
-  Workspace::reserve(ws.qkv, static_cast<size_t>(n * 3 * h));
-  Workspace::reserve(ws.context, static_cast<size_t>(n * h));
+  Workspace::reserve(ws.qkv, static_cast<size_t>(n * 3 * max_attention));
+  Workspace::reserve(ws.context, static_cast<size_t>(n * max_attention));
   // The feed-forward runs in token chunks: its activation is the largest buffer of a layer, and chunking keeps it
   // small (and cache-resident between the two projections) at no measured cost in speed.
   const int64_t ffn_chunk = std::min<int64_t>(n, kFfnChunkTokens);
-  Workspace::reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * inter));
+  Workspace::reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate));
   for (const Layer& layer : layers) {
     const EncoderLayerWeights& w = *layer.weights;
+    const int64_t attn = layer.heads * config.head_dim(), inter = layer.ffn_width;
     for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
     if (layer.qkv.size() == 1) {
       BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, ws.qkv.data(), GemmEpilogue::kBias));
     } else {
       for (size_t i = 0; i < layer.qkv.size(); ++i) {
         BRISK_RETURN_IF_ERROR(
-            layer.qkv[i].forward(x, n, ws.qkv.data() + static_cast<int64_t>(i) * h, GemmEpilogue::kBias, 3 * h));
+            layer.qkv[i].forward(x, n, ws.qkv.data() + static_cast<int64_t>(i) * attn, GemmEpilogue::kBias, 3 * attn));
       }
     }
-    BRISK_RETURN_IF_ERROR(self_attention<Device::kCPU>(ws.qkv.data(), batch.offsets.data(), batch.size(),
-                                                       config.num_attention_heads, config.head_dim(),
-                                                       ws.context.data()));
-    BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, ws.context.data(), n, h));
+    BRISK_RETURN_IF_ERROR(self_attention<Device::kCPU>(ws.qkv.data(), batch.offsets.data(), batch.size(), layer.heads,
+                                                       config.head_dim(), ws.context.data()));
+    BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, ws.context.data(), n, attn));
     BRISK_RETURN_IF_ERROR(layer.attention_output.forward(ws.context.data(), n, x, GemmEpilogue::kBiasAccumulate));
     layer_norm_bias_residual<Device::kCPU>(x, nullptr, nullptr, w.attention_ln_gamma.data<float>(),
                                            w.attention_ln_beta.data<float>(), eps, x, n, h);

@@ -149,7 +149,7 @@ class Resolver {
 };
 
 Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
-  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  const int64_t h = c.hidden_size;
   EmbeddingWeights& e = w.embeddings;
   BRISK_RETURN_IF_ERROR(
       r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x hidden"));
@@ -163,14 +163,16 @@ Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat("encoder.layer.", i, ".");
     EncoderLayerWeights& l = w.layers[static_cast<size_t>(i)];
-    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.self.query.weight"}, {h, h}, "hidden x hidden"));
-    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.self.query.bias"}, {h}, "hidden"));
-    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.self.key.weight"}, {h, h}, "hidden x hidden"));
-    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.self.key.bias"}, {h}, "hidden"));
-    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.self.value.weight"}, {h, h}, "hidden x hidden"));
-    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.self.value.bias"}, {h}, "hidden"));
+    // a: the attention width (heads kept x head_dim); inter: the feed-forward width (see BertConfig's pruning keys)
+    const int64_t a = c.layer_heads(i) * c.head_dim(), inter = c.layer_intermediate_size(i);
+    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.self.query.weight"}, {a, h}, "heads x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.self.query.bias"}, {a}, "heads"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.self.key.weight"}, {a, h}, "heads x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.self.key.bias"}, {a}, "heads"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.self.value.weight"}, {a, h}, "heads x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.self.value.bias"}, {a}, "heads"));
     BRISK_RETURN_IF_ERROR(
-        r.take(l.attention_output_weight, {p + "attention.output.dense.weight"}, {h, h}, "hidden x hidden"));
+        r.take(l.attention_output_weight, {p + "attention.output.dense.weight"}, {h, a}, "hidden x heads"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_output_bias, {p + "attention.output.dense.bias"}, {h}, "hidden"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma,
                                  {p + "attention.output.LayerNorm.weight", p + "attention.output.LayerNorm.gamma"}, {h},
@@ -192,7 +194,7 @@ Status load_bert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
 }
 
 Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
-  const int64_t h = c.hidden_size, inter = c.intermediate_size;
+  const int64_t h = c.hidden_size;
   EmbeddingWeights& e = w.embeddings;
   BRISK_RETURN_IF_ERROR(r.take(e.word, {"embeddings.word_embeddings.weight"}, {c.vocab_size, h}, "vocab_size x dim"));
   BRISK_RETURN_IF_ERROR(r.take(e.position, {"embeddings.position_embeddings.weight"}, {c.max_position_embeddings, h},
@@ -202,13 +204,14 @@ Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = absl::StrCat("transformer.layer.", i, ".");
     EncoderLayerWeights& l = w.layers[static_cast<size_t>(i)];
-    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.q_lin.weight"}, {h, h}, "dim x dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.q_lin.bias"}, {h}, "dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.k_lin.weight"}, {h, h}, "dim x dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.k_lin.bias"}, {h}, "dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.v_lin.weight"}, {h, h}, "dim x dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.v_lin.bias"}, {h}, "dim"));
-    BRISK_RETURN_IF_ERROR(r.take(l.attention_output_weight, {p + "attention.out_lin.weight"}, {h, h}, "dim x dim"));
+    const int64_t a = c.layer_heads(i) * c.head_dim(), inter = c.layer_intermediate_size(i);
+    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "attention.q_lin.weight"}, {a, h}, "heads x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "attention.q_lin.bias"}, {a}, "heads"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "attention.k_lin.weight"}, {a, h}, "heads x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "attention.k_lin.bias"}, {a}, "heads"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "attention.v_lin.weight"}, {a, h}, "heads x dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "attention.v_lin.bias"}, {a}, "heads"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_output_weight, {p + "attention.out_lin.weight"}, {h, a}, "dim x heads"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_output_bias, {p + "attention.out_lin.bias"}, {h}, "dim"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma, {p + "sa_layer_norm.weight"}, {h}, "dim"));
     BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_beta, {p + "sa_layer_norm.bias"}, {h}, "dim"));
@@ -291,10 +294,13 @@ bool torch_checkpoints_supported() { return false; }
 #endif
 
 int64_t EncoderWeights::expected_num_parameters(const BertConfig& c) {
-  const int64_t h = c.hidden_size, inter = c.intermediate_size;
-  const int64_t embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h;
-  const int64_t per_layer = 4 * (h * h + h) + 2 * h + (inter * h + inter) + (h * inter + h) + 2 * h;
-  return embeddings + c.num_hidden_layers * per_layer;
+  const int64_t h = c.hidden_size;
+  int64_t n = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const int64_t a = c.layer_heads(l) * c.head_dim(), inter = c.layer_intermediate_size(l);
+    n += 3 * (a * h + a) + (h * a + h) + 2 * h + (inter * h + inter) + (h * inter + h) + 2 * h;
+  }
+  return n;
 }
 
 StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensors, const BertConfig& config,

@@ -28,13 +28,17 @@ struct LinearInfo {
 };
 
 std::vector<LinearInfo> linears(EncoderWeights& w, const BertConfig& c) {
-  const int64_t h = c.hidden_size, inter = c.intermediate_size;
-  // Per layer: query, key, value, attention output, intermediate, output (see linear_slots).
-  const int64_t outs[6] = {h, h, h, h, inter, h};
-  const int64_t ins[6] = {h, h, h, h, h, inter};
+  const int64_t h = c.hidden_size;
   std::vector<LinearInfo> out;
   std::vector<LinearSlot> slots = linear_slots(w, c);
-  for (size_t i = 0; i < slots.size(); ++i) out.push_back({slots[i], outs[i % 6], ins[i % 6]});
+  for (size_t i = 0; i < slots.size(); ++i) {
+    // Per layer: query, key, value, attention output, intermediate, output (see linear_slots); pruned layers differ.
+    const int64_t layer = static_cast<int64_t>(i / 6);
+    const int64_t a = c.layer_heads(layer) * c.head_dim(), inter = c.layer_intermediate_size(layer);
+    const int64_t outs[6] = {a, a, a, h, inter, h};
+    const int64_t ins[6] = {h, h, h, a, h, inter};
+    out.push_back({slots[i], outs[i % 6], ins[i % 6]});
+  }
   return out;
 }
 

@@ -108,7 +108,8 @@ bool same_config(const BertConfig& a, const BertConfig& b) {
          a.num_attention_heads == b.num_attention_heads && a.intermediate_size == b.intermediate_size &&
          a.max_position_embeddings == b.max_position_embeddings && a.type_vocab_size == b.type_vocab_size &&
          a.layer_norm_eps == b.layer_norm_eps && a.hidden_act == b.hidden_act &&
-         a.hidden_act_name == b.hidden_act_name && a.pad_token_id == b.pad_token_id;
+         a.hidden_act_name == b.hidden_act_name && a.pad_token_id == b.pad_token_id &&
+         a.pruned_heads == b.pruned_heads && a.intermediate_sizes == b.intermediate_sizes;
 }
 
 }  // namespace

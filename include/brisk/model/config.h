@@ -16,6 +16,11 @@
 // Optional keys and their Hugging Face defaults: max_position_embeddings 512, type_vocab_size 2,
 // layer_norm_eps 1e-12, hidden_act "gelu", pad_token_id 0. Every error names the file (source_name) and key.
 //
+// Pruned models (brisk/prune/) give each layer its own shape:
+//   pruned_heads               Hugging Face's key, {"<layer>": [head, ...]}: heads removed, by their original index
+//                              (transformers 4.x loads such a directory as it is);
+//   brisk_intermediate_sizes   brisk's own key, one feed-forward width per layer, when they differ.
+//
 // Thread safety: plain value types; the functions are pure and may run concurrently.
 #pragma once
 
@@ -23,6 +28,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
@@ -53,8 +59,14 @@ struct BRISK_API BertConfig {
   Activation hidden_act = Activation::kGelu;
   std::string hidden_act_name = "gelu";  // as written in config.json
   int64_t pad_token_id = 0;
+  std::map<int64_t, std::vector<int64_t>> pruned_heads;  // layer -> removed heads (sorted); empty when none
+  std::vector<int64_t> intermediate_sizes;               // per layer; empty when all are intermediate_size
 
   int64_t head_dim() const { return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0; }
+  // Heads and feed-forward width of one layer, after pruning.
+  int64_t layer_heads(int64_t layer) const;
+  int64_t layer_intermediate_size(int64_t layer) const;
+  bool is_pruned() const { return !pruned_heads.empty() || !intermediate_sizes.empty(); }
 
   // Parses and validates. `source_name` (e.g. "config.json") is used in error messages.
   static StatusOr<BertConfig> from_json_string(const std::string& text, const std::string& source_name);
@@ -62,7 +74,8 @@ struct BRISK_API BertConfig {
 
   // Checks the invariants (positive sizes, hidden_size divisible by num_attention_heads, ...).
   Status validate(const std::string& source_name) const;
-  // One-line summary: "bert: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, gelu".
+  // One-line summary: "bert: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, gelu" (and, when
+  // pruned, "; pruned: 10 of 72 heads, 1843 of 9216 ffn neurons").
   std::string summary() const;
 };
 

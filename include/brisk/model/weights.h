@@ -51,12 +51,13 @@ struct BRISK_API EmbeddingWeights {
 };
 
 // One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features]: f32 as
-// loaded; bf16 or i8 (with the matching *_scales) in a quantized model.
+// loaded; bf16 or i8 (with the matching *_scales) in a quantized model. `attn` is the layer's attention width,
+// heads kept x head_dim (= hidden unless heads were pruned); `intermediate` its feed-forward width (see BertConfig).
 struct BRISK_API EncoderLayerWeights {
-  Tensor q_weight, q_bias;                       // [hidden, hidden], [hidden]
-  Tensor k_weight, k_bias;                       // [hidden, hidden], [hidden]
-  Tensor v_weight, v_bias;                       // [hidden, hidden], [hidden]
-  Tensor attention_output_weight;                // [hidden, hidden]
+  Tensor q_weight, q_bias;                       // [attn, hidden], [attn]
+  Tensor k_weight, k_bias;                       // [attn, hidden], [attn]
+  Tensor v_weight, v_bias;                       // [attn, hidden], [attn]
+  Tensor attention_output_weight;                // [hidden, attn]
   Tensor attention_output_bias;                  // [hidden]
   Tensor attention_ln_gamma, attention_ln_beta;  // [hidden]  LayerNorm(x + attention output)
   Tensor intermediate_weight;                    // [intermediate, hidden]

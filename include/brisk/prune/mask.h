@@ -58,8 +58,8 @@ BRISK_API double sparsity(const Tensor& tensor);
 
 // The L2 norm of every input column of every linear layer over the batches (one forward pass with an activation
 // tap), keyed by the layer's name in the model file (see linear_slots). Wanda's and the structured scores use it.
-BRISK_API StatusOr<std::map<std::string, std::vector<float>>> input_norms(
-    const BertEncoder& encoder, const std::vector<PackedSequences>& batches);
+BRISK_API StatusOr<std::map<std::string, std::vector<float>>> input_norms(const BertEncoder& encoder,
+                                                                          const std::vector<PackedSequences>& batches);
 
 struct BRISK_API UnstructuredOptions {
   double amount = 0.0;

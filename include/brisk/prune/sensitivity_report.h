@@ -25,14 +25,14 @@
 namespace brisk::prune {
 
 struct BRISK_API SensitivityPoint {
-  std::string unit;    // what was pruned, as the model names it: "encoder.layer.3.attention", a tensor name, ...
-  std::string kind;    // the unit group's kind: "heads", "ffn", "layer", "head", "tensor"
-  std::string series;  // the plot line (sweep) or heat-map row (zero) it belongs to: "layer 3", a tensor name
-  int64_t layer = -1;  // the encoder layer, or -1
-  int64_t index = -1;  // the unit's index within its series (a head's number), or -1
-  double sparsity = 0.0;            // fraction of the group removed
-  int64_t parameters_removed = 0;   // weights (and biases) removed or zeroed
-  double metric = 0.0;              // the metric of the model with this unit pruned
+  std::string unit;       // what was pruned, as the model names it: "encoder.layer.3.attention", a tensor name, ...
+  std::string kind;       // the unit group's kind: "heads", "ffn", "layer", "head", "tensor"
+  std::string series;     // the plot line (sweep) or heat-map row (zero) it belongs to: "layer 3", a tensor name
+  int64_t layer = -1;     // the encoder layer, or -1
+  int64_t index = -1;     // the unit's index within its series (a head's number), or -1
+  double sparsity = 0.0;  // fraction of the group removed
+  int64_t parameters_removed = 0;  // weights (and biases) removed or zeroed
+  double metric = 0.0;             // the metric of the model with this unit pruned
 };
 
 struct BRISK_API SensitivityTable {

@@ -69,7 +69,7 @@ struct BRISK_API TorchSensitivityOptions {
   std::vector<double> levels = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   // Parameters to analyse; empty selects every floating parameter with 2 or more dimensions.
   std::vector<std::string> parameters;
-  TorchScriptMetric metric;      // required
+  TorchScriptMetric metric;  // required
   std::string metric_name = "output_cosine";
   Progress progress;
 };
@@ -79,8 +79,8 @@ BRISK_API StatusOr<SensitivityTable> torchscript_sensitivity(const TorchScriptMo
                                                              const TorchSensitivityOptions& options);
 
 struct BRISK_API TorchPruneOptions {
-  double amount = 0.0;  // in [0, 1)
-  bool global = false;  // one magnitude ranking across the parameters, else `amount` of each
+  double amount = 0.0;                  // in [0, 1)
+  bool global = false;                  // one magnitude ranking across the parameters, else `amount` of each
   std::vector<std::string> parameters;  // as in TorchSensitivityOptions
 };
 

@@ -1,0 +1,91 @@
+// Writing a pruned model directory. See include/brisk/prune/structured.h.
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/model/safetensors.h"
+#include "brisk/prune/structured.h"
+#include "brisk/quant/model_file.h"
+#include "nlohmann/json.hpp"
+
+namespace brisk::prune {
+
+namespace {
+
+// Every tensor under its Hugging Face name (no model prefix), as EncoderWeights::from_tensors reads it back.
+std::vector<std::pair<std::string, Tensor>> named_tensors(const PrunedModel& m) {
+  EncoderWeights w = m.weights;  // shares the tensors; linear_slots wants a mutable struct
+  const BertConfig& c = m.config;
+  const bool distil = c.family == ModelFamily::kDistilBert;
+  const EmbeddingWeights& e = w.embeddings;
+  std::vector<std::pair<std::string, Tensor>> out = {
+      {std::string(kWordEmbeddingsName) + ".weight", e.word},
+      {"embeddings.position_embeddings.weight", e.position},
+      {"embeddings.LayerNorm.weight", e.ln_gamma},
+      {"embeddings.LayerNorm.bias", e.ln_beta},
+  };
+  if (c.type_vocab_size > 0) out.emplace_back("embeddings.token_type_embeddings.weight", e.token_type);
+  for (const LinearSlot& s : linear_slots(w, c)) {
+    out.emplace_back(s.name + ".weight", *s.weight);
+    out.emplace_back(s.name + ".bias", *s.bias);
+  }
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const EncoderLayerWeights& l = w.layers[i];
+    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
+    const std::string attn = p + (distil ? "sa_layer_norm." : "attention.output.LayerNorm.");
+    const std::string outn = p + (distil ? "output_layer_norm." : "output.LayerNorm.");
+    out.emplace_back(attn + "weight", l.attention_ln_gamma);
+    out.emplace_back(attn + "bias", l.attention_ln_beta);
+    out.emplace_back(outn + "weight", l.output_ln_gamma);
+    out.emplace_back(outn + "bias", l.output_ln_beta);
+  }
+  return out;
+}
+
+Status write_text(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return absl::InternalError(absl::StrCat(path.string(), ": cannot write"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::string> pruned_config_json(const std::string& original, const BertConfig& pruned) {
+  nlohmann::json j = nlohmann::json::parse(original, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("config.json is not a JSON object; expected the source model's config");
+  }
+  const bool distil = pruned.family == ModelFamily::kDistilBert;
+  j[distil ? "n_layers" : "num_hidden_layers"] = pruned.num_hidden_layers;
+  j[distil ? "hidden_dim" : "intermediate_size"] = pruned.intermediate_size;
+  nlohmann::json heads = nlohmann::json::object();
+  for (const auto& [layer, list] : pruned.pruned_heads) heads[std::to_string(layer)] = list;
+  j["pruned_heads"] = heads;
+  if (pruned.intermediate_sizes.empty()) {
+    j.erase("brisk_intermediate_sizes");
+  } else {
+    j["brisk_intermediate_sizes"] = pruned.intermediate_sizes;
+  }
+  return j.dump(2) + "\n";
+}
+
+Status save_pruned_model(const PrunedModel& model, const std::string& source_dir, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && fs::equivalent(source_dir, out_dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output directory ", out_dir, " is the source model directory; expected a new directory"));
+  }
+  BRISK_ASSIGN_OR_RETURN(auto files, quant::read_model_files(source_dir));
+  BRISK_ASSIGN_OR_RETURN(files["config.json"], pruned_config_json(files["config.json"], model.config));
+  fs::create_directories(out_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat(out_dir, ": cannot create the directory: ", ec.message()));
+  for (const auto& [rel, text] : files) BRISK_RETURN_IF_ERROR(write_text(fs::path(out_dir) / rel, text));
+  return write_safetensors((fs::path(out_dir) / "model.safetensors").string(), named_tensors(model),
+                           {{"format", "pt"}});
+}
+
+}  // namespace brisk::prune
