@@ -1,0 +1,50 @@
+// Retraining-free reconstruction (Kwon et al. 2022, "A Fast Post-Training Pruning Framework for Transformers"):
+// after heads or neurons are removed, the projection that reads them (the attention output, the feed-forward output)
+// is re-fitted by ridge least squares so that, on the unpruned model's calibration activations, the layer's output
+// stays as close as it can to the unpruned one:
+//
+//   min ||X_S W'ᵀ + b' - (X Wᵀ + b)||² + λ ||W'||²,   λ = damping x mean(diag(X_Sᵀ X_S))
+//
+// with X the projection's input, S the kept columns. The solve needs only Xᵀ X and Σ x (ActivationStats).
+//
+//   BRISK_ASSIGN_OR_RETURN(ActivationStats stats, collect_activations(*encoder, calibration_batches));
+//   BRISK_ASSIGN_OR_RETURN(PrunedModel m, prune_and_reconstruct(config, weights, plan, stats, {}));
+//
+// Thread safety: reentrant; the inputs are never modified.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+#include "brisk/core/tensor.h"
+#include "brisk/prune/importance.h"
+#include "brisk/prune/structured.h"
+
+namespace brisk::prune {
+
+struct BRISK_API ReconstructOptions {
+  double damping = 1e-2;  // ridge λ relative to the mean kept activation energy; 0 for plain least squares
+};
+
+struct BRISK_API Refit {
+  Tensor weight;  // f32 [out, kept columns]
+  Tensor bias;    // f32 [out]
+};
+
+// Re-fits one projection. gram/sum/tokens describe its full input (width = weight.dim(1)); keep lists the kept
+// input columns in order. An error names `name` when the system is singular (damping 0 with dependent or dead
+// columns, or fewer tokens than columns), or the statistics do not match the weight.
+BRISK_API StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const Tensor& bias,
+                                      const std::vector<double>& gram, const std::vector<double>& sum, int64_t tokens,
+                                      const std::vector<int64_t>& keep, const ReconstructOptions& options);
+
+// prune_structured, then ridge_refit of each layer's attention output (when heads went) and output projection (when
+// neurons went). `stats` must come from the unpruned model (collect_activations); layers are removed last.
+BRISK_API StatusOr<PrunedModel> prune_and_reconstruct(const BertConfig& config, const EncoderWeights& weights,
+                                                      const StructuredPlan& plan, const ActivationStats& stats,
+                                                      const ReconstructOptions& options);
+
+}  // namespace brisk::prune
