@@ -74,8 +74,8 @@ Status check_f32(const EncoderWeights& w) {
 }
 
 // Sorted, unique indices of `what` in layer `layer`, each in [0, limit); refuses removing all of them.
-StatusOr<std::vector<int64_t>> checked_units(std::vector<int64_t> units, int64_t limit, int64_t layer,
-                                             const char* what, const char* hint) {
+StatusOr<std::vector<int64_t>> checked_units(std::vector<int64_t> units, int64_t limit, int64_t layer, const char* what,
+                                             const char* hint) {
   std::sort(units.begin(), units.end());
   units.erase(std::unique(units.begin(), units.end()), units.end());
   for (int64_t u : units) {
@@ -114,8 +114,8 @@ StatusOr<std::vector<int64_t>> head_slots(const BertConfig& c, int64_t layer, co
   std::vector<int64_t> slots;
   for (int64_t h : sorted) {
     if (h < 0 || h >= c.num_attention_heads) {
-      return bad(absl::StrCat("layer ", layer, " head ", h, " does not exist; expected 0 to ",
-                              c.num_attention_heads - 1));
+      return bad(
+          absl::StrCat("layer ", layer, " head ", h, " does not exist; expected 0 to ", c.num_attention_heads - 1));
     }
     auto it = std::find(kept.begin(), kept.end(), h);
     if (it == kept.end()) return bad(absl::StrCat("layer ", layer, " head ", h, " is already pruned"));
@@ -161,7 +161,8 @@ Status remove_layers(BertConfig& c, EncoderWeights& w, std::vector<int64_t> laye
   layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
   for (int64_t l : layers) BRISK_RETURN_IF_ERROR(check_layer(c, l));
   if (static_cast<int64_t>(layers.size()) >= c.num_hidden_layers) {
-    return bad(absl::StrCat("removing all ", c.num_hidden_layers, " layers is refused; expected at least one to remain"));
+    return bad(
+        absl::StrCat("removing all ", c.num_hidden_layers, " layers is refused; expected at least one to remain"));
   }
   std::map<int64_t, std::vector<int64_t>> heads;
   std::vector<int64_t> widths;
@@ -199,16 +200,15 @@ std::string ffn_part(const BertConfig& c) { return c.family == ModelFamily::kDis
 
 std::vector<int64_t> kept_heads(const BertConfig& config, int64_t layer) {
   auto it = config.pruned_heads.find(layer);
-  return complement(it == config.pruned_heads.end() ? std::vector<int64_t>{} : it->second,
-                    config.num_attention_heads);
+  return complement(it == config.pruned_heads.end() ? std::vector<int64_t>{} : it->second, config.num_attention_heads);
 }
 
 StatusOr<PrunedModel> prune_structured(const BertConfig& config, const EncoderWeights& weights,
                                        const StructuredPlan& plan) {
   BRISK_RETURN_IF_ERROR(config.validate("prune_structured config"));
   if (static_cast<int64_t>(weights.layers.size()) != config.num_hidden_layers) {
-    return bad(absl::StrCat("the weights have ", weights.layers.size(), " layers; expected num_hidden_layers = ",
-                            config.num_hidden_layers));
+    return bad(absl::StrCat("the weights have ", weights.layers.size(),
+                            " layers; expected num_hidden_layers = ", config.num_hidden_layers));
   }
   BRISK_RETURN_IF_ERROR(check_f32(weights));
   PrunedModel m{config, weights};  // shares the tensors; pruned ones are replaced by new copies
@@ -234,8 +234,9 @@ StatusOr<PrunedModel> prune_structured(const BertConfig& config, const EncoderWe
 StatusOr<EncoderWeights> mask_structured(const BertConfig& config, const EncoderWeights& weights,
                                          const StructuredPlan& plan) {
   if (!plan.layers.empty()) {
-    return bad("mask_structured cannot mask whole layers (their residual path and LayerNorm stay); expected a plan "
-               "of heads and neurons only");
+    return bad(
+        "mask_structured cannot mask whole layers (their residual path and LayerNorm stay); expected a plan "
+        "of heads and neurons only");
   }
   BRISK_RETURN_IF_ERROR(check_f32(weights));
   EncoderWeights out = weights;
@@ -248,9 +249,8 @@ StatusOr<EncoderWeights> mask_structured(const BertConfig& config, const Encoder
   }
   for (const auto& [layer, neurons] : plan.neurons) {
     BRISK_RETURN_IF_ERROR(check_layer(config, layer));
-    BRISK_ASSIGN_OR_RETURN(std::vector<int64_t> removed,
-                           checked_units(neurons, config.layer_intermediate_size(layer), layer, "neuron",
-                                         "remove the layer instead"));
+    BRISK_ASSIGN_OR_RETURN(std::vector<int64_t> removed, checked_units(neurons, config.layer_intermediate_size(layer),
+                                                                       layer, "neuron", "remove the layer instead"));
     Tensor& o = out.layers[static_cast<size_t>(layer)].output_weight;
     BRISK_ASSIGN_OR_RETURN(o, owned_copy(o));
     zero_cols(o, removed, 1);
@@ -271,8 +271,9 @@ StatusOr<StructuredPlan> parse_units(const BertConfig& c, const std::vector<std:
   const std::string prefix = layer_prefix(c);
   for (const std::string& name : names) {
     auto unknown = [&] {
-      return bad(absl::StrCat("unit '", name, "' is unknown; expected ", prefix, "L, ", prefix, "L.attention.head.H or ",
-                              prefix, "L.", ffn_part(c), ".neuron.N with L in 0..", c.num_hidden_layers - 1));
+      return bad(absl::StrCat("unit '", name, "' is unknown; expected ", prefix, "L, ", prefix,
+                              "L.attention.head.H or ", prefix, "L.", ffn_part(c), ".neuron.N with L in 0..",
+                              c.num_hidden_layers - 1));
     };
     if (!absl::StartsWith(name, prefix)) return unknown();
     const std::vector<std::string> parts = absl::StrSplit(name.substr(prefix.size()), '.');

@@ -175,8 +175,8 @@ TEST_CASE("removing layers renumbers the rest and keeps their pruned heads and w
   CHECK(pruned->config.num_hidden_layers == 2);
   CHECK(pruned->config.pruned_heads == std::map<int64_t, std::vector<int64_t>>{{0, {1, 3}}, {1, {0}}});
   CHECK(pruned->config.intermediate_sizes == std::vector<int64_t>{32, 30});
-  auto json = pruned_config_json(R"({"model_type": "bert", "num_hidden_layers": 3, "intermediate_size": 32})",
-                                 pruned->config);
+  auto json =
+      pruned_config_json(R"({"model_type": "bert", "num_hidden_layers": 3, "intermediate_size": 32})", pruned->config);
   REQUIRE(json.ok());
   auto reparsed = nlohmann::json::parse(*json);
   CHECK(reparsed.at("num_hidden_layers") == 2);
@@ -188,8 +188,8 @@ TEST_CASE("removing layers renumbers the rest and keeps their pruned heads and w
 
 TEST_CASE("unit names parse into a plan, and bad plans are refused with a clear error") {
   const Model full = load(data("tiny_bert4"));
-  auto plan = parse_units(full.config, {"encoder.layer.2", "encoder.layer.0.attention.head.3",
-                                        "encoder.layer.1.intermediate.neuron.7"});
+  auto plan = parse_units(
+      full.config, {"encoder.layer.2", "encoder.layer.0.attention.head.3", "encoder.layer.1.intermediate.neuron.7"});
   REQUIRE(plan.ok());
   CHECK(plan->layers == std::vector<int64_t>{2});
   CHECK(plan->heads.at(0) == std::vector<int64_t>{3});
@@ -202,8 +202,8 @@ TEST_CASE("unit names parse into a plan, and bad plans are refused with a clear 
     REQUIRE_FALSE(r.ok());
     return std::string(r.status().message());
   };
-  for (const char* name : {"encoder.layer.9", "encoder.layer.0.attention.head", "decoder.layer.0",
-                           "encoder.layer.0.output.neuron.1"}) {
+  for (const char* name :
+       {"encoder.layer.9", "encoder.layer.0.attention.head", "decoder.layer.0", "encoder.layer.0.output.neuron.1"}) {
     auto bad = parse_units(full.config, {name});
     REQUIRE_FALSE(bad.ok());
     CHECK_THAT(std::string(bad.status().message()), Catch::Contains("is unknown; expected"));
@@ -235,7 +235,8 @@ TEST_CASE("config.json: pruned_heads and brisk_intermediate_sizes are validated"
   auto parse = [](const std::string& extra) {
     return BertConfig::from_json_string(
         R"({"vocab_size": 20, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "intermediate_size": 32)" + extra + "}",
+            "intermediate_size": 32)" +
+            extra + "}",
         "config.json");
   };
   auto ok = parse(R"(, "pruned_heads": {"1": [3, 0]}, "brisk_intermediate_sizes": [32, 7])");

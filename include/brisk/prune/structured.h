@@ -73,7 +73,6 @@ BRISK_API StatusOr<std::string> pruned_config_json(const std::string& original, 
 // Writes out_dir/model.safetensors (the Hugging Face tensor names, no prefix), config.json (pruned_config_json of
 // source_dir's), and copies source_dir's tokenizer and sentence-transformers files. out_dir is created; it must
 // not be source_dir.
-BRISK_API Status save_pruned_model(const PrunedModel& model, const std::string& source_dir,
-                                   const std::string& out_dir);
+BRISK_API Status save_pruned_model(const PrunedModel& model, const std::string& source_dir, const std::string& out_dir);
 
 }  // namespace brisk::prune
