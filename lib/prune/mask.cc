@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -57,7 +56,7 @@ int64_t pruned_count(double amount, int64_t n) {
 // O(total) on average: the k-th smallest score by nth_element, then everything below it, then the ties in order.
 void mask_lowest(const std::vector<const float*>& scores, const std::vector<int64_t>& sizes,
                  const std::vector<uint8_t*>& masks, int64_t k) {
-  for (size_t t = 0; t < masks.size(); ++t) std::memset(masks[t], 1, static_cast<size_t>(sizes[t]));
+  for (size_t t = 0; t < masks.size(); ++t) std::fill_n(masks[t], sizes[t], uint8_t{1});
   if (k <= 0) return;
   std::vector<float> all;
   all.reserve(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})));
@@ -164,7 +163,7 @@ StatusOr<Tensor> n_m_mask(const Tensor& scores, int n, int m) {
   BRISK_RETURN_IF_ERROR(check_no_nan(s, scores.numel(), "scores"));
   BRISK_ASSIGN_OR_RETURN(Tensor mask, Tensor::empty(scores.shape(), DType::kU8));
   uint8_t* out = mask.data<uint8_t>();
-  std::memset(out, 1, static_cast<size_t>(mask.numel()));
+  std::fill_n(out, mask.numel(), uint8_t{1});
   std::vector<int> order(static_cast<size_t>(m));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < cols; g += m) {

@@ -223,7 +223,7 @@ Section heat_map(const SensitivityTable& t, const std::vector<const SensitivityP
   for (const std::string& r : rows) longest = std::max(longest, std::min<size_t>(r.size(), 40));
   const double cell_w = std::clamp(640.0 / static_cast<double>(columns.size()), 6.0, 56.0);
   const double cell_h = rows.size() > 30 ? 12.0 : 26.0;
-  const double left = 16 + kCharWidth * double(longest), top = 62;
+  const double left = 16 + kCharWidth * double(longest), top = 74;
   const double grid_w = cell_w * static_cast<double>(columns.size()),
                grid_h = cell_h * static_cast<double>(rows.size());
   const double width = std::max(left + grid_w + 24, 420.0), height = top + grid_h + 84;
@@ -234,7 +234,7 @@ Section heat_map(const SensitivityTable& t, const std::vector<const SensitivityP
       "removed parameter</text>\n",
       esc(kind), esc(t.metric_name));
   b += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} index</text>\n", px(left + grid_w / 2),
-                   px(top - 26), esc(kind));
+                   px(top - 30), esc(kind));
   const size_t label_every = static_cast<size_t>(std::ceil(22.0 / cell_w));
   for (size_t c = 0; c < columns.size(); c += label_every) {
     b += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
@@ -257,7 +257,8 @@ Section heat_map(const SensitivityTable& t, const std::vector<const SensitivityP
         p->index, esc(p->unit), num(v), esc(t.metric_name), num(p->metric), p->parameters_removed);
     if (cell_w >= 48 && cell_h >= 20) {
       b += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" fill=\"{}\">{}</text>\n",
-                       px(x + cell_w / 2), px(y + cell_h / 2 + 3), f > 0.55 ? "#fff" : "#000", num(v));
+                       px(x + cell_w / 2), px(y + cell_h / 2 + 3), f > 0.55 ? "#fff" : "#000",
+                       std::isfinite(v) ? fmt::format("{:.3g}", v) : std::string("n/a"));
     }
   }
   // Colour legend: the gradient with its end values.
@@ -294,10 +295,14 @@ Section bar_chart(const SensitivityTable& t, const std::vector<const Sensitivity
   const auto sx = [&](double v) { return left + plot_w * (v - lo) / (hi - lo); };
 
   std::string b;
+  std::string kinds;
+  for (const std::string& k : distinct(pts, [](const SensitivityPoint& p) { return p.kind; })) {
+    kinds += kinds.empty() ? k : ", " + k;
+  }
   b += fmt::format(
-      "<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{} drop per "
+      "<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}: {} drop per "
       "removed parameter</text>\n",
-      esc(t.metric_name));
+      esc(kinds), esc(t.metric_name));
   for (double x : nice_ticks(lo, hi, 5)) {
     b += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>\n", px(sx(x)), px(top),
                      px(top + plot_h));

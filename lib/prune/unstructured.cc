@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -122,7 +121,7 @@ StatusOr<UnstructuredResult> prune_unstructured(EncoderWeights& weights, const B
   for (size_t i = 0; i < slots.size(); ++i) {
     const Tensor& w = *slots[i].weight;
     BRISK_ASSIGN_OR_RETURN(Tensor copy, Tensor::empty(w.shape(), DType::kF32));
-    std::memcpy(copy.raw_data(), w.raw_data(), w.nbytes());
+    std::copy_n(w.data<float>(), w.numel(), copy.data<float>());
     BRISK_RETURN_IF_ERROR(apply_mask(copy, masks[i]));
     pruned.push_back(std::move(copy));
   }

@@ -242,3 +242,14 @@ TEST_CASE("sparsity counts exact zeros", "[prune][mask]") {
   CHECK(sparsity(f32({8}, {0, 1, -0.0f, 2, 3, 0, 4, 1e-30f})) == 0.375);
   CHECK(sparsity(f32({2}, {1, 2})) == 0.0);
 }
+
+TEST_CASE("empty tensors give empty masks", "[prune][mask]") {
+  const Tensor empty = Tensor::empty({0, 4}, DType::kF32).value();
+  auto mask = unstructured_mask(empty, 0.5);
+  REQUIRE(mask.ok());
+  CHECK(mask->numel() == 0);
+  auto masks = global_unstructured_masks({empty, f32({4}, {4, 3, 2, 1})}, 0.5);
+  REQUIRE(masks.ok());
+  CHECK(bytes((*masks)[1]) == std::vector<uint8_t>({1, 1, 0, 0}));
+  CHECK(n_m_mask(empty).ok());
+}
