@@ -91,7 +91,8 @@ StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const
   for (int64_t i = 0; i < k; ++i) mean_diag += gram[static_cast<size_t>(keep[i] * in + keep[i])] / k;
   const double lambda = options.damping * mean_diag;
   for (int64_t i = 0; i < k; ++i) {
-    for (int64_t j = 0; j < k; ++j) a[static_cast<size_t>(i * n + j)] = gram[static_cast<size_t>(keep[i] * in + keep[j])];
+    for (int64_t j = 0; j < k; ++j)
+      a[static_cast<size_t>(i * n + j)] = gram[static_cast<size_t>(keep[i] * in + keep[j])];
     a[static_cast<size_t>(i * n + i)] += lambda;
     a[static_cast<size_t>(i * n + k)] = a[static_cast<size_t>(k * n + i)] = sum[static_cast<size_t>(keep[i])];
   }
@@ -119,8 +120,8 @@ StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const
   if (bad >= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "reconstruction of ", name, ": the least-squares system is singular at ",
-        bad < k ? absl::StrCat("kept input column ", keep[static_cast<size_t>(bad)]) : std::string("the bias"), " (",
-        k, " kept columns, ", tokens, " calibration tokens, damping ", options.damping,
+        bad < k ? absl::StrCat("kept input column ", keep[static_cast<size_t>(bad)]) : std::string("the bias"), " (", k,
+        " kept columns, ", tokens, " calibration tokens, damping ", options.damping,
         "); expected damping > 0, or more calibration text than kept columns"));
   }
   cholesky_solve(a, n, rhs, out);
@@ -128,7 +129,8 @@ StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const
   BRISK_ASSIGN_OR_RETURN(r.weight, Tensor::empty({out, k}, DType::kF32));
   BRISK_ASSIGN_OR_RETURN(r.bias, Tensor::empty({out}, DType::kF32));
   for (int64_t o = 0; o < out; ++o) {
-    for (int64_t i = 0; i < k; ++i) r.weight.data<float>()[o * k + i] = static_cast<float>(rhs[static_cast<size_t>(o * n + i)]);
+    for (int64_t i = 0; i < k; ++i)
+      r.weight.data<float>()[o * k + i] = static_cast<float>(rhs[static_cast<size_t>(o * n + i)]);
     r.bias.data<float>()[o] = static_cast<float>(rhs[static_cast<size_t>(o * n + k)]);
   }
   return r;
@@ -165,9 +167,9 @@ StatusOr<PrunedModel> prune_and_reconstruct(const BertConfig& config, const Enco
         const int64_t slot = std::find(old_heads.begin(), old_heads.end(), h) - old_heads.begin();
         for (int64_t i = 0; i < d; ++i) keep.push_back(slot * d + i);
       }
-      BRISK_ASSIGN_OR_RETURN(Refit r, ridge_refit(slots[static_cast<size_t>(l * 6 + 3)].name,
-                                                  before.attention_output_weight, before.attention_output_bias,
-                                                  a.context_gram, a.context_sum, a.tokens, keep, options));
+      BRISK_ASSIGN_OR_RETURN(
+          Refit r, ridge_refit(slots[static_cast<size_t>(l * 6 + 3)].name, before.attention_output_weight,
+                               before.attention_output_bias, a.context_gram, a.context_sum, a.tokens, keep, options));
       after.attention_output_weight = r.weight;
       after.attention_output_bias = r.bias;
     }

@@ -40,15 +40,13 @@ PackedSequences random_batch(int count, int len, uint32_t seed) {
 std::vector<float> tap_input(const BertEncoder& e, const PackedSequences& p, const std::string& linear, int64_t& cols) {
   std::vector<float> captured;
   std::vector<float> hidden(static_cast<size_t>(p.total_tokens() * e.hidden_size()));
-  REQUIRE(e.forward(p, hidden.data(),
-                    [&](std::string_view name, const float* x, int64_t rows, int64_t c) {
-                      if (name == linear) {
-                        captured.insert(captured.end(), x, x + rows * c);
-                        cols = c;
-                      }
-                      return absl::OkStatus();
-                    })
-              .ok());
+  REQUIRE(e.forward(p, hidden.data(), [&](std::string_view name, const float* x, int64_t rows, int64_t c) {
+             if (name == linear) {
+               captured.insert(captured.end(), x, x + rows * c);
+               cols = c;
+             }
+             return absl::OkStatus();
+           }).ok());
   return captured;
 }
 
@@ -92,7 +90,8 @@ TEST_CASE("activation importance is each unit's contribution to its layer's outp
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t o = 0; o < wo.dim(0); ++o) {
         double s = 0;
-        for (int64_t i = 0; i < d; ++i) s += double(context[r * cols + h * d + i]) * wo.data<float>()[o * cols + h * d + i];
+        for (int64_t i = 0; i < d; ++i)
+          s += double(context[r * cols + h * d + i]) * wo.data<float>()[o * cols + h * d + i];
         e += s * s;
       }
     }
@@ -103,7 +102,8 @@ TEST_CASE("activation importance is each unit's contribution to its layer's outp
   for (int64_t j : {0, 7, 31}) {
     double a2 = 0, w2 = 0;
     for (int64_t r = 0; r < rows; ++r) a2 += double(act[r * cols + j]) * act[r * cols + j];
-    for (int64_t o = 0; o < wout.dim(0); ++o) w2 += double(wout.data<float>()[o * cols + j]) * wout.data<float>()[o * cols + j];
+    for (int64_t o = 0; o < wout.dim(0); ++o)
+      w2 += double(wout.data<float>()[o * cols + j]) * wout.data<float>()[o * cols + j];
     CHECK(scores->neurons[2][j] == Approx(std::sqrt(a2 * w2)).epsilon(1e-4));
   }
   // Magnitude: L1 of everything head 2 of layer 0 owns.
@@ -144,7 +144,8 @@ TEST_CASE("plan_by_amounts removes the lowest scores, counted as torch does, and
   a.ffn[0] = 1.0;
   auto bad = plan_by_amounts(t.config, s, a);
   REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("layer 0 ffn: amount is 1; expected a fraction in [0, 1)"));
+  CHECK_THAT(std::string(bad.status().message()),
+             Catch::Contains("layer 0 ffn: amount is 1; expected a fraction in [0, 1)"));
 }
 
 TEST_CASE("reconstruction lowers the pruned layer's output error on held-out activations") {
@@ -170,10 +171,10 @@ TEST_CASE("reconstruction lowers the pruned layer's output error on held-out act
   const std::vector<float> x = tap_input(*t.encoder, heldout, "encoder.layer.0.output.dense", cols);
   const EncoderLayerWeights& full = t.weights.layers[0];
   const auto reference = project(x, cols, full.output_weight, full.output_bias, all);
-  const double without = rms_diff(project(x, cols, plain->weights.layers[0].output_weight,
-                                          plain->weights.layers[0].output_bias, kept), reference);
-  const double with = rms_diff(project(x, cols, refit->weights.layers[0].output_weight,
-                                       refit->weights.layers[0].output_bias, kept), reference);
+  const double without = rms_diff(
+      project(x, cols, plain->weights.layers[0].output_weight, plain->weights.layers[0].output_bias, kept), reference);
+  const double with = rms_diff(
+      project(x, cols, refit->weights.layers[0].output_weight, refit->weights.layers[0].output_bias, kept), reference);
   INFO("rms error without " << without << ", with " << with);
   CHECK(with < 0.7 * without);
 
@@ -223,9 +224,8 @@ TEST_CASE("reconstruction: keeping every column reproduces the projection; a sin
   CHECK_THAT(std::string(singular.status().message()),
              Catch::Contains("reconstruction of encoder.layer.1.output.dense: the least-squares system is singular"));
   CHECK(ridge_refit("x", w.output_weight, w.output_bias, f.ffn_gram, f.ffn_sum, f.tokens, half, {}).ok());
-  CHECK_FALSE(ridge_refit("x", w.output_weight, w.output_bias, f.ffn_gram, f.ffn_sum, f.tokens, half,
-                          {.damping = -1.0})
-                  .ok());
+  CHECK_FALSE(
+      ridge_refit("x", w.output_weight, w.output_bias, f.ffn_gram, f.ffn_sum, f.tokens, half, {.damping = -1.0}).ok());
   // Statistics of another model are refused.
   auto other = collect_activations(*t.encoder, {random_batch(2, 3, 6)});
   REQUIRE(other.ok());

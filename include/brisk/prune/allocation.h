@@ -46,12 +46,12 @@ BRISK_API StatusOr<LayerAmounts> allocate(const BertConfig& config, const Sensit
                                           const AllocationOptions& options);
 
 struct BRISK_API ScheduleOptions {
-  double step = 0.1;           // the target grows by this each step
+  double step = 0.1;  // the target grows by this each step
   double max_target = 0.9;
-  double min_metric = 0.97;    // tolerance: continue while the metric stays at or above it
+  double min_metric = 0.97;  // tolerance: continue while the metric stays at or above it
   Budget budget = Budget::kParameters;
   int64_t seq_len = 128;
-  bool guided = true;          // allocate() from the sweep; false: the same fraction everywhere
+  bool guided = true;  // allocate() from the sweep; false: the same fraction everywhere
   bool reconstruct = true;
   ReconstructOptions reconstruction;
   Importance importance = Importance::kActivation;
@@ -59,8 +59,8 @@ struct BRISK_API ScheduleOptions {
 };
 
 struct BRISK_API ScheduleStep {
-  double target = 0.0;      // budget fraction asked
-  double removed = 0.0;     // budget fraction removed
+  double target = 0.0;   // budget fraction asked
+  double removed = 0.0;  // budget fraction removed
   double metric = 0.0;
   bool accepted = false;
   LayerAmounts amounts;

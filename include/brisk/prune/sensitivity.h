@@ -32,7 +32,7 @@
 namespace brisk::prune {
 
 struct BRISK_API SensitivityOptions {
-  std::string mode = "sweep";            // "sweep" or "zero"
+  std::string mode = "sweep";             // "sweep" or "zero"
   std::string granularity = "structure";  // sweep only: "structure" (heads, ffn) or "tensor" (each linear weight)
   std::vector<double> levels = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   Importance importance = Importance::kActivation;  // the order units are removed in a structured sweep
