@@ -14,6 +14,7 @@
 #include "brisk/quant/quantizer.h"
 #include "brisk/runtime/runtime.h"
 #include "printable.h"
+#include "progress_bar.h"
 
 namespace brisk::cli {
 namespace {
@@ -21,14 +22,6 @@ namespace {
 using namespace brisk::quant;
 
 constexpr int kTextsPerBatch = 32;
-
-void show_progress(std::string_view stage, int64_t done, int64_t total) {
-  constexpr int kWidth = 30;
-  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
-  fmt::print(stderr, "\r{:<12} [{}{}] {}/{}", stage, std::string(static_cast<size_t>(filled), '#'),
-             std::string(static_cast<size_t>(kWidth - filled), '.'), done, total);
-  if (done >= total) fmt::print(stderr, "\n");
-}
 
 StatusOr<std::vector<PackedSequences>> read_calibration(const std::string& path, const WordPieceTokenizer& tok,
                                                         int max_seq_len) {
@@ -77,6 +70,7 @@ Status quantize(const QuantizeFlags& f) {
   ActivationRanges ranges;
   LayerPrecisions precisions;
   QuantizationReport report;
+  ProgressBar progress;
   std::optional<SmoothQuantOptions> smooth;
   if (f.smoothquant > 0.0) {
     smooth = SmoothQuantOptions{static_cast<float>(f.smoothquant), {}};
@@ -87,7 +81,7 @@ Status quantize(const QuantizeFlags& f) {
     options.smoothquant = smooth ? &*smooth : nullptr;
     options.min_mean_cosine = f.tolerance;
     BRISK_ASSIGN_OR_RETURN(options.fallback, parse_precision(f.fallback));
-    options.progress = show_progress;
+    options.progress = progress.callback();
     BRISK_ASSIGN_OR_RETURN(AutoPlanResult r, auto_plan(config, fp32, batches, pooling.mode, options));
     precisions = std::move(r.precisions);
     report = std::move(r.report);
@@ -96,7 +90,7 @@ Status quantize(const QuantizeFlags& f) {
     BRISK_ASSIGN_OR_RETURN(precisions, plan.resolve(names));
     for (const auto& [name, spec] : precisions) {
       if (spec.precision == Precision::kInt8Static && ranges.empty()) {
-        BRISK_ASSIGN_OR_RETURN(ranges, calibrate(*fp32_encoder, batches, calibration, show_progress));
+        BRISK_ASSIGN_OR_RETURN(ranges, calibrate(*fp32_encoder, batches, calibration, progress.callback()));
       }
     }
     BRISK_ASSIGN_OR_RETURN(report, describe(fp32, config, precisions, ranges, plan.text));
