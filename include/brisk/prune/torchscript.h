@@ -31,7 +31,8 @@ namespace brisk::prune {
 
 class BRISK_API TorchScriptModel {
  public:
-  // Errors name the path: missing file, not a TorchScript archive, truncated archive.
+  // Errors name the path: missing file (NotFound), not a TorchScript archive or a truncated one (InvalidArgument).
+  // The module is put in eval mode (dropout off), as inference and sensitivity analysis need.
   static StatusOr<TorchScriptModel> load(const std::string& path);
   TorchScriptModel(TorchScriptModel&&) noexcept;
   TorchScriptModel& operator=(TorchScriptModel&&) noexcept;
@@ -47,10 +48,31 @@ class BRISK_API TorchScriptModel {
   Status set_parameter(const std::string& name, const Tensor& value);
   // Runs forward() on brisk tensors (f32, i64, i32 become the same torch dtypes) and returns its outputs: a
   // tensor, or the tensors of a tuple/list/dict output in order, as owned f32 copies.
+  // None entries of a tuple/list/dict output are skipped, nested tuples/lists/dicts are flattened in order; any
+  // other output (an int, a string) is an error.
   StatusOr<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) const;
   Status save(const std::string& path) const;
 
+  // The arguments of forward() after self, from its schema: names, and whether each has a default value.
+  // An error when the module has no forward() method.
+  struct Argument {
+    std::string name;
+    bool has_default = false;
+  };
+  StatusOr<std::vector<Argument>> forward_arguments() const;
+
+  // Every named parameter with its shape and torch dtype name ("Float", "Half", "Long"), in module order.
+  struct ParameterInfo {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::string dtype;
+    bool floating = false;
+    int64_t numel() const;
+  };
+  std::vector<ParameterInfo> parameter_info() const;
+
  private:
+  friend struct TorchScriptAccess;  // the pruning functions in lib/prune/torch_script.cc
   struct Impl;
   explicit TorchScriptModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -60,9 +82,24 @@ class BRISK_API TorchScriptModel {
 using TorchScriptMetric = std::function<StatusOr<double>(const TorchScriptModel& candidate)>;
 
 // The built-in metric: the mean cosine similarity between the candidate's and the reference's first output over
-// the input sets (each one forward() call's inputs), row by row of the output flattened to [rows, features].
+// the input sets (each one forward() call's inputs), row by row of the output flattened to [rows, features]:
+//   - an output [B, T, H] whose input set's second tensor is an integer [B, T] attention mask (as token_inputs
+//     builds it) is first mean-pooled over the mask's 1s per sequence, giving B rows of H (padding never counts);
+//   - otherwise rows are the first dimension and features the product of the others (a rank-1 output is one row,
+//     a scalar one row of one feature).
+// Every row weighs the same in the mean. Two all-zero rows count as cosine 1, one all-zero row as 0.
+// The reference runs once per input set here, and its outputs are kept; the metric holds no reference to the
+// model. Errors: no input sets, a forward() failure, or a candidate output shaped unlike the reference's.
 BRISK_API StatusOr<TorchScriptMetric> output_cosine_metric(const TorchScriptModel& reference,
                                                            std::vector<std::vector<Tensor>> inputs);
+
+// Token ids to forward() inputs, one input set per batch: right-padded i64 tensors [B, T] (T = the batch's longest
+// sequence) input_ids (pad 0), attention_mask (1 for tokens, 0 for padding) and token_type_ids (the batch's, or
+// zeros), of which the first n are returned, n being the number of arguments forward() takes after self (1, 2 or
+// 3; arguments past the third are accepted only when they have default values). Errors: an empty batch, bad
+// offsets, a token_type_ids length unlike input_ids', or a forward() taking 0 or more than 3 arguments.
+BRISK_API StatusOr<std::vector<std::vector<Tensor>>> token_inputs(const TorchScriptModel& model,
+                                                                  const std::vector<PackedSequences>& batches);
 
 struct BRISK_API TorchSensitivityOptions {
   std::string mode = "sweep";  // "sweep": each parameter pruned alone at each level; "zero": each zeroed alone
@@ -74,7 +111,13 @@ struct BRISK_API TorchSensitivityOptions {
   Progress progress;
 };
 
-// Each point's unit and series are the parameter's name, its kind "tensor". The model is left unchanged.
+// Each point's unit and series are the parameter's name, its kind "tensor", layer and index -1. "sweep" gives one
+// point per parameter and level (sparsity = the level, parameters_removed = round(level * numel) elements of lowest
+// magnitude, as l1_unstructured counts), "zero" one per parameter (sparsity 1, parameters_removed = numel). The
+// baseline is the metric of the unpruned model; progress is called after every evaluation ("sensitivity", done,
+// parameters x levels). The work happens on one clone of the model, so the model is left unchanged.
+// Errors: no metric, an unknown mode, a level outside [0, 1), an unknown parameter (the message lists the valid
+// ones), a non-floating parameter named in `parameters`, or the metric's own error.
 BRISK_API StatusOr<SensitivityTable> torchscript_sensitivity(const TorchScriptModel& model,
                                                              const TorchSensitivityOptions& options);
 
@@ -89,7 +132,9 @@ struct BRISK_API TorchPruneResult {
   int64_t pruned = 0, total = 0;        // elements
 };
 
-// L1 unstructured pruning, applied to the parameters in place (what torch.nn.utils.prune.remove leaves).
+// L1 unstructured pruning, applied to the parameters in place (what torch.nn.utils.prune.remove leaves): `amount` of
+// each selected parameter (l1_unstructured), or with `global` one ranking across them (global_unstructured).
+// Errors as torchscript_sensitivity's; on an error the model is unchanged.
 BRISK_API StatusOr<TorchPruneResult> torchscript_prune_unstructured(TorchScriptModel& model,
                                                                     const TorchPruneOptions& options);
 
