@@ -9,6 +9,10 @@
 //       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
 //   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
 //       Writes one quantized model file and prints the per-layer report and the sizes (see quantize.h).
+//   brisk sensitivity --model DIR|model.pt --texts FILE --mode sweep|zero --out DIR
+//       Pruning sensitivity: sensitivity.csv, .json and .svg in DIR (see prune.h).
+//   brisk prune --model DIR --calib FILE --out DIR [--heads A] [--ffn A] [--guided --target-flops F] [--reconstruct]
+//       Writes a structurally pruned model directory (see prune.h).
 //   brisk bench [--model DIR] --batch B --seq T [--iters N] [--warmup N] [--threads N] [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
 //       tokenizer) N times; prints throughput (B / median batch time) and batch latency P50/P90/P99.
@@ -43,6 +47,7 @@
 #include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
 #include "printable.h"
+#include "prune.h"
 #include "quantize.h"
 
 namespace {
@@ -387,6 +392,13 @@ int main(int argc, char** argv) {
   CLI::App* quantize_cmd =
       app.add_subcommand("quantize", "write a quantized model file (int8, bf16, mixed or an automatic plan)");
   quantize_flags.add_to(*quantize_cmd);
+  brisk::cli::SensitivityFlags sensitivity_flags;
+  CLI::App* sensitivity_cmd =
+      app.add_subcommand("sensitivity", "pruning sensitivity analysis: csv, json and an svg plot");
+  sensitivity_flags.add_to(*sensitivity_cmd);
+  brisk::cli::PruneFlags prune_flags;
+  CLI::App* prune_cmd = app.add_subcommand("prune", "remove heads, ffn neurons or layers; write a smaller model");
+  prune_flags.add_to(*prune_cmd);
 
   try {
     app.parse(argc, argv);
@@ -400,6 +412,8 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(info_flags);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
     if (quantize_cmd->parsed()) return brisk::cli::run_quantize(quantize_flags);
+    if (sensitivity_cmd->parsed()) return brisk::cli::run_sensitivity(sensitivity_flags);
+    if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
     fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;

@@ -15,35 +15,12 @@
 #include "brisk/runtime/runtime.h"
 #include "printable.h"
 #include "progress_bar.h"
+#include "text_batches.h"
 
 namespace brisk::cli {
 namespace {
 
 using namespace brisk::quant;
-
-constexpr int kTextsPerBatch = 32;
-
-StatusOr<std::vector<PackedSequences>> read_calibration(const std::string& path, const WordPieceTokenizer& tok,
-                                                        int max_seq_len) {
-  std::ifstream in(path);
-  if (!in)
-    return absl::NotFoundError(
-        fmt::format("calibration file '{}' cannot be read; expected a text file, one text a line", path));
-  std::vector<PackedSequences> batches;
-  std::string line;
-  int64_t texts = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(line, max_seq_len));
-    if (texts++ % kTextsPerBatch == 0) batches.emplace_back();
-    batches.back().add(ids);
-  }
-  if (batches.empty()) {
-    return absl::InvalidArgumentError(
-        fmt::format("calibration file '{}' has no texts; expected one text a line", path));
-  }
-  return batches;
-}
 
 Status write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -59,7 +36,8 @@ Status quantize(const QuantizeFlags& f) {
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
   BRISK_ASSIGN_OR_RETURN(EncoderWeights fp32, EncoderWeights::load(dir, config));
-  BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches, read_calibration(f.calib, tok, f.max_seq_len));
+  BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
+                         read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));
   CalibrationOptions calibration;
   calibration.method = method;

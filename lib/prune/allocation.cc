@@ -12,9 +12,7 @@ namespace brisk::prune {
 
 namespace {
 
-int64_t count(double amount, int64_t n) {
-  return std::min(static_cast<int64_t>(std::nearbyint(amount * n)), n - 1);
-}
+int64_t count(double amount, int64_t n) { return std::min(static_cast<int64_t>(std::nearbyint(amount * n)), n - 1); }
 
 // One (layer, kind) curve of a structured sweep: levels ascending, metric at each.
 struct Curve {
@@ -104,7 +102,8 @@ StatusOr<LayerAmounts> allocate(const BertConfig& c, const SensitivityTable& swe
     if (best == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("allocation target ", o.target,
                                                      " cannot be met with the sweep's levels; expected a target of at "
-                                                     "most ", removed_cost(c, a, o.budget, o.seq_len) / total));
+                                                     "most ",
+                                                     removed_cost(c, a, o.budget, o.seq_len) / total));
     }
     best->at = best_level;
     (best->heads ? a.heads : a.ffn)[static_cast<size_t>(best->layer)] = best->levels[best_level];
@@ -113,9 +112,8 @@ StatusOr<LayerAmounts> allocate(const BertConfig& c, const SensitivityTable& swe
 }
 
 StatusOr<PrunedModel> prune_by_amounts(const BertConfig& config, const EncoderWeights& weights,
-                                       const LayerAmounts& amounts, Importance importance,
-                                       const ActivationStats* stats, bool reconstruct,
-                                       const ReconstructOptions& reconstruction) {
+                                       const LayerAmounts& amounts, Importance importance, const ActivationStats* stats,
+                                       bool reconstruct, const ReconstructOptions& reconstruction) {
   BRISK_ASSIGN_OR_RETURN(UnitScores scores, score_units(config, weights, importance, stats));
   BRISK_ASSIGN_OR_RETURN(StructuredPlan plan, plan_by_amounts(config, scores, amounts));
   if (!reconstruct) return prune_structured(config, weights, plan);

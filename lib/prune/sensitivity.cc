@@ -63,8 +63,8 @@ Status tensor_sweep(const BertConfig& c, const EncoderWeights& w, const Sensitiv
   for (size_t i = 0; i < slots.size(); ++i) {
     const int64_t layer = static_cast<int64_t>(i / 6);
     for (double level : o.levels) {
-      SensitivityPoint p{slots[i].name + ".weight", kRoles[i % 6], absl::StrCat("layer ", layer), layer, -1, level, 0,
-                         table.baseline};
+      SensitivityPoint p{
+          slots[i].name + ".weight", kRoles[i % 6], absl::StrCat("layer ", layer), layer, -1, level, 0, table.baseline};
       if (level > 0) {
         UnstructuredOptions u;
         u.amount = level;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <type_traits>
 #include <fstream>
 #include <system_error>
 
@@ -76,6 +77,47 @@ std::string SensitivityTable::to_json() const {
   }
   // Units named by the model may hold any bytes: replace invalid UTF-8 rather than throw.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+StatusOr<SensitivityTable> SensitivityTable::from_json(const std::string& text, const std::string& source) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}; expected brisk sensitivity's JSON output", source, what));
+  };
+  if (j.is_discarded() || !j.is_object()) return bad("is not a JSON object");
+  SensitivityTable t;
+  auto get = [&](const nlohmann::json& o, const char* key, auto& out, const std::string& where) -> Status {
+    auto it = o.find(key);
+    using T = std::decay_t<decltype(out)>;
+    const bool ok = it != o.end() && (std::is_same_v<T, std::string> ? it->is_string()
+                                      : std::is_integral_v<T>        ? it->is_number_integer()
+                                                                     : it->is_number());
+    if (!ok) return bad(fmt::format("{}\"{}\" is missing or has the wrong type", where, key));
+    out = it->get<T>();
+    return absl::OkStatus();
+  };
+  BRISK_RETURN_IF_ERROR(get(j, "mode", t.mode, ""));
+  BRISK_RETURN_IF_ERROR(get(j, "metric", t.metric_name, ""));
+  BRISK_RETURN_IF_ERROR(get(j, "baseline", t.baseline, ""));
+  if (t.mode != "sweep" && t.mode != "zero") return bad(fmt::format("\"mode\" is \"{}\", not sweep or zero", t.mode));
+  auto points = j.find("points");
+  if (points == j.end() || !points->is_array()) return bad("\"points\" is missing or not an array");
+  for (size_t i = 0; i < points->size(); ++i) {
+    const nlohmann::json& o = (*points)[i];
+    const std::string where = fmt::format("points[{}].", i);
+    if (!o.is_object()) return bad(fmt::format("points[{}] is not an object", i));
+    SensitivityPoint p;
+    BRISK_RETURN_IF_ERROR(get(o, "kind", p.kind, where));
+    BRISK_RETURN_IF_ERROR(get(o, "unit", p.unit, where));
+    BRISK_RETURN_IF_ERROR(get(o, "series", p.series, where));
+    BRISK_RETURN_IF_ERROR(get(o, "layer", p.layer, where));
+    BRISK_RETURN_IF_ERROR(get(o, "index", p.index, where));
+    BRISK_RETURN_IF_ERROR(get(o, "sparsity", p.sparsity, where));
+    BRISK_RETURN_IF_ERROR(get(o, "parameters_removed", p.parameters_removed, where));
+    BRISK_RETURN_IF_ERROR(get(o, "metric", p.metric, where));
+    t.points.push_back(std::move(p));
+  }
+  return t;
 }
 
 Status write_sensitivity_outputs(const SensitivityTable& table, const std::string& out_dir) {

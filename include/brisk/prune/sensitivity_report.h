@@ -46,6 +46,8 @@ struct BRISK_API SensitivityTable {
   std::string to_csv() const;
   // {"mode", "metric", "baseline", "points": [{...the CSV columns...}]}
   std::string to_json() const;
+  // Reads to_json()'s output back (drop columns are recomputed, not read). Errors name `source` and the field.
+  static StatusOr<SensitivityTable> from_json(const std::string& text, const std::string& source);
   std::string to_svg() const;
 };
 
