@@ -68,8 +68,8 @@ void print_summary(const SensitivityTable& t) {
   std::vector<std::pair<double, std::string>> ranked;
   for (const auto& [name, v] : by_series) ranked.emplace_back(v.first / v.second, name);
   std::sort(ranked.begin(), ranked.end());
-  fmt::print("{} (least sensitive first):\n", t.mode == "zero" ? "mean drop when one head is removed"
-                                                               : "drop at sparsity 0.5");
+  fmt::print("{} (least sensitive first):\n",
+             t.mode == "zero" ? "mean drop when one head is removed" : "drop at sparsity 0.5");
   for (const auto& [drop, name] : ranked) fmt::print("  {:<24} {:.6f}\n", printable(name), drop);
   for (const SensitivityPoint& p : t.points) {
     if (p.kind == "layer") fmt::print("  remove {:<32} drop {:.6f}\n", printable(p.unit), t.baseline - p.metric);
@@ -78,8 +78,7 @@ void print_summary(const SensitivityTable& t) {
 
 Status torchscript_sensitivity_cli(const SensitivityFlags& f, const std::vector<double>& levels, ProgressBar& bar) {
   BRISK_ASSIGN_OR_RETURN(TorchScriptModel model, TorchScriptModel::load(f.model));
-  const std::string tok_dir =
-      f.tokenizer.empty() ? std::filesystem::path(f.model).parent_path().string() : f.tokenizer;
+  const std::string tok_dir = f.tokenizer.empty() ? std::filesystem::path(f.model).parent_path().string() : f.tokenizer;
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(tok_dir.empty() ? "." : tok_dir));
   BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.texts, tok, f.max_seq_len, "texts", f.max_texts));
   BRISK_ASSIGN_OR_RETURN(auto inputs, token_inputs(model, batches));
@@ -165,10 +164,10 @@ StatusOr<LayerAmounts> choose_amounts(const PruneFlags& f, const Model& m, const
     o.reconstruction.damping = f.damping;
     o.importance = importance;
     o.progress = bar.callback();
-    BRISK_ASSIGN_OR_RETURN(ScheduleResult r,
-                           iterative_schedule(m.config, m.weights, stats, sweep ? &*sweep : nullptr,
-                                              mean_cosine_metric(batches, ref, m.config.hidden_size, m.pooling.mode),
-                                              o));
+    BRISK_ASSIGN_OR_RETURN(
+        ScheduleResult r,
+        iterative_schedule(m.config, m.weights, stats, sweep ? &*sweep : nullptr,
+                           mean_cosine_metric(batches, ref, m.config.hidden_size, m.pooling.mode), o));
     bar.finish();
     fmt::print("schedule path ({} budget removed -> calibration cosine):\n",
                budget == Budget::kFlops ? "FLOPs" : "parameter");
@@ -225,8 +224,8 @@ Status prune_cmd(const PruneFlags& f) {
       u.n_m = true;
     }
     BRISK_ASSIGN_OR_RETURN(UnstructuredResult r, prune_unstructured(pruned.weights, pruned.config, u));
-    fmt::print("unstructured: {} of {} weights zeroed (the shapes stay; only structured pruning is faster)\n",
-               r.pruned, r.total);
+    fmt::print("unstructured: {} of {} weights zeroed (the shapes stay; only structured pruning is faster)\n", r.pruned,
+               r.total);
   }
   BRISK_RETURN_IF_ERROR(save_pruned_model(pruned, f.model, f.out));
 

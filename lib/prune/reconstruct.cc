@@ -109,7 +109,7 @@ StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const
         const double* g = gram.data() + keep[i] * in;
         double s = 0;
         for (int64_t j = 0; j < in; ++j) s += g[j] * wo[j];
-        r[i] = s + sum[static_cast<size_t>(keep[i])] * b[o];
+        r[i] = s + sum[static_cast<size_t>(keep[i])] * b[o] + lambda * wo[keep[i]];
       }
       double s = 0;
       for (int64_t j = 0; j < in; ++j) s += sum[static_cast<size_t>(j)] * wo[j];

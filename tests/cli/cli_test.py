@@ -204,6 +204,73 @@ def test_quantize(brisk, faq):
         check(r.returncode == 1 and "not a quantized model file" in r.stderr, "a plain file as --model is refused")
 
 
+def test_prune(brisk, faq):
+    """brisk sensitivity writes its three files; brisk prune writes a smaller model that embed, quantize and the FAQ
+    assistant load; bad flags are refused with a message naming them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    calib_all = open(os.path.join(here, "../../benchmarks/data/calibration_texts.txt"), encoding="utf-8").read()
+    with tempfile.TemporaryDirectory() as tmp:
+        calib = os.path.join(tmp, "calib.txt")
+        with open(calib, "w", encoding="utf-8") as f:
+            f.write("\n".join(calib_all.splitlines()[:24]) + "\n")
+        texts = os.path.join(tmp, "texts.txt")
+        with open(texts, "w", encoding="utf-8") as f:
+            f.write("\n".join(calib_all.splitlines()[30:36]) + "\n")
+        out = os.path.join(tmp, "zero")
+        r = run([brisk, "sensitivity", "--texts", texts, "--mode", "zero", "--out", out, "--threads", "2"])
+        check(r.returncode == 0 and "mean drop when one head is removed" in r.stdout,
+              f"sensitivity --mode zero exits 0 (stderr: {r.stderr})")
+        rows = open(os.path.join(out, "sensitivity.csv"), encoding="utf-8").read().splitlines()
+        check(len(rows) == 1 + 6 + 72, f"zero mode: one row per layer and per head ({len(rows)} rows)")
+        svg = open(os.path.join(out, "sensitivity.svg"), encoding="utf-8").read()
+        check(svg.lstrip().startswith("<svg") or svg.lstrip().startswith("<?xml"), "sensitivity.svg is an SVG")
+        sweep = os.path.join(tmp, "sweep")
+        r = run([brisk, "sensitivity", "--texts", texts, "--levels", "0,0.5", "--out", sweep, "--threads", "2"])
+        check(r.returncode == 0, f"sensitivity sweep exits 0 (stderr: {r.stderr})")
+        rows = open(os.path.join(sweep, "sensitivity.csv"), encoding="utf-8").read().splitlines()
+        check(len(rows) == 1 + 6 * 2 * 2, f"sweep: 6 layers x heads/ffn x 2 levels ({len(rows)} rows)")
+
+        pruned = os.path.join(tmp, "pruned")
+        r = run([brisk, "prune", "--calib", calib, "--heads", "0.25", "--ffn", "0.3", "--reconstruct", "--out",
+                 pruned, "--threads", "2"])
+        check(r.returncode == 0 and "parameters " in r.stdout, f"prune exits 0 (stderr: {r.stderr})")
+        config = json.load(open(os.path.join(pruned, "config.json"), encoding="utf-8"))
+        check(config["intermediate_size"] == 1075 and all(len(h) == 3 for h in config["pruned_heads"].values()),
+              f"the pruned config records the shapes: {config.get('intermediate_size')}, {config.get('pruned_heads')}")
+        check(os.path.getsize(os.path.join(pruned, "model.safetensors")) < 0.9 * 90_000_000, "the pruned model is smaller")
+        words = ["How do I block my card?", "opening hours of the branch"]
+        p = run([brisk, "embed", "--model", pruned, "--threads", "2"] + words)
+        f32 = run([brisk, "embed", "--threads", "2"] + words)
+        check(p.returncode == 0, f"embed --model PRUNED exits 0 (stderr: {p.stderr})")
+        if p.returncode == 0 and f32.returncode == 0:
+            pv = [json.loads(line)["embedding"] for line in p.stdout.splitlines()]
+            fv = [json.loads(line)["embedding"] for line in f32.stdout.splitlines()]
+            cos = [sum(a * b for a, b in zip(x, y)) for x, y in zip(pv, fv)]
+            check(all(0.8 < c < 0.99999 for c in cos), f"pruned embeddings stay near the unpruned: {cos}")
+        q = os.path.join(tmp, "pruned.int8.safetensors")
+        r = run([brisk, "quantize", "--model", pruned, "--plan", "int8", "--calib", calib, "--out", q, "--threads", "2"])
+        check(r.returncode == 0, f"a pruned model quantizes (stderr: {r.stderr})")
+        r = run([brisk, "embed", "--model", q, "hello"])
+        check(r.returncode == 0 and len(json.loads(r.stdout)["embedding"]) == 384, "the pruned int8 file embeds")
+        if faq:
+            r = run([faq, "--model", pruned, "--limit", "4", "--threads", "2"])
+            check(r.returncode == 0 and "matched (" in r.stdout, f"faq_assistant runs the pruned model ({r.stderr})")
+
+        bad = os.path.join(tmp, "bad")
+        for args, message in [
+                (["--guided"], "needs exactly one of --target-params and --target-flops"),
+                (["--units", "encoder.layer.2.attention.head.12"], "layer 2 head 12 does not exist"),
+                (["--units", "encoder.layer.2.mlp"], "is unknown; expected"),
+                (["--layers", "0,1,2,3,4,5"], "removing all 6 layers is refused"),
+                (["--n-m", "2-4"], "expected N:M such as 2:4")]:
+            r = run([brisk, "prune", "--calib", calib, "--out", bad, "--threads", "2"] + args)
+            check(r.returncode == 1 and message in r.stderr, f"prune {args} is refused with '{message}' ({r.stderr})")
+        r = run([brisk, "prune", "--calib", calib, "--out", bad, "--heads", "1.0"])
+        check(r.returncode == 2 and "--heads" in r.stderr, f"an amount of 1 is refused ({r.stderr})")
+        r = run([brisk, "sensitivity", "--texts", texts, "--levels", "0,1.5", "--out", bad])
+        check(r.returncode == 1 and "expected a fraction in [0, 1)" in r.stderr, f"a level of 1.5 is refused ({r.stderr})")
+
+
 def main():
     brisk = sys.argv[1]
     test_embed(brisk)
@@ -212,6 +279,7 @@ def main():
     if len(sys.argv) > 2:
         test_faq_assistant(sys.argv[2])
     test_quantize(brisk, sys.argv[2] if len(sys.argv) > 2 else None)
+    test_prune(brisk, sys.argv[2] if len(sys.argv) > 2 else None)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -3,9 +3,11 @@
 // is re-fitted by ridge least squares so that, on the unpruned model's calibration activations, the layer's output
 // stays as close as it can to the unpruned one:
 //
-//   min ||X_S W'ᵀ + b' - (X Wᵀ + b)||² + λ ||W'||²,   λ = damping x mean(diag(X_Sᵀ X_S))
+//   min ||X_S W'ᵀ + b' - (X Wᵀ + b)||² + λ ||W' - W_S||²,   λ = damping x mean(diag(X_Sᵀ X_S))
 //
-// with X the projection's input, S the kept columns. The solve needs only Xᵀ X and Σ x (ActivationStats).
+// with X the projection's input, S the kept columns. The ridge pulls towards the kept weights as they were (not
+// towards zero), so directions the calibration text does not excite keep their trained values: with few tokens the
+// re-fit falls back to plain pruning instead of overfitting. The solve needs only Xᵀ X and Σ x (ActivationStats).
 //
 //   BRISK_ASSIGN_OR_RETURN(ActivationStats stats, collect_activations(*encoder, calibration_batches));
 //   BRISK_ASSIGN_OR_RETURN(PrunedModel m, prune_and_reconstruct(config, weights, plan, stats, {}));
