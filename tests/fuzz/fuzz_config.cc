@@ -1,7 +1,9 @@
 // libFuzzer target: the model-directory configuration files. The input is split at NUL bytes into config.json,
-// 1_Pooling/config.json, modules.json and sentence_bert_config.json; the first two are parsed from memory, then all
+// 1_Pooling/config.json, modules.json and sentence_bert_config.json; the first two are parsed from memory (a parsed
+// config.json is also rewritten as brisk prune writes it and read back), then all
 // four are written to a scratch model folder and read back with read_pooling_config (a missing part: no file).
 #include "brisk/model/config.h"
+#include "brisk/prune/structured.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -10,6 +12,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config.ok()) {
     if (!config->validate("config.json").ok()) brisk_fuzz::invariant_failed("a parsed config does not validate");
     (void)config->summary();
+    for (int64_t l = 0; l < config->num_hidden_layers; ++l) {
+      if (config->layer_heads(l) < 1 || config->layer_intermediate_size(l) < 1 ||
+          config->layer_intermediate_size(l) > config->intermediate_size) {
+        brisk_fuzz::invariant_failed("a parsed config has a layer without heads or with a width out of range");
+      }
+    }
+    // What brisk prune writes for this config reads back as the same shapes.
+    auto rewritten = brisk::prune::pruned_config_json(std::string(parts[0]), *config);
+    if (rewritten.ok()) {
+      auto back = brisk::BertConfig::from_json_string(*rewritten, "pruned config.json");
+      if (!back.ok() || back->pruned_heads != config->pruned_heads ||
+          back->num_hidden_layers != config->num_hidden_layers) {
+        brisk_fuzz::invariant_failed("pruned_config_json does not read back as the same shapes");
+      }
+    }
   }
   if (parts.size() > 1) (void)brisk::PoolingConfig::from_json_string(std::string(parts[1]), "1_Pooling/config.json");
 
