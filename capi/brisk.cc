@@ -1,6 +1,7 @@
 // The C API over brisk::Runtime: argument checks, status mapping, the thread-local error message, and a
 // catch-all so that no C++ exception crosses into C.
 #include "brisk.h"
+#include "brisk_internal.h"
 
 #include <chrono>
 #include <cstring>
@@ -16,9 +17,11 @@ struct brisk_runtime {
   std::unique_ptr<brisk::Runtime> runtime;
 };
 
-namespace {
+namespace brisk_capi {
 
+namespace {
 thread_local std::string g_last_error;
+}  // namespace
 
 brisk_status fail(brisk_status code, std::string message) {
   g_last_error = std::move(message);
@@ -50,22 +53,15 @@ brisk_status from_status(const absl::Status& s) {
   return fail(code_of(s), std::string(s.message()));
 }
 
-template <typename F>
-brisk_status guarded(const char* function, F&& body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(BRISK_RESOURCE_EXHAUSTED, std::string(function) + ": out of memory");
-  } catch (const std::exception& e) {
-    return fail(BRISK_INTERNAL, std::string(function) + ": " + e.what());
-  } catch (...) {
-    return fail(BRISK_INTERNAL, std::string(function) + ": unknown internal error");
-  }
-}
-
 brisk_status null_argument(const char* function, const char* argument) {
   return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": " + argument + " is NULL; expected a valid pointer");
 }
+
+}  // namespace brisk_capi
+
+using namespace brisk_capi;
+
+namespace {
 
 // brisk_pooling values are brisk::Pooling's, so the two convert by cast.
 static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kModelDefault) &&

@@ -57,7 +57,8 @@ typedef enum brisk_status {
   BRISK_DATA_LOSS = 7, /* a corrupt or truncated model file */
   BRISK_INTERNAL = 8,
   BRISK_DEADLINE_EXCEEDED = 9,  /* a submitted request's deadline passed before it ran */
-  BRISK_CANCELLED = 10,         /* brisk_cancel was called for the request */
+  BRISK_CANCELLED = 10,         /* brisk_cancel was called for the request, or a user callback (a
+                                   brisk_metric_callback) returned non-zero to stop the call */
   BRISK_SHUTDOWN = 11,          /* the runtime shut down before the request ran */
   BRISK_PERMISSION_DENIED = 12, /* e.g. a model file or a Redis server refused access */
   BRISK_OVERLOADED = BRISK_RESOURCE_EXHAUSTED
@@ -179,6 +180,61 @@ BRISK_C_API brisk_status brisk_cache_invalidate_tag(brisk_runtime* runtime, cons
 /* The caches' statistics (hits, misses, hit rate, loads, evictions, sizes; the Redis tier's hits, errors and
  * breaker state) as JSON, written like brisk_stats_json. */
 BRISK_C_API brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
+
+/* Pruning: sensitivity analysis. How much a metric drops as each part of the model is pruned alone, the first step
+ * in deciding what to prune. mode "sweep" (default) prunes each group alone at each level: per layer its attention
+ * heads and its feed-forward neurons, least important first (granularity "structure", default), or each linear
+ * weight element-wise by magnitude (granularity "tensor"). mode "zero" removes each whole layer, then each head,
+ * alone. The results go to out_dir as sensitivity.csv (header: mode,kind,unit,series,layer,index,sparsity,
+ * parameters_removed,metric,drop,drop_per_parameter; one row per point), sensitivity.json and sensitivity.svg (a
+ * plot a browser shows).
+ *
+ *   brisk_sensitivity_options o;
+ *   brisk_sensitivity_options_init(&o, sizeof o);
+ *   o.model_dir = "/models/all-MiniLM-L6-v2";
+ *   o.texts = texts; o.num_texts = n;
+ *   o.out_dir = "sensitivity";
+ *   if (brisk_prune_sensitivity(&o) != BRISK_OK) fprintf(stderr, "%s\n", brisk_last_error());
+ */
+
+/* A user's metric for the sensitivity analysis: it receives a candidate model's embeddings of the evaluation
+ * texts (rows x dim floats, row-major, row i for texts[i], L2-normalised) and writes *score, higher is better.
+ * It is called on the thread that called brisk_prune_sensitivity, once for the unpruned model (its score is the
+ * baseline) and then once per pruned candidate, in the order of the table's rows; embeddings is valid only during
+ * the call. Return 0 on success. Anything else stops the analysis: brisk_prune_sensitivity then returns
+ * BRISK_CANCELLED with a message naming the returned code. *score is NaN on entry; a score left NaN or not finite
+ * fails the analysis with BRISK_INVALID_ARGUMENT. */
+typedef int (*brisk_metric_callback)(void* user_data, const float* embeddings, size_t rows, size_t dim, double* score);
+
+/* Fields are only ever appended; see the ABI note at the top (brisk_runtime_options works the same way). Strings
+ * and arrays are read during brisk_prune_sensitivity only. */
+typedef struct brisk_sensitivity_options {
+  size_t struct_size;       /* the caller's sizeof(brisk_sensitivity_options); set by brisk_sensitivity_options_init */
+  const char* model_dir;    /* a Hugging Face model directory; NULL: brisk_default_model_dir() */
+  const char* const* texts; /* required: the evaluation texts, NUL-terminated UTF-8; with importance "activation"
+                               also the calibration texts */
+  size_t num_texts;         /* at least 1 */
+  const char* mode;         /* "sweep" or "zero"; NULL: "sweep" */
+  const char* granularity;  /* sweep only: "structure" or "tensor"; NULL: "structure" */
+  const double* levels;     /* sweep only: the fractions pruned, each in [0, 1) (0 is the unpruned point, not
+                               evaluated again); NULL: 0, 0.1, ..., 0.9 */
+  size_t num_levels;        /* entries in levels (at least 1 when levels is not NULL) */
+  const char* importance;   /* the order a structured sweep removes units in: "activation" (measured on texts),
+                               "l1" or "l2" (weight magnitude); NULL: "activation" */
+  brisk_metric_callback metric; /* NULL: the built-in metric, the mean cosine between the candidate's and the
+                                   unpruned model's embeddings of texts (named "mean_cosine") */
+  void* metric_user_data;       /* passed to metric */
+  const char* metric_name;      /* the metric's name in the outputs; NULL: "user"; ignored without metric */
+  const char* out_dir;          /* required: created when missing; its sensitivity.* files are overwritten */
+  int32_t num_threads;          /* 0: one per core; at most 1024 */
+  int32_t max_seq_len;          /* tokens per text, [CLS] and [SEP] included; 0: 128; at most the model's
+                                   max_position_embeddings (larger values are cut to it) */
+} brisk_sensitivity_options;
+
+/* Fills the first struct_size bytes of *options with the defaults; pass sizeof(*options). */
+BRISK_C_API brisk_status brisk_sensitivity_options_init(brisk_sensitivity_options* options, size_t struct_size);
+/* Loads the model, runs the analysis and writes the three files. Bad options fail before the model is loaded. */
+BRISK_C_API brisk_status brisk_prune_sensitivity(const brisk_sensitivity_options* options);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@ V1_FUNCTIONS = {
     "brisk_submit_embed", "brisk_cancel", "brisk_stats_json", "brisk_metrics_prometheus",
     # added in 0.3 with the caches
     "brisk_cache_invalidate_tag", "brisk_cache_stats_json",
+    # added with the pruner's sensitivity analysis
+    "brisk_sensitivity_options_init", "brisk_prune_sensitivity",
 }
 
 
