@@ -1,6 +1,7 @@
-// brisk/prune/torchscript.h in a build without libtorch (BRISK_WITH_TORCH=OFF, or libtorch-dev not found): every
-// function returns Unimplemented, naming the build option. torch_script.cc is the real implementation.
-#if !defined(BRISK_HAVE_TORCH)
+// brisk/prune/torchscript.h in a build without libtorch (BRISK_WITH_TORCH=OFF, or libtorch-dev not found), or built
+// by clang (see lib/CMakeLists.txt): every function returns Unimplemented, naming the build option. torch_script.cc
+// is the real implementation.
+#if !defined(BRISK_HAVE_TORCHSCRIPT)
 
 #include "absl/strings/str_cat.h"
 #include "brisk/prune/torchscript.h"
@@ -64,4 +65,4 @@ StatusOr<TorchPruneResult> torchscript_prune_unstructured(TorchScriptModel&, con
 
 }  // namespace brisk::prune
 
-#endif  // !BRISK_HAVE_TORCH
+#endif  // !BRISK_HAVE_TORCHSCRIPT
