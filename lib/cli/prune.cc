@@ -162,6 +162,7 @@ StatusOr<LayerAmounts> choose_amounts(const PruneFlags& f, const Model& m, const
     o.guided = f.guided;
     o.reconstruct = f.reconstruct;
     o.reconstruction.damping = f.damping;
+    o.reconstruction.sequential = f.reconstruct_mode == "sequential";
     o.importance = importance;
     o.progress = bar.callback();
     BRISK_ASSIGN_OR_RETURN(
@@ -208,7 +209,10 @@ Status prune_cmd(const PruneFlags& f) {
   plan.layers = extra.layers;
   PrunedModel pruned;
   if (f.reconstruct) {
-    BRISK_ASSIGN_OR_RETURN(pruned, prune_and_reconstruct(m.config, m.weights, plan, stats, {f.damping}));
+    ReconstructOptions r;
+    r.damping = f.damping;
+    r.sequential = f.reconstruct_mode == "sequential";
+    BRISK_ASSIGN_OR_RETURN(pruned, prune_and_reconstruct(m.config, m.weights, plan, stats, r));
   } else {
     BRISK_ASSIGN_OR_RETURN(pruned, prune_structured(m.config, m.weights, plan));
   }
@@ -295,6 +299,10 @@ void PruneFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--min-cosine", min_cosine, "--schedule: calibration cosine to keep")->check(CLI::Range(0.0, 1.0));
   cmd.add_flag("--reconstruct", reconstruct, "re-fit the following projections by ridge least squares");
   cmd.add_option("--damping", damping, "ridge damping, relative")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  cmd.add_option("--reconstruct-mode", reconstruct_mode,
+                 "sequential: layer by layer on the pruned model's activations; local: each projection alone")
+      ->check(CLI::IsMember({"sequential", "local"}))
+      ->capture_default_str();
   cmd.add_option("--importance", importance, "activation, l1 or l2")->capture_default_str();
   cmd.add_option("--unstructured", unstructured, "then zero this fraction of each weight by magnitude")
       ->check(CLI::Range(0.0, 0.999));

@@ -8,7 +8,8 @@
 //
 //   brisk prune --model DIR --calib FILE --out DIR [--heads A] [--ffn A] [--layers L,L] [--units NAME,...]
 //               [--guided (--target-params P | --target-flops F) [--sweep sensitivity.json]]
-//               [--schedule [--step S] [--min-cosine C]] [--reconstruct [--damping D]]
+//               [--schedule [--step S] [--min-cosine C]] [--reconstruct [--damping D] [--reconstruct-mode
+//               sequential|local]]
 //               [--importance activation|l1|l2] [--unstructured A [--global]] [--n-m 2:4]
 //       Amounts and targets are fractions to REMOVE. Writes a model directory that loads wherever a model loads
 //       (quantize it with `brisk quantize --model DIR`), and prints per-layer shapes and the calibration cosine.
@@ -31,7 +32,8 @@ struct SensitivityFlags {
 
 struct PruneFlags {
   std::string model, calib, out, layers, units, sweep, importance = "activation", n_m;
-  double heads = 0.0, ffn = 0.0, target_params = 0.0, target_flops = 0.0, damping = 0.01, unstructured = 0.0;
+  std::string reconstruct_mode = "local";
+  double heads = 0.0, ffn = 0.0, target_params = 0.0, target_flops = 0.0, damping = 0.1, unstructured = 0.0;
   double step = 0.1, min_cosine = 0.97;
   bool guided = false, schedule = false, reconstruct = false, global = false;
   int threads = 0;

@@ -9,32 +9,11 @@
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/gemm.h"
 #include "brisk/prune/mask.h"
+#include "internal/ridge.h"
 
 namespace brisk::prune {
 
 namespace {
-
-// gram += xᵀx and sum += Σ rows of x [rows, cols], through the GEMM (xᵀ as both operands) in chunks of rows.
-Status accumulate_gram(const float* x, int64_t rows, int64_t cols, std::vector<double>& gram,
-                       std::vector<double>& sum) {
-  constexpr int64_t kChunk = 256;
-  std::vector<float> product(static_cast<size_t>(cols * cols));
-  for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
-    const int64_t r = std::min(kChunk, rows - r0);
-    BRISK_ASSIGN_OR_RETURN(Tensor xt, Tensor::empty({cols, r}, DType::kF32));
-    for (int64_t i = 0; i < r; ++i) {
-      const float* row = x + (r0 + i) * cols;
-      for (int64_t j = 0; j < cols; ++j) {
-        xt.data<float>()[j * r + i] = row[j];
-        sum[static_cast<size_t>(j)] += row[j];
-      }
-    }
-    BRISK_ASSIGN_OR_RETURN(Linear gemm, Linear::create(xt, Tensor(), Device::kCPU));
-    BRISK_RETURN_IF_ERROR(gemm.forward(xt.data<float>(), cols, product.data(), GemmEpilogue::kBias));
-    for (size_t i = 0; i < product.size(); ++i) gram[i] += product[i];
-  }
-  return absl::OkStatus();
-}
 
 // Round half to even, as torch counts pruned units.
 int64_t round_count(double amount, int64_t n) { return static_cast<int64_t>(std::nearbyint(amount * n)); }
@@ -83,15 +62,16 @@ StatusOr<ActivationStats> collect_activations(const BertEncoder& encoder, const 
     auto it = taps.find(std::string(name));
     if (it == taps.end()) return absl::OkStatus();
     LayerActivations& a = *it->second.first;
-    if (it->second.second) return accumulate_gram(x, rows, cols, a.ffn_gram, a.ffn_sum);
+    if (it->second.second) return internal::accumulate_products(x, cols, x, cols, rows, a.ffn_gram, &a.ffn_sum);
     a.tokens += rows;
-    return accumulate_gram(x, rows, cols, a.context_gram, a.context_sum);
+    return internal::accumulate_products(x, cols, x, cols, rows, a.context_gram, &a.context_sum);
   };
   std::vector<float> hidden;
   for (const PackedSequences& batch : batches) {
     hidden.resize(static_cast<size_t>(batch.total_tokens() * c.hidden_size));
     BRISK_RETURN_IF_ERROR(encoder.forward(batch, hidden.data(), tap));
   }
+  stats.batches = batches;
   return stats;
 }
 

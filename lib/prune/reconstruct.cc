@@ -3,61 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
+#include "brisk/kernels/gemm.h"
+#include "internal/ridge.h"
 
 namespace brisk::prune {
-
-namespace {
-
-// In-place Cholesky factorisation A = L Lᵀ of a symmetric n x n matrix (lower triangle used). Returns the first
-// column whose pivot is not clearly positive, or -1: the Gram matrix is summed from f32 products, so pivots within
-// ~1e-9 of the largest diagonal entry are rounding noise, not information.
-int64_t cholesky(std::vector<double>& a, int64_t n) {
-  double max_diag = 0;
-  for (int64_t i = 0; i < n; ++i) max_diag = std::max(max_diag, a[static_cast<size_t>(i * n + i)]);
-  const double tiny = 1e-9 * std::max(max_diag, 1e-300);
-  for (int64_t j = 0; j < n; ++j) {
-    double* rj = a.data() + j * n;
-    double d = rj[j];
-    for (int64_t k = 0; k < j; ++k) d -= rj[k] * rj[k];
-    if (!(d > tiny)) return j;
-    const double l = std::sqrt(d);
-    rj[j] = l;
-    parallel_for(j + 1, n, 64, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        double* ri = a.data() + i * n;
-        double s = ri[j];
-        for (int64_t k = 0; k < j; ++k) s -= ri[k] * rj[k];
-        ri[j] = s / l;
-      }
-    });
-  }
-  return -1;
-}
-
-// Solves L Lᵀ x = b for each of the `cols` right-hand sides stored column-major in b ([cols][n]).
-void cholesky_solve(const std::vector<double>& l, int64_t n, std::vector<double>& b, int64_t cols) {
-  parallel_for(0, cols, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double* x = b.data() + c * n;
-      for (int64_t i = 0; i < n; ++i) {
-        const double* li = l.data() + i * n;
-        double s = x[i];
-        for (int64_t k = 0; k < i; ++k) s -= li[k] * x[k];
-        x[i] = s / li[i];
-      }
-      for (int64_t i = n - 1; i >= 0; --i) {
-        double s = x[i];
-        for (int64_t k = i + 1; k < n; ++k) s -= l[static_cast<size_t>(k * n + i)] * x[k];
-        x[i] = s / l[static_cast<size_t>(i * n + i)];
-      }
-    }
-  });
-}
-
-}  // namespace
 
 StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const Tensor& bias,
                             const std::vector<double>& gram, const std::vector<double>& sum, int64_t tokens,
@@ -74,79 +28,54 @@ StatusOr<Refit> ridge_refit(const std::string& name, const Tensor& weight, const
                                                    " over ", tokens, " tokens; expected width ", in,
                                                    " over at least one token"));
   }
-  if (!(options.damping >= 0.0) || !std::isfinite(options.damping)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reconstruction damping is ", options.damping, "; expected a finite number >= 0"));
-  }
   for (int64_t c : keep) {
     if (c < 0 || c >= in) {
       return absl::InvalidArgumentError(
           absl::StrCat("reconstruction of ", name, ": kept column ", c, " is outside [0, ", in, ")"));
     }
   }
-  // Normal equations of [X_S, 1] Θ ≈ X Wᵀ + 1 bᵀ, with the ridge on the weights only.
+  // Normal equations of [X_S, 1] Θ ≈ X Wᵀ + 1 bᵀ: everything comes from Xᵀ X and Σ x.
+  internal::NormalEquations eq;
+  eq.k = k;
+  eq.out = out;
+  eq.tokens = tokens;
   const int64_t n = k + 1;
-  std::vector<double> a(static_cast<size_t>(n * n));
-  double mean_diag = 0;
-  for (int64_t i = 0; i < k; ++i) mean_diag += gram[static_cast<size_t>(keep[i] * in + keep[i])] / k;
-  const double lambda = options.damping * mean_diag;
+  eq.a.assign(static_cast<size_t>(n * n), 0.0);
   for (int64_t i = 0; i < k; ++i) {
-    for (int64_t j = 0; j < k; ++j)
-      a[static_cast<size_t>(i * n + j)] = gram[static_cast<size_t>(keep[i] * in + keep[j])];
-    a[static_cast<size_t>(i * n + i)] += lambda;
-    a[static_cast<size_t>(i * n + k)] = a[static_cast<size_t>(k * n + i)] = sum[static_cast<size_t>(keep[i])];
+    for (int64_t j = 0; j < k; ++j) {
+      eq.a[static_cast<size_t>(i * n + j)] = gram[static_cast<size_t>(keep[i] * in + keep[j])];
+    }
+    eq.a[static_cast<size_t>(i * n + k)] = eq.a[static_cast<size_t>(k * n + i)] = sum[static_cast<size_t>(keep[i])];
   }
-  a[static_cast<size_t>(k * n + k)] = static_cast<double>(tokens);
-  // Right-hand sides, one per output: [G_S: ; sᵀ] w_o + [s_S ; tokens] b_o.
-  std::vector<double> rhs(static_cast<size_t>(out * n));
+  eq.a[static_cast<size_t>(k * n + k)] = static_cast<double>(tokens);
+  eq.rhs.assign(static_cast<size_t>(out * n), 0.0);
   const float* w = weight.data<float>();
   const float* b = bias.data<float>();
+  std::vector<float> anchor(static_cast<size_t>(out * k));
   parallel_for(0, out, 4, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
       const float* wo = w + o * in;
-      double* r = rhs.data() + o * n;
+      double* r = eq.rhs.data() + o * n;
       for (int64_t i = 0; i < k; ++i) {
         const double* g = gram.data() + keep[i] * in;
         double s = 0;
         for (int64_t j = 0; j < in; ++j) s += g[j] * wo[j];
-        r[i] = s + sum[static_cast<size_t>(keep[i])] * b[o] + lambda * wo[keep[i]];
+        r[i] = s + sum[static_cast<size_t>(keep[i])] * b[o];
+        anchor[static_cast<size_t>(o * k + i)] = wo[keep[i]];
       }
       double s = 0;
       for (int64_t j = 0; j < in; ++j) s += sum[static_cast<size_t>(j)] * wo[j];
       r[k] = s + static_cast<double>(tokens) * b[o];
     }
   });
-  const int64_t bad = cholesky(a, n);
-  if (bad >= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "reconstruction of ", name, ": the least-squares system is singular at ",
-        bad < k ? absl::StrCat("kept input column ", keep[static_cast<size_t>(bad)]) : std::string("the bias"), " (", k,
-        " kept columns, ", tokens, " calibration tokens, damping ", options.damping,
-        "); expected damping > 0, or more calibration text than kept columns"));
-  }
-  cholesky_solve(a, n, rhs, out);
-  Refit r;
-  BRISK_ASSIGN_OR_RETURN(r.weight, Tensor::empty({out, k}, DType::kF32));
-  BRISK_ASSIGN_OR_RETURN(r.bias, Tensor::empty({out}, DType::kF32));
-  for (int64_t o = 0; o < out; ++o) {
-    for (int64_t i = 0; i < k; ++i)
-      r.weight.data<float>()[o * k + i] = static_cast<float>(rhs[static_cast<size_t>(o * n + i)]);
-    r.bias.data<float>()[o] = static_cast<float>(rhs[static_cast<size_t>(o * n + k)]);
-  }
-  return r;
+  return internal::solve_ridge(name, std::move(eq), anchor.data(), options.damping, keep);
 }
 
-StatusOr<PrunedModel> prune_and_reconstruct(const BertConfig& config, const EncoderWeights& weights,
-                                            const StructuredPlan& plan, const ActivationStats& stats,
-                                            const ReconstructOptions& options) {
-  if (static_cast<int64_t>(stats.layers.size()) != config.num_hidden_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("activation statistics cover ", stats.layers.size(),
-                                                   " layers; expected ", config.num_hidden_layers,
-                                                   " (collect them from the unpruned model)"));
-  }
-  StructuredPlan units = plan;
-  units.layers.clear();
-  BRISK_ASSIGN_OR_RETURN(PrunedModel m, prune_structured(config, weights, units));
+namespace {
+
+// Layer-local: each pruned projection re-fitted on the unpruned model's own activations (ridge_refit).
+Status refit_local(const BertConfig& config, const EncoderWeights& weights, const StructuredPlan& plan,
+                   const ActivationStats& stats, const ReconstructOptions& options, PrunedModel& m) {
   EncoderWeights names_only;
   names_only.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   const std::vector<LinearSlot> slots = linear_slots(names_only, config);
@@ -185,6 +114,123 @@ StatusOr<PrunedModel> prune_and_reconstruct(const BertConfig& config, const Enco
       after.output_weight = r.weight;
       after.output_bias = r.bias;
     }
+  }
+  return absl::OkStatus();
+}
+
+// The inputs of some linear layers over one batch, each concatenated in token order (the FFN runs in chunks).
+StatusOr<std::map<std::string, std::vector<float>>> capture(const BertEncoder& e, const PackedSequences& batch,
+                                                            const std::vector<std::string>& names) {
+  std::map<std::string, std::vector<float>> out;
+  for (const std::string& n : names) out[n];
+  std::vector<float> hidden(static_cast<size_t>(batch.total_tokens() * e.hidden_size()));
+  BRISK_RETURN_IF_ERROR(
+      e.forward(batch, hidden.data(), [&](std::string_view name, const float* x, int64_t rows, int64_t cols) -> Status {
+        auto it = out.find(std::string(name));
+        if (it != out.end()) it->second.insert(it->second.end(), x, x + rows * cols);
+        return absl::OkStatus();
+      }));
+  return out;
+}
+
+// Sequential (Kwon et al.'s layer-wise reconstruction): layer by layer from the first pruned one, each attention-output
+// and FFN-output projection of the pruned model is re-fitted on the pruned model's own inputs (earlier layers already
+// re-fitted) so that projection plus residual reproduces the unpruned model's: T = X Wᵀ + b + R - R', with X, R the
+// unpruned projection input and residual, R' the pruned residual. This also absorbs drift from earlier layers.
+Status refit_sequential(const BertConfig& config, const EncoderWeights& weights, const StructuredPlan& plan,
+                        const std::vector<PackedSequences>& batches, const ReconstructOptions& options,
+                        PrunedModel& m) {
+  int64_t first = config.num_hidden_layers;
+  for (const auto& [l, v] : plan.heads) {
+    if (!v.empty()) first = std::min(first, l);
+  }
+  for (const auto& [l, v] : plan.neurons) {
+    if (!v.empty()) first = std::min(first, l);
+  }
+  EncoderWeights names_only;
+  names_only.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  const std::vector<LinearSlot> slots = linear_slots(names_only, config);
+  BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(config, weights, Device::kCPU));
+  const int64_t h = config.hidden_size;
+  for (int64_t l = first; l < config.num_hidden_layers; ++l) {
+    // (projection, residual) slots: attention output after the layer input; FFN output after the attention block.
+    for (auto [proj, resid] : {std::pair<int, int>{3, 0}, std::pair<int, int>{5, 4}}) {
+      const std::string& name = slots[static_cast<size_t>(l * 6 + proj)].name;
+      const std::string& resid_name = slots[static_cast<size_t>(l * 6 + resid)].name;
+      const EncoderLayerWeights& full = weights.layers[static_cast<size_t>(l)];
+      EncoderLayerWeights& cur = m.weights.layers[static_cast<size_t>(l)];
+      Tensor& w = proj == 3 ? cur.attention_output_weight : cur.output_weight;
+      Tensor& b = proj == 3 ? cur.attention_output_bias : cur.output_bias;
+      BRISK_ASSIGN_OR_RETURN(Linear target_proj,
+                             Linear::create(proj == 3 ? full.attention_output_weight : full.output_weight,
+                                            proj == 3 ? full.attention_output_bias : full.output_bias, Device::kCPU));
+      BRISK_ASSIGN_OR_RETURN(auto pruned, BertEncoder::create(m.config, m.weights, Device::kCPU));
+      const int64_t k = w.dim(1), n1 = k + 1;
+      std::vector<double> gram(static_cast<size_t>(k * k)), sum(static_cast<size_t>(k));
+      std::vector<double> xty(static_cast<size_t>(k * h)), t_sum(static_cast<size_t>(h));
+      int64_t tokens = 0;
+      for (const PackedSequences& batch : batches) {
+        BRISK_ASSIGN_OR_RETURN(auto u, capture(*unpruned, batch, {name, resid_name}));
+        BRISK_ASSIGN_OR_RETURN(auto p, capture(*pruned, batch, {name, resid_name}));
+        const int64_t rows = batch.total_tokens();
+        std::vector<float> t(static_cast<size_t>(rows * h));
+        BRISK_RETURN_IF_ERROR(target_proj.forward(u[name].data(), rows, t.data(), GemmEpilogue::kBias));
+        const std::vector<float>&r = u[resid_name], &rp = p[resid_name];
+        for (size_t i = 0; i < t.size(); ++i) {
+          t[i] += r[i] - rp[i];
+          t_sum[i % static_cast<size_t>(h)] += t[i];
+        }
+        BRISK_RETURN_IF_ERROR(internal::accumulate_products(p[name].data(), k, p[name].data(), k, rows, gram, &sum));
+        BRISK_RETURN_IF_ERROR(internal::accumulate_products(p[name].data(), k, t.data(), h, rows, xty, nullptr));
+        tokens += rows;
+      }
+      internal::NormalEquations eq;
+      eq.k = k;
+      eq.out = h;
+      eq.tokens = tokens;
+      eq.a.assign(static_cast<size_t>(n1 * n1), 0.0);
+      for (int64_t i = 0; i < k; ++i) {
+        std::copy_n(gram.data() + i * k, k, eq.a.data() + i * n1);
+        eq.a[static_cast<size_t>(i * n1 + k)] = eq.a[static_cast<size_t>(k * n1 + i)] = sum[static_cast<size_t>(i)];
+      }
+      eq.a[static_cast<size_t>(k * n1 + k)] = static_cast<double>(tokens);
+      eq.rhs.assign(static_cast<size_t>(h * n1), 0.0);
+      for (int64_t o = 0; o < h; ++o) {
+        for (int64_t i = 0; i < k; ++i) eq.rhs[static_cast<size_t>(o * n1 + i)] = xty[static_cast<size_t>(i * h + o)];
+        eq.rhs[static_cast<size_t>(o * n1 + k)] = t_sum[static_cast<size_t>(o)];
+      }
+      std::vector<int64_t> columns(static_cast<size_t>(k));
+      std::iota(columns.begin(), columns.end(), 0);
+      BRISK_ASSIGN_OR_RETURN(Refit r,
+                             internal::solve_ridge(name, std::move(eq), w.data<float>(), options.damping, columns));
+      w = r.weight;
+      b = r.bias;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<PrunedModel> prune_and_reconstruct(const BertConfig& config, const EncoderWeights& weights,
+                                            const StructuredPlan& plan, const ActivationStats& stats,
+                                            const ReconstructOptions& options) {
+  if (static_cast<int64_t>(stats.layers.size()) != config.num_hidden_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("activation statistics cover ", stats.layers.size(),
+                                                   " layers; expected ", config.num_hidden_layers,
+                                                   " (collect them from the unpruned model)"));
+  }
+  if (options.sequential && stats.batches.empty()) {
+    return absl::InvalidArgumentError(
+        "sequential reconstruction needs the calibration batches; expected stats from collect_activations()");
+  }
+  StructuredPlan units = plan;
+  units.layers.clear();
+  BRISK_ASSIGN_OR_RETURN(PrunedModel m, prune_structured(config, weights, units));
+  if (options.sequential) {
+    BRISK_RETURN_IF_ERROR(refit_sequential(config, weights, units, stats.batches, options, m));
+  } else {
+    BRISK_RETURN_IF_ERROR(refit_local(config, weights, units, stats, options, m));
   }
   if (plan.layers.empty()) return m;
   StructuredPlan layers_only;

@@ -1,5 +1,6 @@
 // TorchScript modules through libtorch (torch::jit::load), and their pruning and sensitivity analysis. Compiled only
-// when libtorch is found and usable (BRISK_HAVE_TORCHSCRIPT); torchscript_stub.cc stands in otherwise. No torch type leaves this file.
+// when libtorch is found and usable (BRISK_HAVE_TORCHSCRIPT); torchscript_stub.cc stands in otherwise. No torch type
+// leaves this file.
 //
 // Masks come from brisk/prune/mask.h, the same functions the native pruner uses, so both count as
 // torch.nn.utils.prune does (round(amount * n), lowest magnitude first). An f32 contiguous parameter is scored and

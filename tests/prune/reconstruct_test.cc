@@ -178,7 +178,7 @@ TEST_CASE("reconstruction lowers the pruned layer's output error on held-out act
   INFO("rms error without " << without << ", with " << with);
   CHECK(with < 0.7 * without);
 
-  // And the whole model's last hidden states move less from the unpruned ones.
+  // And the whole model's last hidden states move less from the unpruned ones, re-fitted either way.
   auto hidden = [&](const PrunedModel& m) {
     auto e = BertEncoder::create(m.config, m.weights, Device::kCPU).value();
     std::vector<float> h(static_cast<size_t>(heldout.total_tokens() * 16));
@@ -189,6 +189,15 @@ TEST_CASE("reconstruction lowers the pruned layer's output error on held-out act
   REQUIRE(t.encoder->forward(heldout, base.data()).ok());
   const std::vector<double> base_d(base.begin(), base.end());
   CHECK(rms_diff(hidden(*refit), base_d) < rms_diff(hidden(*plain), base_d));
+  auto sequential = prune_and_reconstruct(t.config, t.weights, plan, *stats, {.damping = 0.1, .sequential = true});
+  INFO(sequential.status().message());
+  REQUIRE(sequential.ok());
+  CHECK(rms_diff(hidden(*sequential), base_d) < rms_diff(hidden(*plain), base_d));
+  // Sequential re-fits every projection from the first pruned layer on, pruned or not.
+  CHECK(std::memcmp(sequential->weights.layers[2].output_weight.raw_data(),
+                    t.weights.layers[2].output_weight.raw_data(), t.weights.layers[2].output_weight.nbytes()) != 0);
+  CHECK(std::memcmp(refit->weights.layers[2].output_weight.raw_data(), t.weights.layers[2].output_weight.raw_data(),
+                    t.weights.layers[2].output_weight.nbytes()) == 0);
 }
 
 TEST_CASE("reconstruction: keeping every column reproduces the projection; a singular system is refused") {

@@ -39,6 +39,8 @@ struct BRISK_API LayerActivations {
 
 struct BRISK_API ActivationStats {
   std::vector<LayerActivations> layers;
+  std::vector<PackedSequences>
+      batches;  // the calibration batches they came from (sequential reconstruction reruns them)
 };
 
 // One pass of `encoder` over the batches with an activation tap.
