@@ -14,15 +14,12 @@
 // alpha A to the int8-dynamic layers.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
-#include <fstream>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "accuracy_util.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
@@ -38,48 +35,7 @@ namespace {
 
 using namespace brisk;
 using namespace brisk::quant;
-
-std::vector<std::string> read_lines(const std::string& path, bool tsv_first_column = false) {
-  std::ifstream in(path);
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (tsv_first_column) line = line.substr(0, line.find('\t'));
-    out.push_back(line);
-  }
-  return out;
-}
-
-std::vector<PackedSequences> pack(const WordPieceTokenizer& tok, const std::vector<std::string>& texts, int per_batch) {
-  std::vector<PackedSequences> batches;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (i % static_cast<size_t>(per_batch) == 0) batches.emplace_back();
-    batches.back().add(tok.encode(texts[i], 128).value());
-  }
-  return batches;
-}
-
-double dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
-  return s;
-}
-
-std::vector<int> top1(const std::vector<float>& queries, const std::vector<float>& docs, int64_t h) {
-  std::vector<int> out;
-  const int64_t nd = static_cast<int64_t>(docs.size()) / h;
-  for (size_t q = 0; q * h < queries.size(); ++q) {
-    int best = 0;
-    double best_s = -2;
-    for (int64_t d = 0; d < nd; ++d) {
-      const double s = dot(&queries[q * h], &docs[d * h], h);
-      if (s > best_s) best_s = s, best = static_cast<int>(d);
-    }
-    out.push_back(best);
-  }
-  return out;
-}
+using namespace brisk::bench;
 
 // Mann-Whitney AUC of scores against 0/1 labels.
 double auc(const std::vector<double>& scores, const std::vector<int>& labels) {
@@ -135,34 +91,8 @@ int run(int argc, char** argv) {
   const int64_t h = config.hidden_size;
 
   const std::vector<std::string> calib = read_lines(calib_path), heldout = read_lines(heldout_path);
-  const std::string faq_dir = std::string(BRISK_SOURCE_DIR) + "/examples/faq_assistant";
-  const std::vector<std::string> faq = read_lines(faq_dir + "/faq.tsv", true);
-  const std::vector<std::string> questions = read_lines(faq_dir + "/questions.txt");
-  // Gold labels: per question, the accepted FAQ indices (empty: no entry answers it).
-  std::vector<std::vector<int>> gold;
-  for (const std::string& line : read_lines(std::string(BRISK_SOURCE_DIR) + "/benchmarks/data/faq_labels.tsv")) {
-    std::vector<std::string> f = absl::StrSplit(line, '\t');
-    std::vector<int> accepted;
-    if (f.size() >= 2 && f[1] != "-1") accepted.push_back(std::stoi(f[1]));
-    if (f.size() >= 4 && !f[3].empty()) {
-      for (const std::string& alt : std::vector<std::string>(absl::StrSplit(f[3], ',')))
-        accepted.push_back(std::stoi(alt));
-    }
-    gold.push_back(accepted);
-  }
-  if (gold.size() != questions.size()) {
-    fmt::print(stderr, "faq_labels.tsv has {} rows for {} questions\n", gold.size(), questions.size());
-    return 1;
-  }
-  auto top1_accuracy = [&](const std::vector<int>& t1) {
-    int answerable = 0, right = 0;
-    for (size_t i = 0; i < t1.size(); ++i) {
-      if (gold[i].empty()) continue;
-      ++answerable;
-      right += std::find(gold[i].begin(), gold[i].end(), t1[i]) != gold[i].end();
-    }
-    return 100.0 * right / answerable;
-  };
+  const std::optional<FaqSet> faq = load_faq(BRISK_SOURCE_DIR, tok);
+  if (!faq) return 1;
   std::vector<std::string> pair_a, pair_b;
   std::vector<int> labels;
   for (const std::string& line : read_lines(std::string(BRISK_SOURCE_DIR) + "/../shared/data/semantic_pairs.tsv")) {
@@ -177,18 +107,16 @@ int run(int argc, char** argv) {
     return 1;
   }
   const auto calib_batches = pack(tok, calib, 32), heldout_batches = pack(tok, heldout, 32);
-  const auto faq_batches = pack(tok, faq, 32), question_batches = pack(tok, questions, 32);
   const auto a_batches = pack(tok, pair_a, 32), b_batches = pack(tok, pair_b, 32);
 
   auto fp32_encoder = BertEncoder::create(config, fp32, Device::kCPU).value();
   const std::vector<float> ref_heldout = embed_all(*fp32_encoder, heldout_batches, pooling).value();
-  const std::vector<int> ref_top1 = top1(embed_all(*fp32_encoder, question_batches, pooling).value(),
-                                         embed_all(*fp32_encoder, faq_batches, pooling).value(), h);
+  const std::vector<int> ref_top1 = faq->retrieve(*fp32_encoder, pooling);
   const int64_t fp32_bytes = stored_bytes(fp32);
   ActivationRanges ranges;
 
   fmt::print("{} calibration texts, {} held-out sentences, {} FAQ questions against {} entries, {} labelled pairs\n\n",
-             calib.size(), heldout.size(), questions.size(), faq.size(), labels.size());
+             calib.size(), heldout.size(), faq->questions.size(), faq->entries.size(), labels.size());
   fmt::print(
       "| plan | mean cosine | worst cosine | FAQ top-1 accuracy | FAQ top-1 same as fp32 | paraphrase AUC | weights "
       "size vs fp32 |\n");
@@ -225,8 +153,7 @@ int run(int argc, char** argv) {
     const int64_t bytes = stored_bytes(w);
     auto encoder = BertEncoder::create(config, std::move(w), Device::kCPU).value();
     const Fidelity f = compare_embeddings(ref_heldout, embed_all(*encoder, heldout_batches, pooling).value(), h);
-    const std::vector<int> t1 = top1(embed_all(*encoder, question_batches, pooling).value(),
-                                     embed_all(*encoder, faq_batches, pooling).value(), h);
+    const std::vector<int> t1 = faq->retrieve(*encoder, pooling);
     int agree = 0;
     for (size_t i = 0; i < t1.size(); ++i) agree += t1[i] == ref_top1[i];
     const std::vector<float> ea = embed_all(*encoder, a_batches, pooling).value();
@@ -234,7 +161,7 @@ int run(int argc, char** argv) {
     std::vector<double> scores;
     for (size_t i = 0; i < labels.size(); ++i) scores.push_back(dot(&ea[i * h], &eb[i * h], h));
     fmt::print("| {}{} | {:.5f} | {:.5f} | {:.1f}% | {:.1f}% | {:.4f} | {:.1f}% |\n", row_name, note, f.mean_cosine,
-               f.worst_cosine, top1_accuracy(t1), 100.0 * agree / double(t1.size()), auc(scores, labels),
+               f.worst_cosine, faq->accuracy(t1), 100.0 * agree / double(t1.size()), auc(scores, labels),
                100.0 * bytes / fp32_bytes);
     std::fflush(stdout);
   }
