@@ -7,7 +7,7 @@
 //
 // Sections (--curve when none is named and nothing is saved):
 //   --curve   uniform amounts, FFN {0.1..0.5} x heads {0, 0.25, 0.5}, each without and with reconstruction
-//             (prune_and_reconstruct, damping 0.01); units ranked by activation importance.
+//             (prune_and_reconstruct with its defaults: local, damping 0.1); units ranked by activation importance.
 //   --guided  one sensitivity sweep (structure granularity, default levels, activation importance, the built-in
 //             mean-cosine metric on the calibration texts); then per target (fraction of the encoder layers' budget
 //             to remove; parameters, then FLOPs at 128 tokens) allocate() against uniform(t, t), both reconstructed.
@@ -155,7 +155,7 @@ std::string cells(const Bench& b, const Measure& r) {
 
 StatusOr<PrunedModel> prune(const Bench& b, const LayerAmounts& amounts, bool reconstruct) {
   return prune_by_amounts(b.config, b.weights, amounts, Importance::kActivation, &b.stats, reconstruct,
-                          ReconstructOptions{0.01});
+                          ReconstructOptions{});
 }
 
 std::string pct(double f) { return fmt::format("{:.0f}", 100.0 * f); }
@@ -245,7 +245,7 @@ void best(const Bench& b, const Args& a, const SensitivityTable& table) {
   o.seq_len = kSpeedTokens;
   o.guided = true;
   o.reconstruct = true;
-  o.reconstruction = ReconstructOptions{0.01};
+  o.reconstruction = ReconstructOptions{};
   const std::vector<float> ref = quant::embed_all(*b.base, b.calib_batches, b.pooling).value();
   const AccuracyMetric metric = mean_cosine_metric(b.calib_batches, ref, b.config.hidden_size, b.pooling);
   const ScheduleResult s = iterative_schedule(b.config, b.weights, b.stats, &table, metric, o).value();
