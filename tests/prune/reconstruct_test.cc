@@ -9,32 +9,18 @@
 #include "brisk/model/encoder.h"
 #include "brisk/prune/importance.h"
 #include "brisk/prune/reconstruct.h"
-#include "test_util.h"
+#include "tiny_model.h"
 
 using namespace brisk;
 using namespace brisk::prune;
 
 namespace {
 
-struct Tiny {
-  std::string dir = (testing::test_data_dir() / "tiny_bert4").string();
-  BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
-  EncoderWeights weights = EncoderWeights::load(dir, config).value();
+using testing::random_batch;
+
+struct Tiny : testing::TinyBert4 {
   std::unique_ptr<BertEncoder> encoder = BertEncoder::create(config, weights, Device::kCPU).value();
 };
-
-// `count` random sequences of `len` tokens (ids 1..19), in one batch.
-PackedSequences random_batch(int count, int len, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> id(1, 19);
-  PackedSequences p;
-  for (int i = 0; i < count; ++i) {
-    std::vector<int32_t> ids(static_cast<size_t>(len));
-    for (auto& x : ids) x = id(rng);
-    p.add(ids);
-  }
-  return p;
-}
 
 // The input of one linear layer over a batch, as the tap sees it.
 std::vector<float> tap_input(const BertEncoder& e, const PackedSequences& p, const std::string& linear, int64_t& cols) {

@@ -7,24 +7,14 @@
 #include "brisk/prune/allocation.h"
 #include "brisk/prune/sensitivity.h"
 #include "brisk/quant/quantizer.h"
-#include "test_util.h"
+#include "tiny_model.h"
 
 using namespace brisk;
 using namespace brisk::prune;
 
 namespace {
 
-PackedSequences random_batch(int count, int len, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> id(1, 19);
-  PackedSequences p;
-  for (int i = 0; i < count; ++i) {
-    std::vector<int32_t> ids(static_cast<size_t>(len));
-    for (auto& x : ids) x = id(rng);
-    p.add(ids);
-  }
-  return p;
-}
+using testing::random_batch;
 
 // Multiplies columns [c0, c1) of a weight (an owned copy replaces it).
 void scale_columns(Tensor& t, int64_t c0, int64_t c1, float factor) {
@@ -36,10 +26,7 @@ void scale_columns(Tensor& t, int64_t c0, int64_t c1, float factor) {
   t = copy;
 }
 
-struct Constructed {
-  std::string dir = (testing::test_data_dir() / "tiny_bert4").string();
-  BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
-  EncoderWeights weights = EncoderWeights::load(dir, config).value();
+struct Constructed : testing::TinyBert4 {
   std::vector<PackedSequences> eval = {random_batch(8, 10, 11), random_batch(8, 7, 12)};
 
   // Layer 1's feed-forward dominates its output; layer 0's barely contributes. Layer 2's head 3 is dead, its
