@@ -256,6 +256,21 @@ def test_prune(brisk, faq):
             r = run([faq, "--model", pruned, "--limit", "4", "--threads", "2"])
             check(r.returncode == 0 and "matched (" in r.stdout, f"faq_assistant runs the pruned model ({r.stderr})")
 
+        # A TorchScript module (tests/data/make_tiny_torchscript.py; vocabulary of 32) with a vocab-only tokenizer.
+        tok = os.path.join(tmp, "tok")
+        os.makedirs(tok)
+        with open(os.path.join(tok, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "card", "block", "my", "how", "do", "i"]) + "\n")
+        module = os.path.join(here, "../data/tiny_torchscript/module.pt")
+        ts = os.path.join(tmp, "ts")
+        r = run([brisk, "sensitivity", "--model", module, "--tokenizer", tok, "--texts", texts, "--levels", "0,0.5",
+                 "--out", ts, "--threads", "2"])
+        if "lacks libtorch" not in r.stderr and "BRISK_WITH_TORCH" not in r.stderr:
+            check(r.returncode == 0, f"sensitivity of a TorchScript module exits 0 (stderr: {r.stderr})")
+            rows = open(os.path.join(ts, "sensitivity.csv"), encoding="utf-8").read().splitlines() if r.returncode == 0 else []
+            check(len(rows) == 1 + 3 * 2 and any("ffn_in.weight" in row for row in rows),
+                  f"TorchScript sweep: 3 weight matrices x 2 levels ({len(rows)} rows)")
+
         bad = os.path.join(tmp, "bad")
         for args, message in [
                 (["--guided"], "needs exactly one of --target-params and --target-flops"),
