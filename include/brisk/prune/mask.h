@@ -8,7 +8,10 @@
 //   BRISK_RETURN_IF_ERROR(apply_mask(weight, mask));
 //
 //   // one threshold across layers, as torch.nn.utils.prune.global_unstructured does:
-//   BRISK_ASSIGN_OR_RETURN(UnstructuredResult r, prune_unstructured(weights, config, {.amount = 0.4, .global = true}));
+//   UnstructuredOptions o;
+//   o.amount = 0.4;
+//   o.global = true;
+//   BRISK_ASSIGN_OR_RETURN(UnstructuredResult r, prune_unstructured(weights, config, o));
 //
 // Counting follows torch: an amount a of n elements prunes round(a * n) (round half to even); ties in score are
 // pruned lowest flat index first. Amounts must lie in [0, 1).

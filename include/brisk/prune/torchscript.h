@@ -5,8 +5,13 @@
 //
 //   BRISK_ASSIGN_OR_RETURN(TorchScriptModel model, TorchScriptModel::load("model.pt"));
 //   BRISK_ASSIGN_OR_RETURN(TorchScriptMetric metric, output_cosine_metric(model, {{ids, mask}}));
-//   BRISK_ASSIGN_OR_RETURN(SensitivityTable t, torchscript_sensitivity(model, {.mode = "sweep", .metric = metric}));
-//   BRISK_RETURN_IF_ERROR(torchscript_prune_unstructured(model, {.amount = 0.4, .global = true}).status());
+//   TorchSensitivityOptions o;
+//   o.metric = metric;
+//   BRISK_ASSIGN_OR_RETURN(SensitivityTable t, torchscript_sensitivity(model, o));   // a sweep
+//   TorchPruneOptions p;
+//   p.amount = 0.4;
+//   p.global = true;
+//   BRISK_RETURN_IF_ERROR(torchscript_prune_unstructured(model, p).status());
 //   BRISK_RETURN_IF_ERROR(model.save("model.pruned.pt"));
 //
 // A build without libtorch (BRISK_WITH_TORCH=OFF) returns Unimplemented from every function, naming the option.
