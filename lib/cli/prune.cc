@@ -231,7 +231,11 @@ Status prune_cmd(const PruneFlags& f) {
     fmt::print("unstructured: {} of {} weights zeroed (the shapes stay; only structured pruning is faster)\n", r.pruned,
                r.total);
   }
-  BRISK_RETURN_IF_ERROR(save_pruned_model(pruned, f.model, f.out));
+  if (f.out.ends_with(".safetensors")) {
+    BRISK_RETURN_IF_ERROR(save_pruned_model_file(pruned, f.model, m.weights.weights_file, f.out));
+  } else {
+    BRISK_RETURN_IF_ERROR(save_pruned_model(pruned, f.model, f.out));
+  }
 
   const BertConfig& c = pruned.config;
   fmt::print("{:<8} {:>6} {:>6}\n", "layer", "heads", "ffn");
@@ -283,7 +287,8 @@ void PruneFlags::add_to(CLI::App& cmd) {
   model = brisk::default_model_dir();
   cmd.add_option("--model", model, "fp32 model directory")->capture_default_str();
   cmd.add_option("--calib", calib, "calibration texts, one a line")->required();
-  cmd.add_option("--out", out, "the pruned model directory to write")->required();
+  cmd.add_option("--out", out, "the pruned model directory to write, or a brisk model file (*.safetensors)")
+      ->required();
   cmd.add_option("--heads", heads, "fraction of each layer's heads to remove")->check(CLI::Range(0.0, 0.999));
   cmd.add_option("--ffn", ffn, "fraction of each layer's ffn neurons to remove")->check(CLI::Range(0.0, 0.999));
   cmd.add_option("--layers", layers, "whole layers to remove, e.g. 4,5");

@@ -12,7 +12,8 @@
 //               sequential|local]]
 //               [--importance activation|l1|l2] [--unstructured A [--global]] [--n-m 2:4]
 //       Amounts and targets are fractions to REMOVE. Writes a model directory that loads wherever a model loads
-//       (quantize it with `brisk quantize --model DIR`), and prints per-layer shapes and the calibration cosine.
+//       (quantize it with `brisk quantize --model DIR`), or, for --out FILE.safetensors, one brisk model file (the
+//       quantizer's format, fp32 layers); prints per-layer shapes and the calibration cosine.
 #pragma once
 
 #include <CLI/CLI.hpp>

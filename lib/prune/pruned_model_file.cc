@@ -88,4 +88,16 @@ Status save_pruned_model(const PrunedModel& model, const std::string& source_dir
                            {{"format", "pt"}});
 }
 
+Status save_pruned_model_file(const PrunedModel& model, const std::string& source_dir,
+                              const std::string& source_weights, const std::string& path) {
+  quant::QuantizedModel q;
+  q.config = model.config;
+  BRISK_ASSIGN_OR_RETURN(q.model_files, quant::read_model_files(source_dir));
+  BRISK_ASSIGN_OR_RETURN(q.model_files["config.json"], pruned_config_json(q.model_files["config.json"], model.config));
+  q.weights = model.weights;
+  q.plan = "pruned";
+  BRISK_ASSIGN_OR_RETURN(q.source_sha256, quant::file_sha256_hex(source_weights));
+  return quant::save_quantized_model(path, q);
+}
+
 }  // namespace brisk::prune

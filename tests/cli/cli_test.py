@@ -247,6 +247,17 @@ def test_prune(brisk, faq):
             fv = [json.loads(line)["embedding"] for line in f32.stdout.splitlines()]
             cos = [sum(a * b for a, b in zip(x, y)) for x, y in zip(pv, fv)]
             check(all(0.8 < c < 0.99999 for c in cos), f"pruned embeddings stay near the unpruned: {cos}")
+        pfile = os.path.join(tmp, "pruned.safetensors")
+        r = run([brisk, "prune", "--calib", calib, "--heads", "0.25", "--ffn", "0.3", "--reconstruct", "--out", pfile,
+                 "--threads", "2"])
+        check(r.returncode == 0, f"prune --out FILE.safetensors exits 0 (stderr: {r.stderr})")
+        r = run([brisk, "embed", "--model", pfile, "--threads", "2"] + words)
+        if r.returncode == 0 and p.returncode == 0:
+            same = [json.loads(line)["embedding"] for line in r.stdout.splitlines()]
+            check(max(abs(a - b) for x, y in zip(same, pv) for a, b in zip(x, y)) < 1e-5,
+                  "the pruned model file embeds as the pruned directory does")
+        else:
+            check(False, f"embed --model PRUNED_FILE exits 0 (stderr: {r.stderr})")
         q = os.path.join(tmp, "pruned.int8.safetensors")
         r = run([brisk, "quantize", "--model", pruned, "--plan", "int8", "--calib", calib, "--out", q, "--threads", "2"])
         check(r.returncode == 0, f"a pruned model quantizes (stderr: {r.stderr})")

@@ -8,6 +8,7 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/prune/structured.h"
+#include "brisk/quant/model_file.h"
 #include "nlohmann/json.hpp"
 #include "test_util.h"
 
@@ -139,6 +140,18 @@ TEST_CASE("brisk's head pruning equals transformers' prune_heads: outputs, tenso
   }
   const Model back = load(out);
   check_against(load_golden("tiny_bert4_pruned_hf"), back.config, back.weights, 2e-5);
+
+  // The same model as one brisk model file (the quantizer's format, fp32 layers).
+  const std::string file = out + ".safetensors";
+  auto written = save_pruned_model_file(*pruned, src, src + "/model.safetensors", file);
+  INFO(written.message());
+  REQUIRE(written.ok());
+  auto q = quant::load_quantized_model(file);
+  INFO(q.status().message());
+  REQUIRE(q.ok());
+  CHECK(q->config.pruned_heads == pruned->config.pruned_heads);
+  CHECK(q->plan == "pruned");
+  check_against(load_golden("tiny_bert4_pruned_hf"), q->config, q->weights, 2e-5);
 }
 
 TEST_CASE("a structured-pruned model computes what the masked model computes, in a smaller shape") {

@@ -10,6 +10,7 @@
 //   plan.layers = {4};                  // remove layer 4 (applied last)
 //   BRISK_ASSIGN_OR_RETURN(PrunedModel m, prune_structured(config, weights, plan));
 //   BRISK_RETURN_IF_ERROR(save_pruned_model(m, source_dir, "minilm-pruned/"));
+//   BRISK_RETURN_IF_ERROR(save_pruned_model_file(m, source_dir, source_dir + "/model.safetensors", "p.safetensors"));
 //
 // Units are named as the model file names them: "encoder.layer.3" (a layer), "encoder.layer.3.attention.head.5",
 // "encoder.layer.3.intermediate.neuron.17" (DistilBERT: "transformer.layer.3", ".attention.head.5",
@@ -74,5 +75,9 @@ BRISK_API StatusOr<std::string> pruned_config_json(const std::string& original, 
 // source_dir's), and copies source_dir's tokenizer and sentence-transformers files. out_dir is created; it must
 // not be source_dir.
 BRISK_API Status save_pruned_model(const PrunedModel& model, const std::string& source_dir, const std::string& out_dir);
+// The same model as one brisk model file (brisk/quant/model_file.h's format, every layer fp32; plan "pruned"), which
+// loads wherever a quantized file loads. `source_weights` (the source's weights file) gives the recorded SHA-256.
+BRISK_API Status save_pruned_model_file(const PrunedModel& model, const std::string& source_dir,
+                                        const std::string& source_weights, const std::string& path);
 
 }  // namespace brisk::prune
