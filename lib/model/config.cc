@@ -291,6 +291,12 @@ Status BertConfig::validate(const std::string& source) const {
     return bad(source, absl::StrCat("brisk_intermediate_sizes has ", intermediate_sizes.size(), " entries; expected ",
                                     num_hidden_layers, ", one per layer"));
   }
+  for (int64_t width : intermediate_sizes) {
+    if (width <= 0 || width > intermediate_size) {
+      return bad(source, absl::StrCat("brisk_intermediate_sizes holds ", width, "; expected widths 1 to ",
+                                      "intermediate_size ", intermediate_size));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -258,6 +258,10 @@ TEST_CASE("config.json: pruned_heads and brisk_intermediate_sizes are validated"
   CHECK(ok->pruned_heads.at(1) == std::vector<int64_t>{0, 3});
   CHECK(ok->layer_intermediate_size(1) == 7);
   CHECK_THAT(ok->summary(), Catch::Contains("pruned: 2 of 8 heads, 25 of 64 ffn neurons"));
+  BertConfig programmatic = *ok;
+  programmatic.intermediate_sizes = {32, 0};
+  CHECK_THAT(std::string(programmatic.validate("built in code").message()),
+             Catch::Contains("brisk_intermediate_sizes holds 0; expected widths 1 to intermediate_size 32"));
   for (const auto& [extra, what] : std::vector<std::pair<std::string, std::string>>{
            {R"(, "pruned_heads": {"2": [0]})", "layer key \"2\""},
            {R"(, "pruned_heads": {"0": [4]})", "expected head numbers 0 to 3"},
