@@ -4,7 +4,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,14 +163,8 @@ brisk::Status run(const Request& r) {
   prune::SensitivityOptions o = r.cpp;
   o.pooling = pooling.mode;
   if (r.metric != nullptr) o.metric = callback_metric(r, batches, pooling.mode);
-  std::unique_ptr<prune::ActivationStats> stats;
-  if (o.mode == "sweep" && o.granularity == "structure" && o.importance == prune::Importance::kActivation) {
-    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, weights, Device::kCPU));
-    BRISK_ASSIGN_OR_RETURN(prune::ActivationStats collected, prune::collect_activations(*encoder, batches));
-    stats = std::make_unique<prune::ActivationStats>(std::move(collected));
-  }
   BRISK_ASSIGN_OR_RETURN(prune::SensitivityTable table,
-                         prune::analyze_sensitivity(config, weights, batches, stats.get(), o));
+                         prune::analyze_sensitivity(config, weights, batches, nullptr, o));
   return prune::write_sensitivity_outputs(table, r.out_dir);
 }
 

@@ -108,13 +108,7 @@ Status sensitivity(const SensitivityFlags& f) {
   o.pooling = m.pooling.mode;
   o.progress = bar.callback();
   BRISK_ASSIGN_OR_RETURN(o.importance, parse_importance(f.importance));
-  std::optional<ActivationStats> stats;
-  if (o.importance == Importance::kActivation && o.mode == "sweep" && o.granularity == "structure") {
-    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(m.config, m.weights, Device::kCPU));
-    BRISK_ASSIGN_OR_RETURN(stats, collect_activations(*encoder, batches));
-  }
-  BRISK_ASSIGN_OR_RETURN(SensitivityTable t,
-                         analyze_sensitivity(m.config, m.weights, batches, stats ? &*stats : nullptr, o));
+  BRISK_ASSIGN_OR_RETURN(SensitivityTable t, analyze_sensitivity(m.config, m.weights, batches, nullptr, o));
   bar.finish();
   BRISK_RETURN_IF_ERROR(write_sensitivity_outputs(t, f.out));
   print_summary(t);

@@ -6,8 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "brisk/core/parallel.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/quant/plan.h"
 #include "brisk/prune/mask.h"
 #include "internal/ridge.h"
 
@@ -41,9 +40,7 @@ double norm_of(const float* p, int64_t n, int64_t stride, Importance imp) {
 
 StatusOr<ActivationStats> collect_activations(const BertEncoder& encoder, const std::vector<PackedSequences>& batches) {
   const BertConfig& c = encoder.config();
-  EncoderWeights names_only;
-  names_only.layers.resize(static_cast<size_t>(c.num_hidden_layers));
-  const std::vector<LinearSlot> slots = linear_slots(names_only, c);
+  const std::vector<std::string> names = quant::layer_names(c);
   ActivationStats stats;
   stats.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   std::map<std::string, std::pair<LayerActivations*, bool>> taps;  // name -> (layer, is the ffn output)
@@ -55,8 +52,8 @@ StatusOr<ActivationStats> collect_activations(const BertEncoder& encoder, const 
     a.context_sum.assign(static_cast<size_t>(a.attn), 0.0);
     a.ffn_gram.assign(static_cast<size_t>(a.ffn * a.ffn), 0.0);
     a.ffn_sum.assign(static_cast<size_t>(a.ffn), 0.0);
-    taps[slots[static_cast<size_t>(l * 6 + 3)].name] = {&a, false};
-    taps[slots[static_cast<size_t>(l * 6 + 5)].name] = {&a, true};
+    taps[names[static_cast<size_t>(l * 6 + 3)]] = {&a, false};
+    taps[names[static_cast<size_t>(l * 6 + 5)]] = {&a, true};
   }
   const ActivationTap tap = [&](std::string_view name, const float* x, int64_t rows, int64_t cols) -> Status {
     auto it = taps.find(std::string(name));

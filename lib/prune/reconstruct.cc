@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
+#include "brisk/quant/plan.h"
 #include "brisk/kernels/gemm.h"
 #include "internal/ridge.h"
 
@@ -76,9 +77,7 @@ namespace {
 // Layer-local: each pruned projection re-fitted on the unpruned model's own activations (ridge_refit).
 Status refit_local(const BertConfig& config, const EncoderWeights& weights, const StructuredPlan& plan,
                    const ActivationStats& stats, const ReconstructOptions& options, PrunedModel& m) {
-  EncoderWeights names_only;
-  names_only.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  const std::vector<LinearSlot> slots = linear_slots(names_only, config);
+  const std::vector<std::string> names = quant::layer_names(config);
   const int64_t d = config.head_dim();
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     const LayerActivations& a = stats.layers[static_cast<size_t>(l)];
@@ -97,7 +96,7 @@ Status refit_local(const BertConfig& config, const EncoderWeights& weights, cons
         for (int64_t i = 0; i < d; ++i) keep.push_back(slot * d + i);
       }
       BRISK_ASSIGN_OR_RETURN(
-          Refit r, ridge_refit(slots[static_cast<size_t>(l * 6 + 3)].name, before.attention_output_weight,
+          Refit r, ridge_refit(names[static_cast<size_t>(l * 6 + 3)], before.attention_output_weight,
                                before.attention_output_bias, a.context_gram, a.context_sum, a.tokens, keep, options));
       after.attention_output_weight = r.weight;
       after.attention_output_bias = r.bias;
@@ -109,7 +108,7 @@ Status refit_local(const BertConfig& config, const EncoderWeights& weights, cons
       for (int64_t j = 0; j < a.ffn; ++j) {
         if (!std::binary_search(removed.begin(), removed.end(), j)) keep.push_back(j);
       }
-      BRISK_ASSIGN_OR_RETURN(Refit r, ridge_refit(slots[static_cast<size_t>(l * 6 + 5)].name, before.output_weight,
+      BRISK_ASSIGN_OR_RETURN(Refit r, ridge_refit(names[static_cast<size_t>(l * 6 + 5)], before.output_weight,
                                                   before.output_bias, a.ffn_gram, a.ffn_sum, a.tokens, keep, options));
       after.output_weight = r.weight;
       after.output_bias = r.bias;
@@ -147,16 +146,14 @@ Status refit_sequential(const BertConfig& config, const EncoderWeights& weights,
   for (const auto& [l, v] : plan.neurons) {
     if (!v.empty()) first = std::min(first, l);
   }
-  EncoderWeights names_only;
-  names_only.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  const std::vector<LinearSlot> slots = linear_slots(names_only, config);
+  const std::vector<std::string> names = quant::layer_names(config);
   BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(config, weights, Device::kCPU));
   const int64_t h = config.hidden_size;
   for (int64_t l = first; l < config.num_hidden_layers; ++l) {
     // (projection, residual) slots: attention output after the layer input; FFN output after the attention block.
     for (auto [proj, resid] : {std::pair<int, int>{3, 0}, std::pair<int, int>{5, 4}}) {
-      const std::string& name = slots[static_cast<size_t>(l * 6 + proj)].name;
-      const std::string& resid_name = slots[static_cast<size_t>(l * 6 + resid)].name;
+      const std::string& name = names[static_cast<size_t>(l * 6 + proj)];
+      const std::string& resid_name = names[static_cast<size_t>(l * 6 + resid)];
       const EncoderLayerWeights& full = weights.layers[static_cast<size_t>(l)];
       EncoderLayerWeights& cur = m.weights.layers[static_cast<size_t>(l)];
       Tensor& w = proj == 3 ? cur.attention_output_weight : cur.output_weight;

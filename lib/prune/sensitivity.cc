@@ -1,6 +1,8 @@
 // Sensitivity analysis: sweeps and one-unit-at-a-time removal. See include/brisk/prune/sensitivity.h.
 #include "brisk/prune/sensitivity.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "brisk/prune/mask.h"
 #include "brisk/prune/structured.h"
@@ -58,17 +60,16 @@ Status structured_sweep(const BertConfig& c, const EncoderWeights& w, const Acti
 
 Status tensor_sweep(const BertConfig& c, const EncoderWeights& w, const SensitivityOptions& o, Evaluator& eval,
                     SensitivityTable& table) {
-  EncoderWeights names = w;
-  const std::vector<LinearSlot> slots = linear_slots(names, c);
-  for (size_t i = 0; i < slots.size(); ++i) {
+  const std::vector<std::string> names = quant::layer_names(c);  // the linear layers first, 6 a layer
+  for (size_t i = 0; i < static_cast<size_t>(6 * c.num_hidden_layers); ++i) {
     const int64_t layer = static_cast<int64_t>(i / 6);
     for (double level : o.levels) {
-      SensitivityPoint p{
-          slots[i].name + ".weight", kRoles[i % 6], absl::StrCat("layer ", layer), layer, -1, level, 0, table.baseline};
+      SensitivityPoint p{names[i] + ".weight", kRoles[i % 6], absl::StrCat("layer ", layer), layer, -1, level, 0,
+                         table.baseline};
       if (level > 0) {
         UnstructuredOptions u;
         u.amount = level;
-        u.layers = {slots[i].name};
+        u.layers = {names[i]};
         EncoderWeights pruned = w;
         BRISK_ASSIGN_OR_RETURN(UnstructuredResult r, prune_unstructured(pruned, c, u));
         p.parameters_removed = r.pruned;
@@ -145,6 +146,13 @@ StatusOr<SensitivityTable> analyze_sensitivity(const BertConfig& config, const E
   table.mode = o.mode;
   table.metric_name = o.metric ? o.metric_name : "mean_cosine";
   BRISK_ASSIGN_OR_RETURN(table.baseline, metric(*unpruned));
+  // A structured sweep in activation order measures the activations on the evaluation text unless given them.
+  std::optional<ActivationStats> collected;
+  if (stats == nullptr && o.mode == "sweep" && o.granularity == "structure" &&
+      o.importance == Importance::kActivation && !eval_batches.empty()) {
+    BRISK_ASSIGN_OR_RETURN(collected, collect_activations(*unpruned, eval_batches));
+    stats = &*collected;
+  }
   unpruned.reset();
   Evaluator eval{metric, o.progress};
   int64_t levels = 0;

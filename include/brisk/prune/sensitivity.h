@@ -42,7 +42,8 @@ struct BRISK_API SensitivityOptions {
   Progress progress;
 };
 
-// `stats` (collect_activations of this model) is needed for activation importance; may be null otherwise.
+// `stats`: collect_activations of this model, for a structured sweep in activation order; when null, they are
+// collected from eval_batches.
 BRISK_API StatusOr<SensitivityTable> analyze_sensitivity(const BertConfig& config, const EncoderWeights& weights,
                                                          const std::vector<PackedSequences>& eval_batches,
                                                          const ActivationStats* stats,
