@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../model/f32_tensors.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/prune/structured.h"
@@ -14,30 +15,12 @@ namespace {
 
 // Every tensor under its Hugging Face name (no model prefix), as EncoderWeights::from_tensors reads it back.
 std::vector<std::pair<std::string, Tensor>> named_tensors(const PrunedModel& m) {
-  EncoderWeights w = m.weights;  // shares the tensors; linear_slots wants a mutable struct
-  const BertConfig& c = m.config;
-  const bool distil = c.family == ModelFamily::kDistilBert;
-  const EmbeddingWeights& e = w.embeddings;
-  std::vector<std::pair<std::string, Tensor>> out = {
-      {std::string(kWordEmbeddingsName) + ".weight", e.word},
-      {"embeddings.position_embeddings.weight", e.position},
-      {"embeddings.LayerNorm.weight", e.ln_gamma},
-      {"embeddings.LayerNorm.bias", e.ln_beta},
-  };
-  if (c.type_vocab_size > 0) out.emplace_back("embeddings.token_type_embeddings.weight", e.token_type);
-  for (const LinearSlot& s : linear_slots(w, c)) {
+  EncoderWeights w = m.weights;  // shares the tensors; the slot lists want a mutable struct
+  std::vector<std::pair<std::string, Tensor>> out = {{std::string(kWordEmbeddingsName) + ".weight", w.embeddings.word}};
+  for (const F32TensorSlot& t : f32_tensors(w, m.config)) out.emplace_back(t.name, *t.tensor);
+  for (const LinearSlot& s : linear_slots(w, m.config)) {
     out.emplace_back(s.name + ".weight", *s.weight);
     out.emplace_back(s.name + ".bias", *s.bias);
-  }
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    const EncoderLayerWeights& l = w.layers[i];
-    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
-    const std::string attn = p + (distil ? "sa_layer_norm." : "attention.output.LayerNorm.");
-    const std::string outn = p + (distil ? "output_layer_norm." : "output.LayerNorm.");
-    out.emplace_back(attn + "weight", l.attention_ln_gamma);
-    out.emplace_back(attn + "bias", l.attention_ln_beta);
-    out.emplace_back(outn + "weight", l.output_ln_gamma);
-    out.emplace_back(outn + "bias", l.output_ln_beta);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "../model/f32_tensors.h"
 #include "../model/model_file_source.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -38,38 +39,6 @@ std::vector<LinearInfo> linears(EncoderWeights& w, const BertConfig& c) {
     const int64_t outs[6] = {a, a, a, h, inter, h};
     const int64_t ins[6] = {h, h, h, a, h, inter};
     out.push_back({slots[i], outs[i % 6], ins[i % 6]});
-  }
-  return out;
-}
-
-// The f32 tensors besides the linear layers and the word embeddings.
-struct F32Tensor {
-  std::string name;
-  Tensor* tensor;
-  std::vector<int64_t> shape;
-};
-
-std::vector<F32Tensor> f32_tensors(EncoderWeights& w, const BertConfig& c) {
-  const int64_t h = c.hidden_size;
-  const bool distil = c.family == ModelFamily::kDistilBert;
-  EmbeddingWeights& e = w.embeddings;
-  std::vector<F32Tensor> out = {
-      {"embeddings.position_embeddings.weight", &e.position, {c.max_position_embeddings, h}},
-      {"embeddings.LayerNorm.weight", &e.ln_gamma, {h}},
-      {"embeddings.LayerNorm.bias", &e.ln_beta, {h}},
-  };
-  if (c.type_vocab_size > 0) {
-    out.push_back({"embeddings.token_type_embeddings.weight", &e.token_type, {c.type_vocab_size, h}});
-  }
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    EncoderLayerWeights& l = w.layers[i];
-    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
-    const std::string attn = p + (distil ? "sa_layer_norm." : "attention.output.LayerNorm.");
-    const std::string outn = p + (distil ? "output_layer_norm." : "output.LayerNorm.");
-    out.push_back({attn + "weight", &l.attention_ln_gamma, {h}});
-    out.push_back({attn + "bias", &l.attention_ln_beta, {h}});
-    out.push_back({outn + "weight", &l.output_ln_gamma, {h}});
-    out.push_back({outn + "bias", &l.output_ln_beta, {h}});
   }
   return out;
 }
@@ -270,7 +239,7 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
 
   Taker r(tensors, file);
   BRISK_RETURN_IF_ERROR(take_word_embeddings(r, file, precision_of(kWordEmbeddingsName).spec, m));
-  for (const F32Tensor& t : f32_tensors(m.weights, c)) {
+  for (const F32TensorSlot& t : f32_tensors(m.weights, c)) {
     BRISK_ASSIGN_OR_RETURN(*t.tensor, r.take(t.name, DType::kF32, {t.shape}, "an f32 tensor of the encoder"));
   }
   for (const LinearInfo& l : lin) BRISK_RETURN_IF_ERROR(take_linear(r, file, l, precision_of(l.slot.name), m));
@@ -305,7 +274,7 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
   out.emplace_back(word + ".weight", w.embeddings.word);
   if (w.embeddings.word_scale.defined()) out.emplace_back(word + ".weight_scale", w.embeddings.word_scale);
   if (w.embeddings.word_min.defined()) out.emplace_back(word + ".weight_min", w.embeddings.word_min);
-  for (const F32Tensor& t : f32_tensors(w, c)) out.emplace_back(t.name, *t.tensor);
+  for (const F32TensorSlot& t : f32_tensors(w, c)) out.emplace_back(t.name, *t.tensor);
   for (const LinearInfo& l : linears(w, c)) {
     const std::string& name = l.slot.name;
     const PrecisionSpec spec = spec_of(name);
