@@ -61,6 +61,8 @@ typedef enum brisk_status {
                                    brisk_metric_callback) returned non-zero to stop the call */
   BRISK_SHUTDOWN = 11,          /* the runtime shut down before the request ran */
   BRISK_PERMISSION_DENIED = 12, /* e.g. a model file or a Redis server refused access */
+  BRISK_OUT_OF_MEMORY = 13,     /* device memory past device_memory_limit, or past what the GPU has; the batch
+                                   failed, the runtime is intact (retry smaller or later) */
   BRISK_OVERLOADED = BRISK_RESOURCE_EXHAUSTED
 } brisk_status;
 
@@ -72,6 +74,13 @@ typedef enum brisk_pooling {
 } brisk_pooling;
 
 typedef enum brisk_device { BRISK_DEVICE_CPU = 0, BRISK_DEVICE_CUDA = 1 } brisk_device;
+
+typedef enum brisk_dtype {
+  BRISK_DTYPE_DEFAULT = 0,
+  BRISK_DTYPE_F32 = 1,
+  BRISK_DTYPE_F16 = 2,
+  BRISK_DTYPE_BF16 = 3
+} brisk_dtype;
 
 typedef struct brisk_runtime brisk_runtime;
 
@@ -121,6 +130,11 @@ typedef struct brisk_runtime_options {
   int32_t replace_invalid_utf8; /* 1: invalid UTF-8 bytes in a text are dropped (as U+FFFD, which BERT's
                                    tokenizer removes) instead of failing the text; 0 (default): a text with
                                    invalid UTF-8 fails with BRISK_INVALID_ARGUMENT naming the byte offset */
+  /* The GPU (appended in 0.5; a struct from before gets the defaults). */
+  int32_t device_index;        /* with device = BRISK_DEVICE_CUDA: the GPU's ordinal (default 0) */
+  int32_t activation_dtype;    /* a brisk_dtype: BRISK_DTYPE_DEFAULT (f32 on cpu, f16 on cuda), F32, F16 or BF16 */
+  int32_t remove_padding;      /* cuda: 1 (default) runs dense layers on real tokens only; 0 pads to the longest */
+  int64_t device_memory_limit; /* cuda: bytes brisk may hold on the GPU; past it BRISK_OUT_OF_MEMORY (0: no cap) */
 } brisk_runtime_options;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,

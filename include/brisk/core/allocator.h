@@ -1,13 +1,24 @@
-// Device memory allocation behind Tensor. CPU memory is 64-byte aligned; CUDA memory comes from cudaMalloc when
-// the build has CUDA, and is an error otherwise.
+// Device memory allocation behind Tensor and the kernels' scratch. CPU memory is 64-byte aligned, straight from the
+// C library. CUDA memory goes through one caching allocator per device: freed blocks are kept and reused (a
+// forward pass allocates the same sizes every time, and cudaMalloc/cudaFree synchronise the device), and the
+// memory it holds from the driver can be capped.
 //
-//   BRISK_ASSIGN_OR_RETURN(void* p, allocate(Device::kCPU, bytes));
-//   deallocate(Device::kCPU, p);
+//   BRISK_ASSIGN_OR_RETURN(void* p, allocate(Device::kCUDA, bytes));   // OUT_OF_MEMORY past the cap
+//   deallocate(Device::kCUDA, p);
+//   set_device_memory_limit(Device::kCUDA, size_t{2} << 30);            // RuntimeOptions::device_memory_limit
+//   DeviceMemoryStats s = device_memory_stats(Device::kCUDA);          // in_use_bytes back to 0 when all is freed
+//
+// An allocation that would take the memory held (in use plus cached) past the cap first returns every cached
+// block to the driver; if it still does not fit it fails with an OUT_OF_MEMORY status (is_out_of_memory(); the
+// C API's BRISK_OUT_OF_MEMORY) that names the request, the cap and what is in use. It never crashes, and a
+// cudaMalloc failure below the cap reads the same way.
 //
 // Thread safety: all functions may be called concurrently.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
@@ -20,5 +31,62 @@ BRISK_API void deallocate(Device device, void* ptr);
 
 // Number of CUDA devices visible to this process; 0 in a build without CUDA or on a machine without a GPU.
 BRISK_API int cuda_device_count();
+
+// The counters of a device's caching allocator (all zero for the CPU, which does not cache).
+struct DeviceMemoryStats {
+  size_t in_use_bytes = 0;    // handed out and not yet freed (rounded block sizes)
+  size_t cached_bytes = 0;    // freed blocks kept for reuse
+  size_t peak_in_use_bytes = 0;
+  size_t limit_bytes = 0;     // 0: no cap
+  uint64_t allocations = 0;   // allocate() calls that succeeded
+  uint64_t cache_hits = 0;    // of those, served from a cached block
+  uint64_t failures = 0;      // OUT_OF_MEMORY results
+};
+
+// Caps the memory the device's allocator holds (in use plus cached); 0 removes the cap. The cap is per process
+// and device: the last call wins. Lowering it below what is in use fails nothing already allocated; later
+// allocations fail until enough is freed. The CPU has no cap (INVALID_ARGUMENT).
+BRISK_API Status set_device_memory_limit(Device device, size_t bytes);
+BRISK_API DeviceMemoryStats device_memory_stats(Device device);
+// Returns the device's cached blocks to the driver.
+BRISK_API void release_cached_device_memory(Device device);
+
+// The status of an allocation past the cap or past what the device has: RESOURCE_EXHAUSTED carrying a marker,
+// so that callers (the C API) can tell it from an overloaded queue.
+BRISK_API Status out_of_memory_error(std::string_view message);
+BRISK_API bool is_out_of_memory(const Status& status);
+
+// The host-side logic of the caching allocator, unit-testable over any backing allocator: size rounding, the
+// free lists, the cap and the counters. The CUDA allocator is one of these over cudaMalloc/cudaFree.
+class BRISK_API CachingAllocator {
+ public:
+  struct Backend {
+    virtual ~Backend() = default;
+    // nullptr when the device is out of memory.
+    virtual void* raw_allocate(size_t bytes) = 0;
+    virtual void raw_free(void* ptr) = 0;
+  };
+
+  // `name` appears in error messages ("cuda:0").
+  CachingAllocator(std::unique_ptr<Backend> backend, std::string name);
+  ~CachingAllocator();  // returns every cached block; blocks still in use are a caller bug and are leaked
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  StatusOr<void*> allocate(size_t bytes);
+  void deallocate(void* ptr);
+  void set_limit(size_t bytes);
+  void release_cached();
+  DeviceMemoryStats stats() const;
+
+  // Block size for a request: 512-byte granularity up to 1 MiB, 2 MiB granularity above (so that batches of
+  // slightly different sizes reuse one block).
+  static size_t round_size(size_t bytes);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace brisk

@@ -4,6 +4,9 @@
 //   uint16_t b = brisk::float_to_bf16(1.5f);   // 0x3fc0
 //   float f = brisk::bf16_to_float(b);         // 1.5f
 //
+// float16_t and bfloat16_t are the element types of f16 and bf16 activations in the kernels' typed entry points
+// (brisk/kernels/): two bytes holding the format's bits, layout-compatible with CUDA's __half and __nv_bfloat16.
+//
 // Thread safety: pure functions.
 #pragma once
 
@@ -11,6 +14,14 @@
 #include <cstring>
 
 namespace brisk {
+
+struct float16_t {
+  uint16_t bits;
+};
+struct bfloat16_t {
+  uint16_t bits;
+};
+static_assert(sizeof(float16_t) == 2 && sizeof(bfloat16_t) == 2);
 
 inline float bf16_to_float(uint16_t b) {
   const uint32_t bits = uint32_t(b) << 16;

@@ -1,8 +1,23 @@
-// Multi-head self-attention over packed (padding-free) sequences: the fused QKV projection output goes in, the
-// per-head context comes out. Sequences are stored back to back, so padded positions cost nothing.
+// Multi-head self-attention: the fused QKV projection output goes in, the per-head context comes out. Sequences sit
+// at any rows of the activations, so the same op serves a packed batch (padding removed: sequences back to back)
+// and a padded one ([batch, max_len] rows):
 //
-//   // qkv: [total_tokens, 3 * hidden] laid out as [Q | K | V], each [heads, head_dim]
-//   BRISK_RETURN_IF_ERROR(self_attention<Device::kCPU>(qkv, offsets, batch, heads, head_dim, context));
+//   // qkv: [rows, 3 * hidden] laid out as [Q | K | V], each [heads, head_dim]
+//   AttentionRows seqs{starts, lengths, batch, max_len};   // on the op's device
+//   BRISK_RETURN_IF_ERROR(self_attention(device, qkv, /*qkv_bias=*/nullptr, seqs, rows, heads, head_dim, context));
+//
+// context[t] = softmax(q_t Kᵀ / sqrt(head_dim)) V within t's sequence, [rows, heads * head_dim]. Rows that belong
+// to no sequence (the pad rows of a padded batch) get zeros. qkv_bias, when not null, is [3 * hidden] and is
+// added to Q, K and V first (the projection then runs without its bias).
+//
+// Dispatch: one switch on `device`.
+//   CPU   per (sequence, head), two strided sgemm calls reading Q, K and V straight out of qkv, and the masked
+//         softmax; float only.
+//   CUDA  EFF-FT's layout: one kernel adds the bias and scatters Q, K and V into zero-padded [batch, heads,
+//         max_len, head_dim] (the padding is rebuilt only here), two strided-batched cuBLAS GEMMs around the
+//         scaled masked softmax, and one kernel gathers the context back into its rows. float, float16_t,
+//         bfloat16_t; scratch comes from the device's caching allocator (OUT_OF_MEMORY past its cap).
+//   A build without CUDA returns UNIMPLEMENTED for cuda, naming BRISK_WITH_CUDA.
 //
 // Thread safety: reentrant; concurrent calls on distinct outputs are safe.
 #pragma once
@@ -10,19 +25,22 @@
 #include <cstdint>
 
 #include "brisk/core/export.h"
+#include "brisk/core/half.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
 namespace brisk {
 
-// offsets: [batch + 1] token offsets, sequence b is rows [offsets[b], offsets[b + 1]).
-// context: [total_tokens, heads * head_dim]; context[t] = softmax(q_t Kᵀ / sqrt(head_dim)) V within t's sequence.
-template <Device D>
-BRISK_API Status self_attention(const float* qkv, const int64_t* offsets, int64_t batch, int64_t heads,
-                                int64_t head_dim, float* context);
+// Where each sequence sits in the [rows, ...] activations; pointers on the op's device.
+struct AttentionRows {
+  const int32_t* starts;   // [batch] first row of sequence b
+  const int32_t* lengths;  // [batch] its rows, each <= max_len
+  int64_t batch = 0;
+  int64_t max_len = 0;  // the longest sequence
+};
 
-template <>
-BRISK_API Status self_attention<Device::kCPU>(const float* qkv, const int64_t* offsets, int64_t batch, int64_t heads,
-                                              int64_t head_dim, float* context);
+template <typename T>
+BRISK_API Status self_attention(Device device, const T* qkv, const T* qkv_bias, const AttentionRows& sequences,
+                                int64_t rows, int64_t heads, int64_t head_dim, T* context);
 
 }  // namespace brisk

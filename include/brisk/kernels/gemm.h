@@ -1,15 +1,22 @@
 // Linear layers: y = epilogue(x · Wᵀ + b), with W in PyTorch's [out_features, in_features] layout. On CPU this is
-// a oneDNN matmul whose bias, GeLU and residual-add run as fused post-ops; primitives are cached per row count.
+// a oneDNN matmul whose bias, GeLU and residual-add run as fused post-ops; primitives are cached per row count. On
+// CUDA it is a cuBLASLt matmul with the BIAS / GELU_BIAS / RELU_BIAS epilogues (beta = 1 for the residual add),
+// its handle and workspace cached per stream; the erf GeLU, which cuBLASLt lacks, runs as brisk's bias_gelu.
 // The weight's dtype picks the precision:
 //   f32  fp32 throughout.
 //   bf16 activations rounded to bf16, bf16 x bf16 products accumulated in f32 (oneDNN's avx512_bf16 path).
 //   i8   symmetric int8 weights with QuantScales; activations quantized to s8 per token (dynamic) or with one
 //        calibrated scale (static); s8 x s8 products accumulated in s32, then scaled back to f32 before the
-//        bias and the epilogue (VNNI on this CPU).
+//        bias and the epilogue (VNNI on this CPU; IMMA tensor cores on CUDA, with dynamic per-token scales).
+// Activations (x, y) are float on the CPU. On CUDA they are the `activation` dtype given to create(): f32, f16 or
+// bf16 (f32 or bf16 weights are converted to it once, at create()), accumulated in f32.
 //
 //   BRISK_ASSIGN_OR_RETURN(Linear fc, Linear::create(weight /*[n, k] f32*/, bias /*[n] f32*/, Device::kCPU));
 //   BRISK_RETURN_IF_ERROR(fc.forward(x, rows, y, GemmEpilogue::kBiasGeluErf));   // y[rows, n]
 //   BRISK_RETURN_IF_ERROR(fc.forward(x, rows, h, GemmEpilogue::kBiasAccumulate)); // h += x · Wᵀ + b
+//   // on a GPU, fp16 activations: weights uploaded and converted once
+//   BRISK_ASSIGN_OR_RETURN(Linear g, Linear::create(weight, bias, Device::kCUDA, {}, DType::kF16));
+//   BRISK_RETURN_IF_ERROR(g.forward(d_x /*float16_t* on the device*/, rows, d_y, GemmEpilogue::kBias));
 //
 // Thread safety: a Linear is immutable after create(); forward() may run concurrently on distinct outputs.
 #pragma once
@@ -18,6 +25,7 @@
 #include <memory>
 
 #include "brisk/core/export.h"
+#include "brisk/core/half.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
@@ -43,18 +51,23 @@ struct BRISK_API QuantScales {
 class BRISK_API Linear {
  public:
   // `weight` is f32, bf16 or i8 [out_features, in_features] (i8 needs `scales`); `bias` is f32 [out_features] or
-  // an undefined Tensor for none. The Linear keeps its own copy (or a shared reference) of both.
+  // an undefined Tensor for none; both in host memory. The Linear keeps its own copy (or a shared reference) of
+  // both, on `device`. `activation` is the dtype of x and y: f32 on the CPU; f32, f16 or bf16 on CUDA.
   static StatusOr<Linear> create(const Tensor& weight, const Tensor& bias, Device device,
-                                 const QuantScales& scales = {});
+                                 const QuantScales& scales = {}, DType activation = DType::kF32);
 
   Linear() = default;
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   DType weight_dtype() const { return weight_dtype_; }
+  DType activation_dtype() const { return activation_dtype_; }
+  Device device() const { return device_; }
 
-  // x: [rows, in_features] row-major; y: [rows, out_features] with rows ldy floats apart (0: out_features), both
-  // on this Linear's device. The activation epilogues (GeLU, ReLU) need ldy == out_features.
-  Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy = 0) const;
+  // x: [rows, in_features] row-major; y: [rows, out_features] with rows ldy elements apart (0: out_features), both
+  // on this Linear's device. The activation epilogues (GeLU, ReLU) need ldy == out_features. T must match
+  // activation_dtype() (float, float16_t or bfloat16_t).
+  template <typename T>
+  Status forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy = 0) const;
 
   struct Impl;
 
@@ -63,6 +76,8 @@ class BRISK_API Linear {
   int64_t in_features_ = 0;
   int64_t out_features_ = 0;
   DType weight_dtype_ = DType::kF32;
+  DType activation_dtype_ = DType::kF32;
+  Device device_ = Device::kCPU;
 };
 
 }  // namespace brisk

@@ -3,19 +3,26 @@
 //   out[r, :] = LayerNorm(x[r, :] + bias + residual[r, :]) * gamma + beta
 //
 //   // attention output: h = LN(attn_out + b_o + h), in place on the residual stream
-//   brisk::layer_norm_bias_residual<brisk::Device::kCPU>(attn_out, b_o, h, gamma, beta, 1e-12f, h,
-//                                                                 tokens, hidden);
+//   BRISK_RETURN_IF_ERROR(brisk::layer_norm_bias_residual(Device::kCPU, attn_out, b_o, h, gamma, beta, 1e-12f, h,
+//                                                         tokens, hidden));
+//   // the same, also quantizing each output row to int8 for an int8 linear layer that follows
+//   BRISK_RETURN_IF_ERROR(brisk::layer_norm_bias_residual_quantize(device, x, b, h, gamma, beta, eps, h, q,
+//                                                                  row_scales, tokens, hidden));
 //
-// All tensors are fp32, row-major and contiguous: x, residual and out are [rows, cols]; bias, gamma and beta
-// are [cols]. bias and residual may be null (skipped). out may be the same pointer as x or as residual (in
-// place); other overlaps are not allowed. Mean and variance use fp32 arithmetic with a shifted two-pass over the
-// row (the variance is taken around a first estimate of the mean, which is then corrected), so large residual
-// magnitudes with a small spread (|mean| >> stddev) and BERT's epsilon of 1e-12 keep full precision.
-// rows <= 0 or cols <= 0 does nothing.
+// Tensors are row-major and contiguous, all of one element type T (float; on CUDA also float16_t and bfloat16_t,
+// with fp32 arithmetic inside): x, residual and out are [rows, cols]; bias, gamma and beta are [cols]. bias and
+// residual may be null (skipped). out may be the same pointer as x or as residual (in place); other overlaps are
+// not allowed. Mean and variance use fp32 arithmetic with a shifted two-pass over the row (the variance is taken
+// around a first estimate of the mean, which is then corrected), so large residual magnitudes with a small spread
+// (|mean| >> stddev) and BERT's epsilon of 1e-12 keep full precision. rows == 0 or cols == 0 does nothing.
 //
-// Dispatch: one template per device. The CPU specialisation picks AVX-512, AVX2+FMA or the scalar reference at
-// run time (brisk::cpu_isa()) and splits rows over brisk::parallel_for. There is no CUDA specialisation yet; the
-// template's Device parameter leaves room for one that takes device pointers.
+// The quantizing variant also writes q[r, c] = saturate(round(out[r, c] / row_scales[r])) in [-127, 127] with
+// row_scales[r] = max|out[r, :]| / 127 (1 for an all-zero row), from the rounded output values.
+//
+// Dispatch: the one dispatch point switches on `device`. The CPU picks AVX-512, AVX2+FMA or the scalar reference at
+// run time (brisk::cpu_isa()) and splits rows over brisk::parallel_for; it takes float only. CUDA runs one warp
+// or block per row with vectorised loads on the calling thread's stream (device pointers); a build without CUDA
+// returns UNIMPLEMENTED naming BRISK_WITH_CUDA.
 //
 // Thread safety: reentrant; concurrent calls may run when they write disjoint memory.
 #pragma once
@@ -23,17 +30,19 @@
 #include <cstdint>
 
 #include "brisk/core/export.h"
+#include "brisk/core/half.h"
+#include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
 namespace brisk {
 
-template <Device D>
-BRISK_API void layer_norm_bias_residual(const float* x, const float* bias, const float* residual, const float* gamma,
-                                        const float* beta, float epsilon, float* out, int64_t rows, int64_t cols);
+template <typename T>
+BRISK_API Status layer_norm_bias_residual(Device device, const T* x, const T* bias, const T* residual, const T* gamma,
+                                          const T* beta, float epsilon, T* out, int64_t rows, int64_t cols);
 
-template <>
-BRISK_API void layer_norm_bias_residual<Device::kCPU>(const float* x, const float* bias, const float* residual,
-                                                      const float* gamma, const float* beta, float epsilon, float* out,
-                                                      int64_t rows, int64_t cols);
+template <typename T>
+BRISK_API Status layer_norm_bias_residual_quantize(Device device, const T* x, const T* bias, const T* residual,
+                                                   const T* gamma, const T* beta, float epsilon, T* out, int8_t* q,
+                                                   float* row_scales, int64_t rows, int64_t cols);
 
 }  // namespace brisk

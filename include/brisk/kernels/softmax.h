@@ -8,9 +8,9 @@
 // does a row whose valid scores are all -inf.
 //
 //   // scores [heads * seq, seq] of one sequence with `len` real tokens, scaled by 1/sqrt(head_dim)
-//   masked_softmax<Device::kCPU>(scores, heads * seq, seq, len, 0.125f);
+//   BRISK_RETURN_IF_ERROR(masked_softmax(Device::kCPU, scores, heads * seq, seq, len, 0.125f));
 //   // scores [batch, heads, seq, ld] with per-sequence lengths, in one call
-//   masked_softmax_batched<Device::kCPU>(scores, batch, heads * seq, seq, ld, lengths, 0.125f);
+//   BRISK_RETURN_IF_ERROR(masked_softmax_batched(device, scores, batch, heads * seq, seq, ld, lengths, 0.125f));
 //
 // Three entry points, one kernel:
 //   masked_softmax          contiguous rows (row stride == cols), one valid_cols for all rows.
@@ -18,10 +18,12 @@
 //   masked_softmax_batched  `batch` groups of rows_per_group rows each, row stride ld; the rows of group g use
 //                           valid_cols = lengths[g]. This is [batch, heads, q, k] attention with a key-padding
 //                           mask given as sequence lengths.
-// exp is vectorised (relative error <= 2e-7; inputs below -87.3 give exactly 0, never denormals).
+// T is float, or on CUDA float16_t / bfloat16_t (fp32 arithmetic). On the CPU exp is vectorised (relative error
+// <= 2e-7; inputs below -87.3 give exactly 0, never denormals).
 //
-// Dispatch: one template per device; the CPU specialisation picks AVX-512, AVX2+FMA or the scalar reference
-// (std::exp) at run time and splits rows over brisk::parallel_for.
+// Dispatch: one switch on `device`. The CPU picks AVX-512, AVX2+FMA or the scalar reference (std::exp) at run time
+// and splits rows over brisk::parallel_for; CUDA runs one warp per row (a block for long rows) on the calling
+// thread's stream; a build without CUDA returns UNIMPLEMENTED naming BRISK_WITH_CUDA.
 //
 // Thread safety: reentrant; concurrent calls may run when they write disjoint memory.
 #pragma once
@@ -29,28 +31,21 @@
 #include <cstdint>
 
 #include "brisk/core/export.h"
+#include "brisk/core/half.h"
+#include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
 namespace brisk {
 
-template <Device D>
-BRISK_API void masked_softmax(float* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale);
+template <typename T>
+BRISK_API Status masked_softmax(Device device, T* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale);
 
-template <Device D>
-BRISK_API void masked_softmax_strided(float* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols,
-                                      float scale);
+template <typename T>
+BRISK_API Status masked_softmax_strided(Device device, T* x, int64_t rows, int64_t cols, int64_t ld,
+                                        int64_t valid_cols, float scale);
 
-template <Device D>
-BRISK_API void masked_softmax_batched(float* x, int64_t batch, int64_t rows_per_group, int64_t cols, int64_t ld,
-                                      const int32_t* lengths, float scale);
-
-template <>
-BRISK_API void masked_softmax<Device::kCPU>(float* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale);
-template <>
-BRISK_API void masked_softmax_strided<Device::kCPU>(float* x, int64_t rows, int64_t cols, int64_t ld,
-                                                    int64_t valid_cols, float scale);
-template <>
-BRISK_API void masked_softmax_batched<Device::kCPU>(float* x, int64_t batch, int64_t rows_per_group, int64_t cols,
-                                                    int64_t ld, const int32_t* lengths, float scale);
+template <typename T>
+BRISK_API Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_per_group, int64_t cols,
+                                        int64_t ld, const int32_t* lengths, float scale);
 
 }  // namespace brisk

@@ -89,7 +89,22 @@ struct RuntimeOptions {
   // Invalid UTF-8 in a text: false, an InvalidArgument error naming the byte offset; true, each bad byte becomes
   // U+FFFD and is dropped, as Hugging Face does with text decoded using errors="replace".
   bool replace_invalid_utf8 = false;
+  // Where the encoder runs: Device::kCPU, or Device::kCUDA with device_index 0 ("cuda:0"; brisk/core/device.h
+  // parses the string form). A build without CUDA fails create() with UNIMPLEMENTED naming BRISK_WITH_CUDA, a
+  // machine without the GPU with NOT_FOUND naming the device.
   Device device = Device::kCPU;
+  int device_index = 0;
+  // The activations' dtype: kF32 on the CPU (its only choice); kF16 (the default on CUDA), kBF16 or kF32 on CUDA.
+  // Weights stored as f32 or bf16 are converted to it when the model loads; i8 layers stay int8.
+  std::optional<DType> activation_dtype;
+  // CUDA: run the dense layers on the batch's real tokens only, rebuilding the padding for attention alone
+  // (EFF-FT's padding removal); false pads every text to the batch's longest. The CPU always packs.
+  bool remove_padding = true;
+  // CUDA: the most device memory brisk's caching allocator may hold (weights, activations and its cache), in
+  // bytes; 0: no cap. Past it a batch fails with OUT_OF_MEMORY instead of crashing, and the batcher's memory
+  // budget shrinks to what the cap leaves after the weights, so a surge is queued or refused. The cap is
+  // per process and device (the last Runtime created with a nonzero value sets it).
+  size_t device_memory_limit = 0;
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
