@@ -29,6 +29,7 @@
 #include "brisk/kernels/gelu.h"
 #include "brisk/kernels/gemm.h"
 #include "brisk/kernels/pooling.h"
+#include "../dispatch.h"
 
 namespace brisk::kernels::cuda {
 
@@ -72,7 +73,6 @@ Status pool_sequences(const T* hidden, const int32_t* starts, const int32_t* len
 
 Status l2_normalize(float* x, int64_t rows, int64_t cols, float eps);
 
-enum class UnaryOp : uint8_t { kExp, kErf, kTanh };
 Status vector_unary(UnaryOp op, const float* x, float* out, int64_t n);
 
 template <typename T>
