@@ -9,7 +9,7 @@ namespace brisk {
 namespace {
 
 // On the CPU the sequence table is host memory and can be checked against the rows; a device's cannot.
-Status check_sequences_on_host(std::string_view op, const AttentionRows& s, int64_t rows) {
+Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t rows) {
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t start = s.starts[b], len = s.lengths[b];
     if (start < 0 || len < 0 || len > s.max_len || start + len > rows) {
@@ -26,7 +26,7 @@ Status check_sequences_on_host(std::string_view op, const AttentionRows& s, int6
 template <typename T>
 Status self_attention(Device device, const T* qkv, const T* qkv_bias, const AttentionRows& sequences, int64_t rows,
                       int64_t heads, int64_t head_dim, T* context) {
-  constexpr std::string_view kOp = "self_attention";
+  constexpr const char* kOp = "self_attention";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(
       kOp, {{"rows", rows}, {"sequences.batch", sequences.batch}, {"sequences.max_len", sequences.max_len}}));
   if (heads <= 0 || head_dim <= 0) {

@@ -10,7 +10,7 @@
 namespace brisk {
 
 Status copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes) {
-  constexpr std::string_view kOp = "copy_bytes";
+  constexpr const char* kOp = "copy_bytes";
   if (bytes == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"dst", dst}, {"src", src}}));
   if (dst_device == Device::kCPU && src_device == Device::kCPU) {
@@ -25,7 +25,7 @@ Status copy_bytes(Device dst_device, void* dst, Device src_device, const void* s
 
 template <typename From, typename To>
 Status convert(Device device, const From* in, To* out, int64_t n) {
-  constexpr std::string_view kOp = "convert";
+  constexpr const char* kOp = "convert";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"n", n}}));
   if (n == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"in", in}, {"out", out}}));

@@ -25,7 +25,7 @@ constexpr DType dtype_of() {
 
 // The CPU kernels compute in f32: f16 / bf16 data are a CUDA-only form.
 template <typename T>
-Status cpu_needs_f32(std::string_view op) {
+Status cpu_needs_f32(const char* op) {
   if constexpr (std::is_same_v<T, float>) {
     return absl::OkStatus();
   } else {
@@ -38,7 +38,7 @@ Status cpu_needs_f32(std::string_view op) {
 enum class UnaryOp : uint8_t { kExp, kErf, kTanh };
 
 // Every size must be >= 0.
-inline Status check_sizes(std::string_view op, std::initializer_list<std::pair<const char*, int64_t>> sizes) {
+inline Status check_sizes(const char* op, std::initializer_list<std::pair<const char*, int64_t>> sizes) {
   for (const auto& [name, value] : sizes) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " is ", value, "; expected >= 0"));
   }
@@ -46,14 +46,14 @@ inline Status check_sizes(std::string_view op, std::initializer_list<std::pair<c
 }
 
 // Every pointer must be non-null.
-inline Status check_pointers(std::string_view op, std::initializer_list<std::pair<const char*, const void*>> ptrs) {
+inline Status check_pointers(const char* op, std::initializer_list<std::pair<const char*, const void*>> ptrs) {
   for (const auto& [name, p] : ptrs) {
     if (p == nullptr) return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " is null; expected a buffer"));
   }
   return absl::OkStatus();
 }
 
-inline Status unknown_device(std::string_view op, Device device) {
+inline Status unknown_device(const char* op, Device device) {
   return absl::InvalidArgumentError(
       absl::StrCat(op, ": device ", static_cast<int>(device), " is not a device; expected cpu or cuda"));
 }

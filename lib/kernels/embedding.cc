@@ -10,7 +10,7 @@ namespace brisk {
 template <typename T>
 Status embed_layer_norm(Device device, const EmbeddingTables<T>& tables, const int32_t* ids, const int32_t* type_ids,
                         const int32_t* positions, float epsilon, T* out, int64_t rows) {
-  constexpr std::string_view kOp = "embed_layer_norm";
+  constexpr const char* kOp = "embed_layer_norm";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"tables.hidden", tables.hidden}}));
   if (rows == 0 || tables.hidden == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"tables.position", tables.position},

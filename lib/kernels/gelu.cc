@@ -9,7 +9,7 @@ namespace brisk {
 
 template <typename T>
 Status bias_gelu(Device device, T* x, const T* bias, int64_t rows, int64_t cols, GeluApproximation approx) {
-  constexpr std::string_view kOp = "bias_gelu";
+  constexpr const char* kOp = "bias_gelu";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}}));

@@ -9,7 +9,7 @@ namespace brisk {
 namespace {
 
 template <typename T>
-Status layer_norm(std::string_view op, Device device, const T* x, const T* bias, const T* residual, const T* gamma,
+Status layer_norm(const char* op, Device device, const T* x, const T* bias, const T* residual, const T* gamma,
                   const T* beta, float epsilon, T* out, int8_t* q, float* row_scales, int64_t rows, int64_t cols) {
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(op, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
@@ -42,7 +42,7 @@ template <typename T>
 Status layer_norm_bias_residual_quantize(Device device, const T* x, const T* bias, const T* residual, const T* gamma,
                                          const T* beta, float epsilon, T* out, int8_t* q, float* row_scales,
                                          int64_t rows, int64_t cols) {
-  constexpr std::string_view kOp = "layer_norm_bias_residual_quantize";
+  constexpr const char* kOp = "layer_norm_bias_residual_quantize";
   if (rows > 0 && cols > 0) BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"q", q}, {"row_scales", row_scales}}));
   return layer_norm(kOp, device, x, bias, residual, gamma, beta, epsilon, out, q, row_scales, rows, cols);
 }

@@ -63,7 +63,7 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
   Linear linear;
   const Tensor no_bias;
   switch (device) {
-    case Device::kCPU:
+    case Device::kCPU: {
       if (activation != DType::kF32) {
         return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype on cpu is ", dtype_name(activation),
                                                        "; expected f32 (f16 and bf16 activations run on cuda)"));
@@ -74,7 +74,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
         BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_dnnl_linear(weight, has_bias ? bias : no_bias));
       }
       break;
-    case Device::kCUDA:
+    }
+    case Device::kCUDA: {
       if (activation != DType::kF32 && activation != DType::kF16 && activation != DType::kBF16) {
         return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype is ", dtype_name(activation),
                                                        "; expected f32, f16 or bf16"));
@@ -82,6 +83,7 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
       BRISK_ASSIGN_OR_RETURN(linear.impl_,
                              kernels::cuda::make_linear(weight, has_bias ? bias : no_bias, scales, activation));
       break;
+    }
     default: return kernels::unknown_device("Linear::create", device);
   }
   linear.in_features_ = weight.dim(1);

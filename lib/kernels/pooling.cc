@@ -11,7 +11,7 @@ namespace {
 
 // starts == nullptr: sequence b starts at row b * seq; lengths == nullptr: every sequence has seq rows.
 template <typename T>
-Status pool(std::string_view op, Device device, const T* hidden, const int32_t* starts, const int32_t* lengths,
+Status pool(const char* op, Device device, const T* hidden, const int32_t* starts, const int32_t* lengths,
             int64_t batch, int64_t seq, int64_t dim, SequencePooling mode, bool normalize, float* out) {
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(op, {{"batch", batch}, {"seq", seq}, {"dim", dim}}));
   if (batch == 0 || dim == 0) return absl::OkStatus();
@@ -50,7 +50,7 @@ Status cls_pool(Device device, const T* hidden, int64_t batch, int64_t seq, int6
 template <typename T>
 Status pool_sequences(Device device, const T* hidden, const SequenceRows& sequences, int64_t dim,
                       SequencePooling mode, bool normalize, float* out) {
-  constexpr std::string_view kOp = "pool_sequences";
+  constexpr const char* kOp = "pool_sequences";
   if (sequences.batch > 0) {
     BRISK_RETURN_IF_ERROR(
         kernels::check_pointers(kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
@@ -59,7 +59,7 @@ Status pool_sequences(Device device, const T* hidden, const SequenceRows& sequen
 }
 
 Status l2_normalize(Device device, float* x, int64_t rows, int64_t cols, float eps) {
-  constexpr std::string_view kOp = "l2_normalize";
+  constexpr const char* kOp = "l2_normalize";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}}));

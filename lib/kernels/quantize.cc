@@ -9,7 +9,7 @@ namespace brisk {
 
 template <typename T>
 Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
-  constexpr std::string_view kOp = "quantize_rows_int8";
+  constexpr const char* kOp = "quantize_rows_int8";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}, {"q", q}, {"row_scales", row_scales}}));
@@ -27,7 +27,7 @@ template <typename T>
 Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_scales, const float* col_scales,
                             int64_t n_col_scales, const T* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
                             int64_t rows, int64_t cols) {
-  constexpr std::string_view kOp = "dequantize_rows_int8";
+  constexpr const char* kOp = "dequantize_rows_int8";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(

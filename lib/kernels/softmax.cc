@@ -13,7 +13,7 @@ namespace {
 
 // rows_per_group == 0: every row uses valid_cols.
 template <typename T>
-Status softmax(std::string_view op, Device device, T* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols,
+Status softmax(const char* op, Device device, T* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols,
                int64_t rows_per_group, const int32_t* lengths, float scale) {
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(op, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
@@ -50,7 +50,7 @@ Status masked_softmax_strided(Device device, T* x, int64_t rows, int64_t cols, i
 template <typename T>
 Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_per_group, int64_t cols, int64_t ld,
                               const int32_t* lengths, float scale) {
-  constexpr std::string_view kOp = "masked_softmax_batched";
+  constexpr const char* kOp = "masked_softmax_batched";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"batch", batch}, {"rows_per_group", rows_per_group}}));
   if (batch == 0 || rows_per_group == 0) return absl::OkStatus();
   return softmax(kOp, device, x, batch * rows_per_group, cols, ld, 0, rows_per_group, lengths, scale);

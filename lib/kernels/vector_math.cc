@@ -8,7 +8,7 @@
 namespace brisk {
 namespace {
 
-Status unary(std::string_view op, Device device, kernels::UnaryOp unary_op, const float* x, float* out, int64_t n) {
+Status unary(const char* op, Device device, kernels::UnaryOp unary_op, const float* x, float* out, int64_t n) {
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(op, {{"n", n}}));
   if (n == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(op, {{"x", x}, {"out", out}}));

@@ -2,7 +2,7 @@
 // per op, called by that op's one dispatch point (lib/kernels/<op>.cc) after it has checked the arguments.
 //
 // Declared unconditionally. With CUDA they are defined in lib/kernels/cuda/ (*.cu for the kernels, *.cc for the
-// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/no_cuda.cc instead, where
+// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/cuda_unavailable.cc instead, where
 // every entry point returns UNIMPLEMENTED naming the build option BRISK_WITH_CUDA.
 //
 // Conventions:

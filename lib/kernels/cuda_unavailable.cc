@@ -5,7 +5,7 @@
 namespace brisk::kernels::cuda {
 namespace {
 
-Status no_cuda(std::string_view op) {
+Status no_cuda(const char* op) {
   return absl::UnimplementedError(absl::StrCat(op, " on cuda: this brisk build has no CUDA support (configured with ",
                                                "BRISK_WITH_CUDA=OFF or without nvcc); expected device cpu, or a ",
                                                "build with -DBRISK_WITH_CUDA=ON"));
