@@ -75,8 +75,3 @@ void cuda_release_cached() {}
 #endif
 
 }  // namespace brisk
-
-namespace brisk {
-// Placeholder until the caching allocator lands (branch wt-alloc replaces this file).
-Status set_device_memory_limit(Device, size_t) { return absl::UnimplementedError("device memory limit"); }
-}  // namespace brisk
