@@ -13,6 +13,10 @@
 // C API's BRISK_OUT_OF_MEMORY) that names the request, the cap and what is in use. It never crashes, and a
 // cudaMalloc failure below the cap reads the same way.
 //
+// A freed block may be handed out again at once, before kernels still using it have finished: safe while all
+// work runs on one CUDA stream (it stays ordered), as brisk's forward pass does; work on another stream must be
+// synchronised before its memory is freed.
+//
 // Without CUDA in the build, allocate(kCUDA) and set_device_memory_limit(kCUDA) are UNIMPLEMENTED naming
 // BRISK_WITH_CUDA; with CUDA but no visible GPU, allocate(kCUDA) is NOT_FOUND naming cuda:0. There is one CUDA
 // allocator, "cuda:0", for the process.
