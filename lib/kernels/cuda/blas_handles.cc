@@ -159,7 +159,9 @@ BlasContext::~BlasContext() {
   const bool switched =
       cudaGetDevice(&previous) == cudaSuccess && previous != device_ && cudaSetDevice(device_) == cudaSuccess;
   // Work this thread queued may still use the workspace; it must finish before the block can be handed out again.
-  cudaStreamSynchronize(cudaStreamPerThread);
+  // The whole device, not cudaStreamPerThread: at thread exit the runtime may already have retired this thread's
+  // stream (thread_local destruction order is unspecified), and a retired stream's work is not waited for.
+  cudaDeviceSynchronize();
   cudaGetLastError();  // nothing to report to at thread exit
   plans_.clear();
   if (blas_ != nullptr) cublasDestroy(blas_);

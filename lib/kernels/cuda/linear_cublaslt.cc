@@ -2,11 +2,11 @@
 // bf16 weights, and an s8 x s8 -> s32 IMMA matmul between brisk's row quantize and dequantize kernels for i8
 // weights. Weights are converted and uploaded once, at creation.
 //
-// Layout: brisk's row-major y[rows, n] = x[rows, k] · W[n, k]ᵀ is, read column-major, D[n, rows] = Wᵀ... i.e.
-// D = op(A) · B with A = W seen as the column-major k x n matrix (ld k) taken transposed, B = x seen as the
-// column-major k x rows matrix (ld k), and D = y seen as the column-major n x rows matrix (ld ldy). That is the
-// "TN" form (MatmulShape in blas_handles.h), the one int8 IMMA kernels require, and it puts the output channels
-// on D's rows, where cuBLASLt broadcasts the epilogue's bias.
+// Layout: cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major c x r one. So brisk's
+// row-major y[rows, n] = x[rows, k] · W[n, k]ᵀ is the column-major D (n x rows, ld ldy) = op(A) · B with A = W read
+// as the column-major k x n matrix (ld k) taken transposed, and B = x read as the column-major k x rows matrix
+// (ld k). That is the "TN" form (MatmulShape in blas_handles.h), the one int8 IMMA kernels require, and it puts the
+// output channels on D's rows, along which cuBLASLt's epilogue broadcasts the bias.
 #include <cuda_runtime_api.h>
 
 #include <memory>
