@@ -137,7 +137,8 @@ class FloatLinear final : public Linear::Impl {
 
 // The IMMA shape of an int8 Linear at `rows` rows: s8 [n, k] weights x s8 [rows, k] activations -> s32 [rows, n].
 // The regular-order IMMA kernels need the TN form, m (= n) and k multiples of 4, leading dimensions multiples of 4
-// and 4-byte aligned pointers; make_linear checks n and k, and the scratch is 256-byte aligned.
+// and 4-byte aligned pointers; make_linear checks n and k, forward pads the rows to a multiple of 4 (not required
+// as far as the documentation goes, but free), and the scratch is 256-byte aligned.
 MatmulShape int8_shape(int64_t n, int64_t k, int64_t rows) {
   MatmulShape s;
   s.ab_type = CUDA_R_8I;
@@ -170,9 +171,12 @@ class Int8Linear final : public Linear::Impl {
 
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-    const size_t q_bytes = align256(static_cast<size_t>(rows * k_));
+    // The GEMM runs on a multiple of 4 rows (IMMA wants its dimensions so); the extra activation rows are zeroed
+    // and their accumulator rows never read.
+    const int64_t gemm_rows = (rows + 3) / 4 * 4;
+    const size_t q_bytes = align256(static_cast<size_t>(gemm_rows * k_));
     const size_t scale_bytes = align256(static_cast<size_t>(rows) * sizeof(float));
-    const size_t acc_bytes = static_cast<size_t>(rows * n_) * sizeof(int32_t);
+    const size_t acc_bytes = static_cast<size_t>(gemm_rows * n_) * sizeof(int32_t);
     // Freed when this call returns; the caching allocator hands the block to this thread's next request, which is
     // ordered after this work on the same stream.
     BRISK_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(q_bytes + scale_bytes + acc_bytes));
@@ -181,9 +185,18 @@ class Int8Linear final : public Linear::Impl {
     auto* acc = scratch.as<int32_t>(q_bytes + scale_bytes);
 
     BRISK_RETURN_IF_ERROR(quantize_rows_int8<T>(static_cast<const T*>(x), rows, k_, xq, row_scales));
+    if (gemm_rows != rows) {
+      BRISK_RETURN_IF_ERROR(cuda_status(
+          cudaMemsetAsync(xq + rows * k_, 0, static_cast<size_t>((gemm_rows - rows) * k_), cudaStreamPerThread),
+          "cudaMemsetAsync (int8 Linear padding rows)"));
+    }
     const int32_t alpha = 1;
     const int32_t beta = 0;
-    BRISK_RETURN_IF_ERROR(ctx->matmul(int8_shape(n_, k_, rows), &alpha, weight_.get(), xq, &beta, acc, nullptr));
+    MatmulShape s = int8_shape(n_, k_, gemm_rows);
+    s.align_a = pointer_alignment(weight_.get());
+    s.align_b = pointer_alignment(xq);
+    s.align_cd = pointer_alignment(acc);
+    BRISK_RETURN_IF_ERROR(ctx->matmul(s, &alpha, weight_.get(), xq, &beta, acc, nullptr));
     return dequantize_rows_int8<T>(acc, row_scales, col_scales_.as<float>(), n_col_scales_, bias_.as<T>(), epilogue,
                                    static_cast<T*>(y), ldy, rows, n_);
   }
