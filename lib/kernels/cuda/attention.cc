@@ -56,8 +56,9 @@ Status self_attention(const T* qkv, const T* qkv_bias, const AttentionRows& sequ
   const size_t qkv_bytes = align256(static_cast<size_t>(groups * head_elems) * sizeof(T));
   const size_t score_bytes = align256(static_cast<size_t>(groups * score_elems) * sizeof(T));
   BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-  // One block for all scratch, returned to the caching allocator on every path out of here. Later requests of this
-  // thread are ordered after this work on its stream.
+  // One block for all scratch, returned to the caching allocator on every path out of here, while the work queued
+  // on it may still run. A later request of this thread is ordered after that work on its stream; another
+  // thread's is not (the caching allocator does not track streams), which the allocator has to address.
   BRISK_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(4 * qkv_bytes + score_bytes));
   T* q = scratch.as<T>(0);
   T* k = scratch.as<T>(qkv_bytes);

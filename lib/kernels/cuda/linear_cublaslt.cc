@@ -177,8 +177,8 @@ class Int8Linear final : public Linear::Impl {
     const size_t q_bytes = align256(static_cast<size_t>(gemm_rows * k_));
     const size_t scale_bytes = align256(static_cast<size_t>(rows) * sizeof(float));
     const size_t acc_bytes = static_cast<size_t>(gemm_rows * n_) * sizeof(int32_t);
-    // Freed when this call returns; the caching allocator hands the block to this thread's next request, which is
-    // ordered after this work on the same stream.
+    // Freed when this call returns, with the work still queued: safe for this thread's next request (same stream),
+    // not for another thread's until the caching allocator tracks streams (see attention.cc).
     BRISK_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(q_bytes + scale_bytes + acc_bytes));
     auto* xq = scratch.as<int8_t>();
     auto* row_scales = scratch.as<float>(q_bytes);
