@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "brisk/core/allocator.h"
 
@@ -23,6 +24,38 @@ class CudaBackend final : public CachingAllocator::Backend {
   void raw_free(void* ptr) override {
     if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
   }
+  // Events are pooled: creating one costs more than recording it. Called with the allocator's lock held.
+  void* fence() override {
+    cudaEvent_t event = nullptr;
+    if (!events_.empty()) {
+      event = events_.back();
+      events_.pop_back();
+    } else if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      cudaDeviceSynchronize();  // no event: order by waiting for everything instead
+      return nullptr;
+    }
+    if (cudaEventRecord(event, cudaStreamPerThread) != cudaSuccess) {
+      cudaGetLastError();
+      cudaStreamSynchronize(cudaStreamPerThread);
+    }
+    return event;
+  }
+  void wait(void* fence) override {
+    if (fence == nullptr) return;
+    auto event = static_cast<cudaEvent_t>(fence);
+    if (cudaStreamWaitEvent(cudaStreamPerThread, event, 0) != cudaSuccess) {
+      cudaGetLastError();
+      cudaEventSynchronize(event);
+    }
+    events_.push_back(event);
+  }
+  void drop(void* fence) override {
+    if (fence != nullptr) events_.push_back(static_cast<cudaEvent_t>(fence));
+  }
+
+ private:
+  std::vector<cudaEvent_t> events_;
 };
 
 // Leaked on purpose: static objects destroyed at exit may still free device memory into it, after a function-local

@@ -50,7 +50,11 @@ struct CachingAllocator::State {
   std::string name;
   mutable std::mutex mu;
   // Freed blocks by size; a multimap because a forward pass frees many blocks of one size.
-  std::multimap<size_t, void*> cached;
+  struct Cached {
+    void* ptr;
+    void* fence;  // Backend::fence() at the free: reuse waits for it
+  };
+  std::multimap<size_t, Cached> cached;
   absl::flat_hash_map<void*, size_t> in_use;  // handed-out block -> its size
   DeviceMemoryStats stats;
 
@@ -63,7 +67,10 @@ struct CachingAllocator::State {
   }
 
   void release_cached() {
-    for (const auto& [size, ptr] : cached) backend->raw_free(ptr);
+    for (const auto& [size, block] : cached) {
+      backend->drop(block.fence);
+      backend->raw_free(block.ptr);
+    }
     cached.clear();
     stats.cached_bytes = 0;
   }
@@ -109,7 +116,8 @@ StatusOr<void*> CachingAllocator::allocate(size_t bytes) {
   // request would keep it from the large requests it was cached for.
   if (auto it = s.cached.lower_bound(block); it != s.cached.end() && it->first - block <= block) {
     const size_t size = it->first;
-    void* ptr = it->second;
+    void* ptr = it->second.ptr;
+    s.backend->wait(it->second.fence);
     s.cached.erase(it);
     s.stats.cached_bytes -= size;
     s.hand_out(ptr, size, /*from_cache=*/true);
@@ -163,7 +171,7 @@ void CachingAllocator::deallocate(void* ptr) {
     s.backend->raw_free(ptr);
     return;
   }
-  s.cached.emplace(size, ptr);
+  s.cached.emplace(size, State::Cached{ptr, s.backend->fence()});
   s.stats.cached_bytes += size;
 }
 

@@ -35,6 +35,10 @@ struct Raw {
   uint64_t foreign_frees = 0;  // raw_free of a pointer raw_allocate did not return (checked after the fact: Catch2's
                                // assertions are not thread-safe)
   std::unordered_map<void*, size_t> live;
+  // Stream-order fences: each is a distinct number; the allocator must wait for or drop each exactly once.
+  uintptr_t next_fence = 1;
+  std::vector<uintptr_t> waited, dropped;
+  size_t open_fences = 0;
 };
 
 class HostBackend final : public CachingAllocator::Backend {
@@ -61,6 +65,21 @@ class HostBackend final : public CachingAllocator::Backend {
     raw_->live.erase(it);
     ++raw_->frees;
     std::free(ptr);
+  }
+  void* fence() override {
+    std::lock_guard<std::mutex> lock(raw_->mu);
+    ++raw_->open_fences;
+    return reinterpret_cast<void*>(raw_->next_fence++);
+  }
+  void wait(void* fence) override {
+    std::lock_guard<std::mutex> lock(raw_->mu);
+    raw_->waited.push_back(reinterpret_cast<uintptr_t>(fence));
+    --raw_->open_fences;
+  }
+  void drop(void* fence) override {
+    std::lock_guard<std::mutex> lock(raw_->mu);
+    raw_->dropped.push_back(reinterpret_cast<uintptr_t>(fence));
+    --raw_->open_fences;
   }
 
  private:
@@ -136,6 +155,25 @@ TEST_CASE("caching allocator: a freed block is reused without a new backend allo
   f.alloc.deallocate(q);
   f.alloc.deallocate(r);
   CHECK(f.alloc.stats().cached_bytes == 2048);
+}
+
+TEST_CASE("caching allocator: a reused block waits for the fence of its free; a returned one drops it",
+          "[core][allocator]") {
+  Fixture f;
+  void* a = f.get(1000);
+  void* b = f.get(5000);
+  f.alloc.deallocate(a);  // fence 1
+  f.alloc.deallocate(b);  // fence 2
+  CHECK(f.get(1000) == a);
+  {
+    std::lock_guard<std::mutex> lock(f.raw->mu);
+    CHECK(f.raw->waited == std::vector<uintptr_t>{1});
+    CHECK(f.raw->dropped.empty());
+  }
+  f.alloc.release_cached();  // b goes back to the backend: its fence is dropped, never waited for
+  std::lock_guard<std::mutex> lock(f.raw->mu);
+  CHECK(f.raw->dropped == std::vector<uintptr_t>{2});
+  CHECK(f.raw->open_fences == 0);
 }
 
 TEST_CASE("caching allocator: best fit, but never a block more than twice the request", "[core][allocator]") {

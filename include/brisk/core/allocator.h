@@ -13,9 +13,10 @@
 // C API's BRISK_OUT_OF_MEMORY) that names the request, the cap and what is in use. It never crashes, and a
 // cudaMalloc failure below the cap reads the same way.
 //
-// A freed block may be handed out again at once, before kernels still using it have finished: safe while all
-// work runs on one CUDA stream (it stays ordered), as brisk's forward pass does; work on another stream must be
-// synchronised before its memory is freed.
+// A freed block may be handed out again before kernels still using it have finished: the free records an event on
+// the freeing thread's stream and the next user's stream waits for it (Backend::fence), so executors on different
+// streams never share a block in flight. Memory freed by host code must not be in use by a stream it did not
+// queue work on.
 //
 // Without CUDA in the build, allocate(kCUDA) and set_device_memory_limit(kCUDA) are UNIMPLEMENTED naming
 // BRISK_WITH_CUDA; with CUDA but no visible GPU, allocate(kCUDA) is NOT_FOUND naming cuda:0. There is one CUDA
@@ -85,6 +86,14 @@ class BRISK_API CachingAllocator {
     // nullptr when the device is out of memory.
     virtual void* raw_allocate(size_t bytes) = 0;
     virtual void raw_free(void* ptr) = 0;
+    // Stream order. A block is freed when its owner has queued its last use, which may not have run yet: fence()
+    // marks that point on the freeing thread's queue (CUDA: an event on its stream), and whoever takes the block
+    // from the cache first makes its own queue wait(fence) (cudaStreamWaitEvent), so that a block freed by one
+    // executor is never written by another before the first is done with it. drop(fence) discards a fence whose
+    // block went back to the backend (cudaFree waits for the device). A host backend needs none of this.
+    virtual void* fence() { return nullptr; }
+    virtual void wait(void* fence) { (void)fence; }
+    virtual void drop(void* fence) { (void)fence; }
   };
 
   // `name` appears in error messages ("cuda:0").
