@@ -148,7 +148,7 @@ size_t sz(int64_t v) { return static_cast<size_t>(v); }
 // normalisation divides by the stddev and gamma (<= 1.5) scales.
 constexpr double kLayerNormAbs = 2e-5;
 
-TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual matches the CPU op", "[cuda]", float, float16_t, bfloat16_t) {
+TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual matches the CPU op", "[cuda]", float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
   // 384/1024: a warp per row; 4096: a block per row; 20000: streaming; 383: the scalar path.
@@ -177,7 +177,7 @@ TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual matches the CPU op", "[cuda]",
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual in place on x or on the residual, and on misaligned rows", "[cuda]",
+TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual in place on x or on the residual, and on misaligned rows", "[cuda]",
                    float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -208,7 +208,7 @@ TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual in place on x or on the residu
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual_quantize writes the CPU's LayerNorm and its int8 rows", "[cuda]",
+TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual_quantize writes the CPU's LayerNorm and its int8 rows", "[cuda]",
                    float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -246,7 +246,7 @@ TEMPLATE_TEST_CASE("CUDA layer_norm_bias_residual_quantize writes the CPU's Laye
 // ---------------------------------------------------------------------------------------------------------------
 // GeLU
 
-TEMPLATE_TEST_CASE("CUDA bias_gelu matches the CPU op in both forms", "[cuda]", float, float16_t, bfloat16_t) {
+TEMPLATE_TEST_CASE("cuda bias_gelu matches the CPU op in both forms", "[cuda]", float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {1536, 100, 4096, 37}) {
@@ -274,7 +274,7 @@ TEMPLATE_TEST_CASE("CUDA bias_gelu matches the CPU op in both forms", "[cuda]", 
 // Weights are <= 1; the sum of a row is >= 1, so fp32 errors stay ~1e-6 absolute.
 constexpr double kSoftmaxAbs = 2e-6;
 
-TEMPLATE_TEST_CASE("CUDA masked_softmax matches the CPU op for every valid_cols edge", "[cuda]", float, float16_t,
+TEMPLATE_TEST_CASE("cuda masked_softmax matches the CPU op for every valid_cols edge", "[cuda]", float, float16_t,
                    bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -293,7 +293,7 @@ TEMPLATE_TEST_CASE("CUDA masked_softmax matches the CPU op for every valid_cols 
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA masked_softmax_strided leaves [cols, ld) alone, and an all -inf row gives zeros", "[cuda]",
+TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves [cols, ld) alone, and an all -inf row gives zeros", "[cuda]",
                    float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -323,7 +323,7 @@ TEMPLATE_TEST_CASE("CUDA masked_softmax_strided leaves [cols, ld) alone, and an 
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA masked_softmax_batched masks each group with its own length", "[cuda]", float, float16_t,
+TEMPLATE_TEST_CASE("cuda masked_softmax_batched masks each group with its own length", "[cuda]", float, float16_t,
                    bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -345,7 +345,7 @@ TEMPLATE_TEST_CASE("CUDA masked_softmax_batched masks each group with its own le
 // ---------------------------------------------------------------------------------------------------------------
 // Embedding
 
-TEMPLATE_TEST_CASE("CUDA embed_layer_norm matches the CPU op with and without the optional tables", "[cuda]", float,
+TEMPLATE_TEST_CASE("cuda embed_layer_norm matches the CPU op with and without the optional tables", "[cuda]", float,
                    float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -407,7 +407,7 @@ TEMPLATE_TEST_CASE("CUDA embed_layer_norm matches the CPU op with and without th
 constexpr double kPoolAbs = 1e-5;
 constexpr double kPoolRel = 1e-5;
 
-TEMPLATE_TEST_CASE("CUDA mean_pool and cls_pool match the CPU ops", "[cuda]", float, float16_t, bfloat16_t) {
+TEMPLATE_TEST_CASE("cuda mean_pool and cls_pool match the CPU ops", "[cuda]", float, float16_t, bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
   const int64_t seq = 19;
@@ -433,7 +433,7 @@ TEMPLATE_TEST_CASE("CUDA mean_pool and cls_pool match the CPU ops", "[cuda]", fl
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA pool_sequences pools packed sequences and normalises them", "[cuda]", float, float16_t,
+TEMPLATE_TEST_CASE("cuda pool_sequences pools packed sequences and normalises them", "[cuda]", float, float16_t,
                    bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -465,7 +465,7 @@ TEMPLATE_TEST_CASE("CUDA pool_sequences pools packed sequences and normalises th
   }
 }
 
-TEST_CASE("CUDA l2_normalize matches the CPU op, and a zero row stays zero", "[cuda]") {
+TEST_CASE("cuda l2_normalize matches the CPU op, and a zero row stays zero", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   // 384: a warp; 5000: a block; 20000: streaming; 383: scalar.
   for (const int64_t cols : {384, 383, 5000, 20000}) {
@@ -484,7 +484,7 @@ TEST_CASE("CUDA l2_normalize matches the CPU op, and a zero row stays zero", "[c
 // ---------------------------------------------------------------------------------------------------------------
 // int8 quantization
 
-TEMPLATE_TEST_CASE("CUDA quantize_rows_int8 matches the CPU op, an all-zero row included", "[cuda]", float, float16_t,
+TEMPLATE_TEST_CASE("cuda quantize_rows_int8 matches the CPU op, an all-zero row included", "[cuda]", float, float16_t,
                    bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -511,7 +511,7 @@ TEMPLATE_TEST_CASE("CUDA quantize_rows_int8 matches the CPU op, an all-zero row 
   }
 }
 
-TEMPLATE_TEST_CASE("CUDA dequantize_rows_int8 matches the CPU op for every epilogue", "[cuda]", float, float16_t,
+TEMPLATE_TEST_CASE("cuda dequantize_rows_int8 matches the CPU op for every epilogue", "[cuda]", float, float16_t,
                    bfloat16_t) {
   SKIP_WITHOUT_CUDA();
   using T = TestType;
@@ -588,7 +588,7 @@ void check_convert(const std::vector<From>& in, size_t offset) {
   CHECK(bad == 0);
 }
 
-TEST_CASE("CUDA convert rounds to nearest even exactly as the host conversions do", "[cuda]") {
+TEST_CASE("cuda convert rounds to nearest even exactly as the host conversions do", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   for (const size_t n : {size_t{100003}, size_t{4096}, size_t{7}}) {
     for (const size_t offset : {size_t{0}, size_t{1}}) {
@@ -610,7 +610,7 @@ TEST_CASE("CUDA convert rounds to nearest even exactly as the host conversions d
   }
 }
 
-TEST_CASE("CUDA copy_bytes moves bytes host to device, device to device and back", "[cuda]") {
+TEST_CASE("cuda copy_bytes moves bytes host to device, device to device and back", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   const size_t n = (size_t{1} << 20) + 3;
   std::vector<uint8_t> host(n);
@@ -627,7 +627,7 @@ TEST_CASE("CUDA copy_bytes moves bytes host to device, device to device and back
 // ---------------------------------------------------------------------------------------------------------------
 // Element-wise transcendental functions: CUDA's expf, erff, tanhf (<= 2 ulp) against double.
 
-TEST_CASE("CUDA vector_exp, vector_erf and vector_tanh match the double functions", "[cuda]") {
+TEST_CASE("cuda vector_exp, vector_erf and vector_tanh match the double functions", "[cuda]") {
   SKIP_WITHOUT_CUDA();
   const int64_t n = 100003;  // odd: the element-wise tail
   struct Case {

@@ -58,7 +58,8 @@ bool all_once(const std::vector<int>& visits) {
   return true;
 }
 
-TEST_CASE("vector_width takes 16 bytes when cols, stride and every pointer allow it", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: vector_width takes 16 bytes when cols, stride and every pointer allow it",
+          "[kernels][cuda-launch]") {
   const uintptr_t base = 0x7f0000001000;                                  // 4096-aligned, like a device allocation
   CHECK(vector_width(4, 384, 384, {{base, 4}, {base + 4096, 4}}) == 4);   // fp32: float4
   CHECK(vector_width(8, 384, 384, {{base, 2}, {base + 4096, 2}}) == 8);   // fp16: 8 halves
@@ -68,7 +69,8 @@ TEST_CASE("vector_width takes 16 bytes when cols, stride and every pointer allow
   CHECK(vector_width(0, 384, 384, {{base, 2}}) == 1);
 }
 
-TEST_CASE("vector_width falls back on odd columns, odd strides and misaligned pointers", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: vector_width falls back on odd columns, odd strides and misaligned pointers",
+          "[kernels][cuda-launch]") {
   const uintptr_t base = 0x7f0000001000;
   CHECK(vector_width(8, 383, 383, {{base, 2}}) == 1);                 // odd cols
   CHECK(vector_width(8, 100, 100, {{base, 2}}) == 4);                 // cols divisible by 4, not 8
@@ -84,7 +86,7 @@ TEST_CASE("vector_width falls back on odd columns, odd strides and misaligned po
   CHECK(vector_width_or_scalar(8, 384, 384, {{base, 2}}) == 8);
 }
 
-TEST_CASE("plan_rows uses a warp per short row and a block per long row", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_rows uses a warp per short row and a block per long row", "[kernels][cuda-launch]") {
   // fp32 LayerNorm at hidden 384: 96 float4 chunks, 3 per lane -> bucket 4.
   RowPlan p = plan_rows(4096, 384, 4, 8);
   CHECK(p.warp_per_row());
@@ -114,7 +116,7 @@ TEST_CASE("plan_rows uses a warp per short row and a block per long row", "[kern
   CHECK(p.iters == 8);
 }
 
-TEST_CASE("plan_rows maps every (row, chunk) to exactly one thread", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_rows maps every (row, chunk) to exactly one thread", "[kernels][cuda-launch]") {
   for (const int64_t width : {1, 4, 8}) {
     for (const int64_t max_iters : {1, 4, 8}) {
       for (const int64_t cols : {1, 7, 32, 33, 256, 384, 1000, 1024, 1032, 4096, 8200}) {
@@ -139,7 +141,7 @@ TEST_CASE("plan_rows maps every (row, chunk) to exactly one thread", "[kernels][
   }
 }
 
-TEST_CASE("grids are capped at the hardware limit and stride beyond it", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: grids are capped at the hardware limit and stride beyond it", "[kernels][cuda-launch]") {
   const int64_t huge = int64_t{1} << 40;
   CHECK(plan_rows(huge, 384, 4, 8).grid == kMaxGridX);
   CHECK(plan_rows(huge, 100000, 4, 8).grid == kMaxGridX);
@@ -155,7 +157,7 @@ TEST_CASE("grids are capped at the hardware limit and stride beyond it", "[kerne
   CHECK(all_once(row_plan_visits(p, 1000)));
 }
 
-TEST_CASE("plan_items maps every (item, chunk) to exactly one thread", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_items maps every (item, chunk) to exactly one thread", "[kernels][cuda-launch]") {
   for (const int64_t chunks : {1, 5, 8, 48, 96, 255, 256, 257, 600}) {
     for (const int64_t items : {1, 2, 7, 33}) {
       for (const int64_t lane_multiple : {1, 32}) {
@@ -172,7 +174,7 @@ TEST_CASE("plan_items maps every (item, chunk) to exactly one thread", "[kernels
   }
 }
 
-TEST_CASE("plan_items with lane_multiple 32 never puts two items in one warp", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_items with lane_multiple 32 never puts two items in one warp", "[kernels][cuda-launch]") {
   for (const int64_t chunks : {1, 8, 40, 48, 96, 300}) {
     const ItemPlan p = plan_items(100, chunks, 256, kWarpSize);
     INFO("chunks " << chunks);
@@ -186,7 +188,7 @@ TEST_CASE("plan_items with lane_multiple 32 never puts two items in one warp", "
   }
 }
 
-TEST_CASE("plan_flat covers [0, n) once, with the tail in the last chunk", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_flat covers [0, n) once, with the tail in the last chunk", "[kernels][cuda-launch]") {
   for (const int64_t n : {1, 3, 4, 5, 1023, 1024, 1025, 100000}) {
     for (const int64_t width : {1, 4}) {
       for (const int64_t max_grid : {int64_t{1}, int64_t{5}, kMaxGridX}) {
@@ -207,7 +209,8 @@ TEST_CASE("plan_flat covers [0, n) once, with the tail in the last chunk", "[ker
   }
 }
 
-TEST_CASE("plan_sequences gives each sequence one block and each (chunk, row) one thread", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_sequences gives each sequence one block and each (chunk, row) one thread",
+          "[kernels][cuda-launch]") {
   for (const int64_t chunks : {1, 6, 48, 96, 384, 600}) {
     for (const int64_t batch : {1, 4, 9}) {
       for (const int64_t max_grid : {int64_t{2}, kMaxGridX}) {
