@@ -57,7 +57,7 @@ namespace {
 // (cpu_isa(), so BRISK_ISA and set_cpu_isa_cap() reach the index as they reach the kernels). hnswlib's own
 // InnerProductSpace picks its SIMD at compile time, and brisk is built for baseline x86-64 (SSE only).
 float ip_distance(const void* a, const void* b, const void* dim) {
-  return 1.0f - dot<Device::kCPU>(static_cast<const float*>(a), static_cast<const float*>(b),
+  return 1.0f - dot(static_cast<const float*>(a), static_cast<const float*>(b),
                                   static_cast<int64_t>(*static_cast<const size_t*>(dim)));
 }
 

@@ -46,3 +46,8 @@ int cuda_device_count_impl() { return 0; }
 #endif
 
 }  // namespace brisk
+
+namespace brisk {
+// Placeholder until the caching allocator lands (branch wt-alloc replaces this file).
+Status set_device_memory_limit(Device, size_t) { return absl::UnimplementedError("device memory limit"); }
+}  // namespace brisk

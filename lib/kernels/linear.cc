@@ -3,6 +3,8 @@
 
 #include "brisk/kernels/gemm.h"
 #include "cpu/linear_impl.h"
+#include "cuda/cuda_kernels.h"
+#include "dispatch.h"
 
 namespace brisk {
 namespace {
@@ -45,7 +47,8 @@ Status check_scales(const Tensor& weight, const QuantScales& scales) {
 
 }  // namespace
 
-StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device device, const QuantScales& scales) {
+StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device device, const QuantScales& scales,
+                                DType activation) {
   const DType wt = weight.dtype();
   if (weight.rank() != 2 || !weight.is_contiguous() || (wt != DType::kF32 && wt != DType::kBF16 && wt != DType::kI8)) {
     return absl::InvalidArgumentError(absl::StrCat("Linear weight is ", dtype_name(wt), " ", weight.shape_string(),
@@ -56,24 +59,49 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
     return absl::InvalidArgumentError(absl::StrCat("Linear bias is ", dtype_name(bias.dtype()), " ",
                                                    bias.shape_string(), "; expected f32 [", weight.dim(0), "]"));
   }
-  if (device != Device::kCPU) {
-    return absl::UnimplementedError("Linear: this build runs linear layers on cpu only; expected device cpu");
-  }
+  if (wt == DType::kI8) BRISK_RETURN_IF_ERROR(check_scales(weight, scales));
   Linear linear;
-  if (wt == DType::kI8) {
-    BRISK_RETURN_IF_ERROR(check_scales(weight, scales));
-    BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_int8_linear(weight, has_bias ? bias : Tensor(), scales));
-  } else {
-    BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_dnnl_linear(weight, has_bias ? bias : Tensor()));
+  const Tensor no_bias;
+  switch (device) {
+    case Device::kCPU: {
+      if (activation != DType::kF32) {
+        return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype on cpu is ", dtype_name(activation),
+                                                       "; expected f32 (f16 and bf16 activations run on cuda)"));
+      }
+      if (wt == DType::kI8) {
+        BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_int8_linear(weight, has_bias ? bias : no_bias, scales));
+      } else {
+        BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_dnnl_linear(weight, has_bias ? bias : no_bias));
+      }
+      break;
+    }
+    case Device::kCUDA: {
+      if (activation != DType::kF32 && activation != DType::kF16 && activation != DType::kBF16) {
+        return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype is ", dtype_name(activation),
+                                                       "; expected f32, f16 or bf16"));
+      }
+      BRISK_ASSIGN_OR_RETURN(linear.impl_,
+                             kernels::cuda::make_linear(weight, has_bias ? bias : no_bias, scales, activation));
+      break;
+    }
+    default: return kernels::unknown_device("Linear::create", device);
   }
   linear.in_features_ = weight.dim(1);
   linear.out_features_ = weight.dim(0);
   linear.weight_dtype_ = wt;
+  linear.activation_dtype_ = activation;
+  linear.device_ = device;
   return linear;
 }
 
-Status Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
+template <typename T>
+Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy) const {
   if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
+  if (kernels::dtype_of<T>() != activation_dtype_) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear::forward got ", dtype_name(kernels::dtype_of<T>()),
+                                                   " activations; expected ", dtype_name(activation_dtype_),
+                                                   " (the Linear's activation dtype)"));
+  }
   if (rows == 0) return absl::OkStatus();
   if (x == nullptr || y == nullptr || rows < 0) {
     return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
@@ -90,5 +118,10 @@ Status Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epil
   }
   return impl_->forward(x, rows, y, epilogue, ldy);
 }
+
+#define BRISK_INSTANTIATE(T) \
+  template BRISK_API Status Linear::forward<T>(const T*, int64_t, T*, GemmEpilogue, int64_t) const;
+BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
+#undef BRISK_INSTANTIATE
 
 }  // namespace brisk

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "brisk/core/allocator.h"
+#include "brisk/core/device.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
@@ -99,10 +101,18 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                                    options.cache.token_cache_entries, "; expected 0 (off) to ",
                                                    kMaxTokenCacheEntries));
   }
-  if (options.device != Device::kCPU) {
-    return absl::UnimplementedError(
-        "RuntimeOptions::device is cuda, but this build runs the encoder on cpu only; "
-        "expected Device::kCPU");
+  const DeviceSpec device{options.device, options.device == Device::kCPU ? 0 : options.device_index};
+  if (Status s = check_device_available(device); !s.ok()) {
+    return Status(s.code(), absl::StrCat("RuntimeOptions::device: ", s.message()));
+  }
+  if (device.index != 0) {
+    return absl::UnimplementedError(absl::StrCat("RuntimeOptions::device_index is ", device.index,
+                                                 "; this version of brisk runs on cuda:0 only; expected 0"));
+  }
+  const DType activation =
+      options.activation_dtype.value_or(options.device == Device::kCPU ? DType::kF32 : DType::kF16);
+  if (options.device == Device::kCUDA && options.device_memory_limit > 0) {
+    BRISK_RETURN_IF_ERROR(set_device_memory_limit(Device::kCUDA, options.device_memory_limit));
   }
   const std::string dir = options.model_dir;
   BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
@@ -145,6 +155,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
+  info.activation_dtype = activation;
   info.quantization = model.quantization;
 
   impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
@@ -156,7 +167,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     StatusOr<std::unique_ptr<BertEncoder>> encoder = absl::InternalError("encoder not created");
     std::thread([&] {
       ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
-      encoder = BertEncoder::create(config, std::move(weights), options.device);
+      encoder = BertEncoder::create(config, std::move(weights),
+                                    EncoderOptions{options.device, activation, options.remove_padding});
     }).join();
     if (!encoder.ok()) return encoder.status();
     impl->encoder = std::move(*encoder);

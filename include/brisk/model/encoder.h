@@ -11,7 +11,15 @@
 // The weights may be quantized (bf16 or i8 linear layers, i8 or int4 word embeddings; see brisk/quant/): each
 // layer runs in the precision its weights are stored in.
 //
-// Thread safety: a BertEncoder is immutable after create(); forward() and embed() may run concurrently.
+// On a GPU the same forward pass runs over the ops' CUDA twins (one code path, brisk/kernels/):
+//   EncoderOptions opts{.device = Device::kCUDA, .activation = DType::kF16};
+//   BRISK_ASSIGN_OR_RETURN(auto gpu, BertEncoder::create(config, std::move(weights), opts));
+// Weights are uploaded once (f32 / bf16 converted to the activation dtype; word tables dequantized); inputs and
+// outputs stay host memory. The dense layers see the batch's real tokens only (remove_padding) or every text padded
+// to the longest; attention rebuilds the padding it needs either way.
+//
+// Thread safety: a BertEncoder is immutable after create(); forward() and embed() may run concurrently (on CUDA,
+// each calling thread's work goes on its own stream).
 #pragma once
 
 #include <cstdint>
@@ -55,18 +63,33 @@ using AccuracyMetric = std::function<StatusOr<double>(const BertEncoder& candida
 // Progress of a long step (calibration, a sensitivity sweep): `stage` names it, done of total units.
 using Progress = std::function<void(std::string_view stage, int64_t done, int64_t total)>;
 
+struct EncoderOptions {
+  Device device = Device::kCPU;
+  // The activations' dtype: kF32 on the CPU; kF32, kF16 or kBF16 on CUDA.
+  DType activation = DType::kF32;
+  // Dense layers on the real tokens only (EFF-FT's padding removal); false: every text padded to the batch's
+  // longest, as frameworks without it run. Results agree either way; only the speed differs.
+  bool remove_padding = true;
+};
+
 class BRISK_API BertEncoder {
  public:
+  static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights,
+                                                       const EncoderOptions& options);
+  // EncoderOptions{device}, with f16 activations on CUDA.
   static StatusOr<std::unique_ptr<BertEncoder>> create(const BertConfig& config, EncoderWeights weights, Device device);
   ~BertEncoder();
 
   const BertConfig& config() const;
+  const EncoderOptions& options() const;
   int64_t hidden_size() const;
 
-  // Last hidden states, [total_tokens, hidden], row t for packed token t.
+  // Last hidden states, [total_tokens, hidden] f32 in host memory, row t for packed token t.
   Status forward(const PackedSequences& batch, float* hidden_states) const;
+  // With a tap (cpu only: on CUDA a tap is UNIMPLEMENTED).
   Status forward(const PackedSequences& batch, float* hidden_states, const ActivationTap& tap) const;
-  // Pooled embeddings, [batch.size(), hidden]; mean pooling over each sequence or its first token.
+  // Pooled embeddings, [batch.size(), hidden] f32 in host memory; mean pooling over each sequence or its first
+  // token.
   Status embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const;
 
   struct Impl;

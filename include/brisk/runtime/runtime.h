@@ -97,8 +97,8 @@ struct RuntimeOptions {
   // The activations' dtype: kF32 on the CPU (its only choice); kF16 (the default on CUDA), kBF16 or kF32 on CUDA.
   // Weights stored as f32 or bf16 are converted to it when the model loads; i8 layers stay int8.
   std::optional<DType> activation_dtype;
-  // CUDA: run the dense layers on the batch's real tokens only, rebuilding the padding for attention alone
-  // (EFF-FT's padding removal); false pads every text to the batch's longest. The CPU always packs.
+  // Run the dense layers on the batch's real tokens only, rebuilding the padding for attention alone (EFF-FT's
+  // padding removal); false pads every text to the batch's longest, to measure what the removal saves.
   bool remove_padding = true;
   // CUDA: the most device memory brisk's caching allocator may hold (weights, activations and its cache), in
   // bytes; 0: no cap. Past it a batch fails with OUT_OF_MEMORY instead of crashing, and the batcher's memory
@@ -135,6 +135,7 @@ struct ModelInfo {
   Pooling pooling = Pooling::kMean;
   bool normalize = true;  // effective, after RuntimeOptions::normalize
   Device device = Device::kCPU;
+  DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
   std::string quantization;  // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
 };
 

@@ -21,8 +21,7 @@ float dot_scalar(const float* a, const float* b, int64_t n) {
 
 }  // namespace kernels::cpu
 
-template <>
-float dot<Device::kCPU>(const float* a, const float* b, int64_t n) {
+float dot(const float* a, const float* b, int64_t n) {
   if (n <= 0) return 0.0f;
   namespace cpu = kernels::cpu;
   return cpu::select_kernel(&cpu::dot_scalar, &cpu::dot_avx2, &cpu::dot_avx512)(a, b, n);

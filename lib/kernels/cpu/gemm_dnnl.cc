@@ -42,7 +42,7 @@ class DnnlLinear final : public Linear::Impl {
         }) {}
 
   void pack() { matmul_.pack(); }
-  Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const override;
+  Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override;
 
  private:
   bool has_bias() const { return bias_.defined() && bias_.numel() > 0; }
@@ -70,7 +70,8 @@ dnnl::matmul::primitive_desc DnnlLinear::describe(int64_t rows, int64_t variant,
   return {dnnl::matmul::desc(src, weights, dst), attr, cpu_engine()};
 }
 
-Status DnnlLinear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
+Status DnnlLinear::forward(const void* xv, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const {
+  const float* x = static_cast<const float*>(xv);
   thread_local std::vector<uint16_t> x_bf16;
   const void* src_data = x;
   if (type_ == dt::bf16) {

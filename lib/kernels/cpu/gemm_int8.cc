@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "brisk/core/parallel.h"
-#include "brisk/kernels/gelu.h"
 #include "cpu_kernels.h"
+#include "cpu_ops.h"
 #include "brisk/core/cpu_features.h"
 #include "dnnl_engine.h"
 #include "dnnl_matmul.h"
@@ -36,7 +36,7 @@ class Int8Linear final : public Linear::Impl {
                 [this](int64_t rows, int64_t, const dnnl::memory::desc& weights) { return describe(rows, weights); }) {}
 
   void pack_weights();
-  Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const override;
+  Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override;
 
  private:
   void forward_vnni(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const;
@@ -98,7 +98,9 @@ void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilog
             has_bias ? bias_.data<float>() : nullptr, e, y, ldy);
 }
 
-Status Int8Linear::forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const {
+Status Int8Linear::forward(const void* xv, int64_t rows, void* yv, GemmEpilogue epilogue, int64_t ldy) const {
+  const float* x = static_cast<const float*>(xv);
+  float* y = static_cast<float*>(yv);
   if (vnni_.has_value() && cpu_isa() == CpuIsa::kAvx512) {
     forward_vnni(x, rows, y, epilogue, ldy);
     return absl::OkStatus();
@@ -129,26 +131,8 @@ Status Int8Linear::forward_dnnl(const float* x, int64_t rows, float* y, GemmEpil
                                     {{DNNL_ARG_SRC, dnnl::memory({{rows, k_}, dt::s8, tag::ab}, eng, xq.data())},
                                      {DNNL_ARG_DST, dnnl::memory({{rows, n_}, dt::s32, tag::ab}, eng, acc.data())}}));
   const bool has_bias = bias_.defined() && bias_.numel() > 0;
-  const DequantizeRowsArgs dargs{acc.data(),
-                                 n_,
-                                 row_scales.data(),
-                                 scales_.weight_scale.data<float>(),
-                                 scales_.weight_scale.numel() == 1,
-                                 has_bias ? bias_.data<float>() : nullptr,
-                                 y,
-                                 ldy,
-                                 epilogue == GemmEpilogue::kBiasAccumulate};
-  const auto dequantize = select_kernel(&dequantize_rows_scalar, &dequantize_rows_scalar, &dequantize_rows_avx512);
-  parallel_for(0, rows, row_grain(n_), [&](int64_t begin, int64_t end) { dequantize(dargs, begin, end); });
-  switch (epilogue) {
-    case GemmEpilogue::kBias:
-    case GemmEpilogue::kBiasAccumulate: break;
-    case GemmEpilogue::kBiasGeluErf: bias_gelu<Device::kCPU>(y, nullptr, rows, n_, GeluApproximation::kErf); break;
-    case GemmEpilogue::kBiasGeluTanh: bias_gelu<Device::kCPU>(y, nullptr, rows, n_, GeluApproximation::kTanh); break;
-    case GemmEpilogue::kBiasRelu:
-      for (int64_t i = 0; i < rows * n_; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-      break;
-  }
+  dequantize_rows_int8(acc.data(), row_scales.data(), scales_.weight_scale.data<float>(), scales_.weight_scale.numel(),
+                       has_bias ? bias_.data<float>() : nullptr, epilogue, y, ldy, rows, n_);
   return absl::OkStatus();
 }
 

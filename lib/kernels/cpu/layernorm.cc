@@ -1,10 +1,10 @@
-// layer_norm_bias_residual on the CPU: the scalar reference and the one ISA dispatch point.
-#include "brisk/kernels/layernorm.h"
+// layer_norm_bias_residual on the CPU: the scalar reference and the ISA choice.
 
 #include <cmath>
 
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
+#include "cpu_ops.h"
 
 namespace brisk {
 namespace kernels::cpu {
@@ -39,18 +39,13 @@ void layer_norm_rows_scalar(const LayerNormArgs& a, int64_t row_begin, int64_t r
 }
 
 }  // namespace
-}  // namespace kernels::cpu
 
-template <>
-void layer_norm_bias_residual<Device::kCPU>(const float* x, const float* bias, const float* residual,
-                                            const float* gamma, const float* beta, float epsilon, float* out,
-                                            int64_t rows, int64_t cols) {
-  if (rows <= 0 || cols <= 0) return;
-  namespace cpu = kernels::cpu;
-  const cpu::LayerNormArgs args{x, bias, residual, gamma, beta, epsilon, out, cols};
-  const auto kernel =
-      cpu::select_kernel(&cpu::layer_norm_rows_scalar, &cpu::layer_norm_rows_avx2, &cpu::layer_norm_rows_avx512);
-  parallel_for(0, rows, cpu::row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+void layer_norm_bias_residual(const float* x, const float* bias, const float* residual, const float* gamma,
+                              const float* beta, float epsilon, float* out, int64_t rows, int64_t cols) {
+  const LayerNormArgs args{x, bias, residual, gamma, beta, epsilon, out, cols};
+  const auto kernel = select_kernel(&layer_norm_rows_scalar, &layer_norm_rows_avx2, &layer_norm_rows_avx512);
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }
 
+}  // namespace kernels::cpu
 }  // namespace brisk

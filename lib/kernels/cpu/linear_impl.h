@@ -4,17 +4,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "../linear_impl.h"
 #include "brisk/kernels/gemm.h"
 
 namespace brisk {
-
-struct Linear::Impl {
-  virtual ~Impl() = default;
-  // Arguments are checked by Linear::forward: rows > 0, non-null pointers, ldy >= n, activation epilogues only
-  // with ldy == n.
-  virtual Status forward(const float* x, int64_t rows, float* y, GemmEpilogue epilogue, int64_t ldy) const = 0;
-};
-
 namespace kernels::cpu {
 
 // f32 or bf16 weights on oneDNN matmul (gemm_dnnl.cc).

@@ -1,11 +1,12 @@
-// mean_pool, cls_pool and l2_normalize on the CPU: the scalar references and the one ISA dispatch point per op.
-#include "brisk/kernels/pooling.h"
+// Pooling and l2_normalize on the CPU: the scalar references and the ISA choice.
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
+#include "cpu_ops.h"
 
 namespace brisk {
 namespace kernels::cpu {
@@ -38,35 +39,39 @@ void l2_normalize_rows_scalar(float* x, int64_t cols, float eps, int64_t row_beg
 }
 
 }  // namespace
-}  // namespace kernels::cpu
 
-template <>
-void mean_pool<Device::kCPU>(const float* hidden, const int32_t* lengths, int64_t batch, int64_t seq, int64_t dim,
-                             float* out) {
-  if (batch <= 0 || dim <= 0) return;
-  namespace cpu = kernels::cpu;
-  if (seq < 0) seq = 0;
-  const cpu::MeanPoolArgs args{hidden, lengths, seq, dim, out};
-  const auto kernel =
-      cpu::select_kernel(&cpu::mean_pool_rows_scalar, &cpu::mean_pool_rows_avx2, &cpu::mean_pool_rows_avx512);
-  parallel_for(0, batch, cpu::row_grain(seq * dim), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
-}
-
-template <>
-void cls_pool<Device::kCPU>(const float* hidden, int64_t batch, int64_t seq, int64_t dim, float* out) {
-  if (batch <= 0 || seq <= 0 || dim <= 0) return;
-  for (int64_t b = 0; b < batch; ++b) {
-    std::memcpy(out + b * dim, hidden + b * seq * dim, static_cast<size_t>(dim) * sizeof(float));
+void pool_sequences(const float* hidden, const int32_t* starts, const int32_t* lengths, int64_t batch, int64_t seq,
+                    int64_t dim, SequencePooling mode, bool normalize, float* out) {
+  if (starts == nullptr && mode == SequencePooling::kMean) {
+    // The [batch, seq, dim] layout: one kernel call over the whole batch.
+    const MeanPoolArgs args{hidden, lengths, seq, dim, out};
+    const auto kernel = select_kernel(&mean_pool_rows_scalar, &mean_pool_rows_avx2, &mean_pool_rows_avx512);
+    parallel_for(0, batch, row_grain(seq * dim), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  } else {
+    const auto kernel = select_kernel(&mean_pool_rows_scalar, &mean_pool_rows_avx2, &mean_pool_rows_avx512);
+    parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t start = starts != nullptr ? starts[b] : b * seq;
+        int32_t len = lengths != nullptr ? lengths[b] : static_cast<int32_t>(seq);
+        if (starts == nullptr) len = static_cast<int32_t>(std::clamp<int64_t>(len, 0, seq));
+        float* o = out + b * dim;
+        if (len <= 0) {
+          std::fill(o, o + dim, 0.0f);
+        } else if (mode == SequencePooling::kCls) {
+          std::memcpy(o, hidden + start * dim, static_cast<size_t>(dim) * sizeof(float));
+        } else {
+          kernel(MeanPoolArgs{hidden + start * dim, &len, len, dim, o}, 0, 1);
+        }
+      }
+    });
   }
+  if (normalize) l2_normalize(out, batch, dim, 1e-12f);
 }
 
-template <>
-void l2_normalize<Device::kCPU>(float* x, int64_t rows, int64_t cols, float eps) {
-  if (rows <= 0 || cols <= 0) return;
-  namespace cpu = kernels::cpu;
-  const auto kernel =
-      cpu::select_kernel(&cpu::l2_normalize_rows_scalar, &cpu::l2_normalize_rows_avx2, &cpu::l2_normalize_rows_avx512);
-  parallel_for(0, rows, cpu::row_grain(cols), [&](int64_t begin, int64_t end) { kernel(x, cols, eps, begin, end); });
+void l2_normalize(float* x, int64_t rows, int64_t cols, float eps) {
+  const auto kernel = select_kernel(&l2_normalize_rows_scalar, &l2_normalize_rows_avx2, &l2_normalize_rows_avx512);
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(x, cols, eps, begin, end); });
 }
 
+}  // namespace kernels::cpu
 }  // namespace brisk

@@ -1,4 +1,7 @@
-// Scalar references of the int8/bf16 row kernels (cpu_kernels.h); quantize_rows_avx512.cc holds the vector ones.
+// Scalar references of the int8/bf16 row kernels (cpu_kernels.h), and the row-wise int8 ops built on them;
+// quantize_rows_avx512.cc holds the vector kernels.
+#include "brisk/core/parallel.h"
+#include "cpu_ops.h"
 #include "quantize_rows_impl.h"
 
 namespace brisk::kernels::cpu {
@@ -28,6 +31,32 @@ void dequantize_rows_scalar(const DequantizeRowsArgs& a, int64_t row_begin, int6
 
 void bf16_rows_scalar(const Bf16RowsArgs& a, int64_t row_begin, int64_t row_end) {
   for (int64_t i = row_begin * a.cols; i < row_end * a.cols; ++i) a.out[i] = float_to_bf16(a.x[i]);
+}
+
+void quantize_rows_int8(const float* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
+  const QuantizeRowsArgs args{x, nullptr, cols, q, cols, row_scales, 0.0f};
+  const auto kernel = select_kernel(&quantize_rows_s8_scalar, &quantize_rows_s8_scalar, &quantize_rows_s8_avx512);
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+}
+
+void dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales, int64_t n_col_scales,
+                          const float* bias, GemmEpilogue epilogue, float* y, int64_t ldy, int64_t rows,
+                          int64_t cols) {
+  const DequantizeRowsArgs args{acc,  cols, row_scales, col_scales, n_col_scales == 1, bias,
+                                y,    ldy,  epilogue == GemmEpilogue::kBiasAccumulate};
+  const auto kernel = select_kernel(&dequantize_rows_scalar, &dequantize_rows_scalar, &dequantize_rows_avx512);
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  switch (epilogue) {
+    case GemmEpilogue::kBias:
+    case GemmEpilogue::kBiasAccumulate: break;
+    case GemmEpilogue::kBiasGeluErf: bias_gelu(y, nullptr, rows, cols, GeluApproximation::kErf); break;
+    case GemmEpilogue::kBiasGeluTanh: bias_gelu(y, nullptr, rows, cols, GeluApproximation::kTanh); break;
+    case GemmEpilogue::kBiasRelu:
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) y[r * ldy + c] = std::max(y[r * ldy + c], 0.0f);
+      }
+      break;
+  }
 }
 
 }  // namespace brisk::kernels::cpu

@@ -1,10 +1,10 @@
-// masked_softmax on the CPU: the scalar reference and the one ISA dispatch point behind the three entry points.
-#include "brisk/kernels/softmax.h"
+// masked_softmax on the CPU: the scalar reference and the ISA choice behind the three entry points.
 
 #include <cmath>
 
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
+#include "cpu_ops.h"
 
 namespace brisk {
 namespace kernels::cpu {
@@ -29,32 +29,16 @@ void softmax_rows_scalar(const SoftmaxArgs& a, int64_t row_begin, int64_t row_en
   }
 }
 
-void run_softmax(const SoftmaxArgs& args, int64_t rows) {
-  if (rows <= 0 || args.cols <= 0) return;
+}  // namespace
+
+void masked_softmax(float* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols, int64_t rows_per_group,
+                    const int32_t* lengths, float scale) {
+  const SoftmaxArgs args{x, ld, cols, rows_per_group > 0 ? rows_per_group : 1,
+                         rows_per_group > 0 ? lengths : nullptr, valid_cols, scale};
   const auto kernel = select_kernel(&softmax_rows_scalar, &softmax_rows_avx2, &softmax_rows_avx512);
   // exp makes softmax compute-heavier than a copy: smaller tasks than the memory-bound grain.
-  parallel_for(0, rows, row_grain(args.cols) / 4 + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  parallel_for(0, rows, row_grain(cols) / 4 + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }
 
-}  // namespace
 }  // namespace kernels::cpu
-
-template <>
-void masked_softmax<Device::kCPU>(float* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale) {
-  kernels::cpu::run_softmax({x, cols, cols, 1, nullptr, valid_cols, scale}, rows);
-}
-
-template <>
-void masked_softmax_strided<Device::kCPU>(float* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols,
-                                          float scale) {
-  kernels::cpu::run_softmax({x, ld, cols, 1, nullptr, valid_cols, scale}, rows);
-}
-
-template <>
-void masked_softmax_batched<Device::kCPU>(float* x, int64_t batch, int64_t rows_per_group, int64_t cols, int64_t ld,
-                                          const int32_t* lengths, float scale) {
-  if (batch <= 0 || rows_per_group <= 0) return;
-  kernels::cpu::run_softmax({x, ld, cols, rows_per_group, lengths, 0, scale}, batch * rows_per_group);
-}
-
 }  // namespace brisk

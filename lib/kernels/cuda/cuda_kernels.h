@@ -2,7 +2,7 @@
 // per op, called by that op's one dispatch point (lib/kernels/<op>.cc) after it has checked the arguments.
 //
 // Declared unconditionally. With CUDA they are defined in lib/kernels/cuda/ (*.cu for the kernels, *.cc for the
-// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/no_cuda.cc instead, where
+// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/cuda_unavailable.cc instead, where
 // every entry point returns UNIMPLEMENTED naming the build option BRISK_WITH_CUDA.
 //
 // Conventions:
@@ -29,6 +29,7 @@
 #include "brisk/kernels/gelu.h"
 #include "brisk/kernels/gemm.h"
 #include "brisk/kernels/pooling.h"
+#include "../dispatch.h"
 
 namespace brisk::kernels::cuda {
 
@@ -72,7 +73,6 @@ Status pool_sequences(const T* hidden, const int32_t* starts, const int32_t* len
 
 Status l2_normalize(float* x, int64_t rows, int64_t cols, float eps);
 
-enum class UnaryOp : uint8_t { kExp, kErf, kTanh };
 Status vector_unary(UnaryOp op, const float* x, float* out, int64_t n);
 
 template <typename T>

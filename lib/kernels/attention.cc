@@ -1,0 +1,61 @@
+// self_attention: argument checks and the one dispatch point on the device.
+#include "brisk/kernels/attention.h"
+
+#include "cpu/cpu_ops.h"
+#include "cuda/cuda_kernels.h"
+#include "dispatch.h"
+
+namespace brisk {
+namespace {
+
+// On the CPU the sequence table is host memory and can be checked against the rows; a device's cannot.
+Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t rows) {
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t start = s.starts[b], len = s.lengths[b];
+    if (start < 0 || len < 0 || len > s.max_len || start + len > rows) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": sequence ", b, " is rows [", start, ", ", start + len,
+                                                     "); expected within [0, ", rows, ") and at most max_len = ",
+                                                     s.max_len, " rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+template <typename T>
+Status self_attention(Device device, const T* qkv, const T* qkv_bias, const AttentionRows& sequences, int64_t rows,
+                      int64_t heads, int64_t head_dim, T* context) {
+  constexpr const char* kOp = "self_attention";
+  BRISK_RETURN_IF_ERROR(kernels::check_sizes(
+      kOp, {{"rows", rows}, {"sequences.batch", sequences.batch}, {"sequences.max_len", sequences.max_len}}));
+  if (heads <= 0 || head_dim <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": heads is ", heads, " and head_dim ", head_dim, "; expected both > 0"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"qkv", qkv}, {"context", context}}));
+  if (sequences.batch > 0) {
+    BRISK_RETURN_IF_ERROR(
+        kernels::check_pointers(kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
+  }
+  switch (device) {
+    case Device::kCPU:
+      BRISK_RETURN_IF_ERROR(kernels::cpu_needs_f32<T>(kOp));
+      BRISK_RETURN_IF_ERROR(check_sequences_on_host(kOp, sequences, rows));
+      if constexpr (std::is_same_v<T, float>) {
+        return kernels::cpu::self_attention(qkv, qkv_bias, sequences, rows, heads, head_dim, context);
+      }
+      return absl::OkStatus();
+    case Device::kCUDA: return kernels::cuda::self_attention(qkv, qkv_bias, sequences, rows, heads, head_dim, context);
+  }
+  return kernels::unknown_device(kOp, device);
+}
+
+#define BRISK_INSTANTIATE(T)                                                                                        \
+  template BRISK_API Status self_attention<T>(Device, const T*, const T*, const AttentionRows&, int64_t, int64_t, \
+                                              int64_t, T*);
+BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
+#undef BRISK_INSTANTIATE
+
+}  // namespace brisk

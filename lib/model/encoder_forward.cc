@@ -1,0 +1,248 @@
+// BertEncoder's forward pass, written once over brisk's ops for every device and activation type: embeddings +
+// LayerNorm, then per layer a fused QKV projection, self-attention, the output projection accumulated onto the
+// residual, LayerNorm, a GeLU feed-forward accumulated the same way, and LayerNorm; then pooling. Inputs are laid
+// out as rows by make_token_layout (packed, or padded when padding removal is off); scratch is pooled so that
+// steady-state calls do not allocate.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "brisk/core/parallel.h"
+#include "brisk/kernels/attention.h"
+#include "brisk/kernels/copy.h"
+#include "brisk/kernels/embedding.h"
+#include "brisk/kernels/layernorm.h"
+#include "encoder_impl.h"
+
+namespace brisk {
+namespace {
+
+// Tokens per feed-forward chunk: bounds the [chunk, intermediate] scratch (3 MB for MiniLM) whatever the batch.
+constexpr int64_t kFfnChunkTokens = 512;
+
+// Grows `t` to at least `bytes` on `device` (contents not kept).
+Status reserve(Tensor& t, size_t bytes, Device device) {
+  if (t.defined() && t.nbytes() >= bytes) return absl::OkStatus();
+  t = Tensor();  // free first: the old and the new buffer need not both fit under a device memory cap
+  BRISK_ASSIGN_OR_RETURN(t, Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device));
+  return absl::OkStatus();
+}
+
+template <typename T>
+T* as(Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
+
+// The token layout's index arrays where the ops read them: host vectors on the CPU, one upload on a device.
+struct LayoutOnDevice {
+  const int32_t* ids;
+  const int32_t* type_ids;
+  const int32_t* positions;
+  const int32_t* starts;
+  const int32_t* lengths;
+};
+
+StatusOr<LayoutOnDevice> place_layout(const TokenLayout& l, Device device, EncoderWorkspace& ws) {
+  if (device == Device::kCPU) {
+    return LayoutOnDevice{l.ids.data(), l.type_ids.data(), l.positions.data(), l.starts.data(), l.lengths.data()};
+  }
+  std::vector<int32_t>& s = ws.staging;
+  s.clear();
+  for (const std::vector<int32_t>* v : {&l.ids, &l.type_ids, &l.positions, &l.starts, &l.lengths}) {
+    s.insert(s.end(), v->begin(), v->end());
+  }
+  BRISK_RETURN_IF_ERROR(reserve(ws.inputs, s.size() * sizeof(int32_t), device));
+  BRISK_RETURN_IF_ERROR(copy_bytes(device, ws.inputs.raw_data(), Device::kCPU, s.data(), s.size() * sizeof(int32_t)));
+  const int32_t* base = as<int32_t>(ws.inputs);
+  const auto rows = static_cast<size_t>(l.rows), batch = static_cast<size_t>(l.batch);
+  return LayoutOnDevice{base, base + rows, base + 2 * rows, base + 3 * rows, base + 3 * rows + batch};
+}
+
+}  // namespace
+
+std::unique_ptr<EncoderWorkspace> BertEncoder::Impl::acquire() const {
+  std::lock_guard<std::mutex> lock(pool_mu);
+  if (pool.empty()) return std::make_unique<EncoderWorkspace>();
+  auto ws = std::move(pool.back());
+  pool.pop_back();
+  return ws;
+}
+
+// Keeps a few workspaces for reuse; more concurrent callers than that free theirs instead of pinning their peak
+// scratch forever.
+void BertEncoder::Impl::release(std::unique_ptr<EncoderWorkspace> ws) const {
+  constexpr size_t kMaxPooledWorkspaces = 4;
+  std::lock_guard<std::mutex> lock(pool_mu);
+  if (pool.size() < kMaxPooledWorkspaces) pool.push_back(std::move(ws));
+}
+
+template <typename T>
+Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap,
+                              EncoderWorkspace& ws) const {
+  const Device device = options.device;
+  const int64_t h = config.hidden_size;
+  const float eps = static_cast<float>(config.layer_norm_eps);
+  BRISK_ASSIGN_OR_RETURN(const TokenLayout layout, make_token_layout(batch, options.remove_padding));
+  const int64_t n = layout.rows;
+  BRISK_ASSIGN_OR_RETURN(const LayoutOnDevice in, place_layout(layout, device, ws));
+  const AttentionRows sequences{in.starts, in.lengths, layout.batch, layout.max_len};
+
+  // The residual stream: the caller's buffer itself when it already has the layout and type the pass works in.
+  constexpr bool kF32 = std::is_same_v<T, float>;
+  const bool in_place = kF32 && device == Device::kCPU && layout.packed && outputs.hidden_states != nullptr;
+  T* x = nullptr;
+  if (in_place) {
+    x = reinterpret_cast<T*>(outputs.hidden_states);
+  } else {
+    BRISK_RETURN_IF_ERROR(reserve(ws.hidden, static_cast<size_t>(n * h) * sizeof(T), device));
+    x = as<T>(ws.hidden);
+  }
+
+  // Embeddings. A quantized word table on the CPU is dequantized row by row straight into x.
+  EmbeddingTables<T> tables{static_cast<const T*>(word_table),         static_cast<const T*>(position_table),
+                            static_cast<const T*>(token_type_table),   static_cast<const T*>(embedding_ln_gamma),
+                            static_cast<const T*>(embedding_ln_beta),  h};
+  if constexpr (kF32) {
+    if (word_table == nullptr) {
+      parallel_for(0, n, 32, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) word_row(layout.ids[static_cast<size_t>(r)], x + r * h);
+      });
+    }
+  }
+  BRISK_RETURN_IF_ERROR(embed_layer_norm(device, tables, in.ids, in.type_ids, in.positions, eps, x, n));
+
+  auto observe = [&](const std::string& name, const T* act, int64_t rows, int64_t cols) -> Status {
+    if constexpr (kF32) {
+      if (tap != nullptr && *tap) return (*tap)(name, act, rows, cols);
+    }
+    return absl::OkStatus();
+  };
+  BRISK_RETURN_IF_ERROR(reserve(ws.qkv, static_cast<size_t>(n * 3 * max_attention) * sizeof(T), device));
+  BRISK_RETURN_IF_ERROR(reserve(ws.context, static_cast<size_t>(n * max_attention) * sizeof(T), device));
+  // The feed-forward runs in token chunks: its activation is the largest buffer of a layer, and chunking keeps it
+  // small (and cache-resident between the two projections) at no measured cost in speed.
+  const int64_t ffn_chunk = std::min<int64_t>(n, kFfnChunkTokens);
+  BRISK_RETURN_IF_ERROR(reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
+  T* qkv = as<T>(ws.qkv);
+  T* context = as<T>(ws.context);
+  T* inter = as<T>(ws.intermediate);
+  for (const EncoderLayer& layer : layers) {
+    const int64_t attn = layer.heads * config.head_dim();
+    for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
+    if (layer.qkv.size() == 1) {
+      BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, qkv, GemmEpilogue::kBias));
+    } else {
+      for (size_t i = 0; i < layer.qkv.size(); ++i) {
+        BRISK_RETURN_IF_ERROR(
+            layer.qkv[i].forward(x, n, qkv + static_cast<int64_t>(i) * attn, GemmEpilogue::kBias, 3 * attn));
+      }
+    }
+    BRISK_RETURN_IF_ERROR(
+        self_attention<T>(device, qkv, nullptr, sequences, n, layer.heads, config.head_dim(), context));
+    BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, context, n, attn));
+    BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, GemmEpilogue::kBiasAccumulate));
+    BRISK_RETURN_IF_ERROR(layer_norm_bias_residual<T>(device, x, nullptr, nullptr,
+                                                      static_cast<const T*>(layer.attention_ln_gamma),
+                                                      static_cast<const T*>(layer.attention_ln_beta), eps, x, n, h));
+    for (int64_t t = 0; t < n; t += ffn_chunk) {
+      const int64_t rows = std::min(ffn_chunk, n - t);
+      BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
+      BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, inter, ffn_epilogue));
+      BRISK_RETURN_IF_ERROR(observe(layer.output_name, inter, rows, layer.ffn_width));
+      BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, GemmEpilogue::kBiasAccumulate));
+    }
+    BRISK_RETURN_IF_ERROR(layer_norm_bias_residual<T>(device, x, nullptr, nullptr,
+                                                      static_cast<const T*>(layer.output_ln_gamma),
+                                                      static_cast<const T*>(layer.output_ln_beta), eps, x, n, h));
+  }
+
+  if (outputs.pooled != nullptr) {
+    float* pooled = outputs.pooled;
+    if (device != Device::kCPU) {
+      BRISK_RETURN_IF_ERROR(reserve(ws.pooled, static_cast<size_t>(layout.batch * h) * sizeof(float), device));
+      pooled = as<float>(ws.pooled);
+    }
+    const SequenceRows rows_of{in.starts, in.lengths, layout.batch};
+    BRISK_RETURN_IF_ERROR(pool_sequences<T>(device, x, rows_of, h, outputs.pooling, outputs.normalize, pooled));
+    if (pooled != outputs.pooled) {
+      BRISK_RETURN_IF_ERROR(copy_bytes(Device::kCPU, outputs.pooled, device, pooled,
+                                       static_cast<size_t>(layout.batch * h) * sizeof(float)));
+    }
+  }
+  if (outputs.hidden_states != nullptr && !in_place) {
+    // f32 rows on the device, then on the host, then (padded layout) each real row to its packed place.
+    const float* rows_f32 = reinterpret_cast<const float*>(x);
+    if constexpr (!kF32) {
+      BRISK_RETURN_IF_ERROR(reserve(ws.hidden_f32, static_cast<size_t>(n * h) * sizeof(float), device));
+      BRISK_RETURN_IF_ERROR((convert<T, float>(device, x, as<float>(ws.hidden_f32), n * h)));
+      rows_f32 = as<float>(ws.hidden_f32);
+    }
+    float* dst = outputs.hidden_states;
+    if (!layout.packed) {
+      ws.host_rows.resize(static_cast<size_t>(n * h));
+      dst = ws.host_rows.data();
+    }
+    BRISK_RETURN_IF_ERROR(copy_bytes(Device::kCPU, dst, device, rows_f32, static_cast<size_t>(n * h) * sizeof(float)));
+    BRISK_RETURN_IF_ERROR(synchronize(device));
+    if (!layout.packed) {
+      for (int64_t r = 0; r < n; ++r) {
+        const int32_t t = layout.source_rows[static_cast<size_t>(r)];
+        if (t >= 0) std::memcpy(outputs.hidden_states + int64_t{t} * h, dst + r * h, static_cast<size_t>(h) * 4);
+      }
+    }
+  }
+  return synchronize(device);
+}
+
+Status BertEncoder::Impl::run_any(const PackedSequences& batch, const Outputs& outputs,
+                                  const ActivationTap* tap) const {
+  if (tap != nullptr && *tap && options.device != Device::kCPU) {
+    return absl::UnimplementedError(absl::StrCat("BertEncoder::forward with an activation tap on ",
+                                                 device_name(options.device),
+                                                 "; expected a cpu encoder (calibration and pruning run on cpu)"));
+  }
+  auto ws = acquire();
+  Status s;
+  switch (options.activation) {
+    case DType::kF16: s = run<float16_t>(batch, outputs, tap, *ws); break;
+    case DType::kBF16: s = run<bfloat16_t>(batch, outputs, tap, *ws); break;
+    default: s = run<float>(batch, outputs, tap, *ws); break;
+  }
+  // A failed pass may leave work queued on this thread's stream that still uses the workspace: wait for it before
+  // another caller can take the workspace.
+  if (!s.ok()) synchronize(options.device).IgnoreError();
+  release(std::move(ws));
+  return s;
+}
+
+Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states) const {
+  return forward(batch, hidden_states, ActivationTap());
+}
+
+Status BertEncoder::forward(const PackedSequences& batch, float* hidden_states, const ActivationTap& tap) const {
+  if (hidden_states == nullptr)
+    return absl::InvalidArgumentError(
+        "BertEncoder::forward: hidden_states is null; expected a buffer of total_tokens x hidden_size floats");
+  BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
+  if (batch.total_tokens() == 0) return absl::OkStatus();
+  return impl_->run_any(batch, Impl::Outputs{hidden_states}, &tap);
+}
+
+Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool normalize, float* out) const {
+  if (out == nullptr)
+    return absl::InvalidArgumentError(
+        "BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
+  if (pooling == Pooling::kMax) {
+    return absl::UnimplementedError("BertEncoder::embed: max pooling is not supported; expected mean or cls");
+  }
+  BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
+  const int64_t h = impl_->config.hidden_size;
+  if (batch.total_tokens() == 0) {
+    std::fill(out, out + batch.size() * h, 0.0f);
+    return absl::OkStatus();
+  }
+  const SequencePooling mode = pooling == Pooling::kCls ? SequencePooling::kCls : SequencePooling::kMean;
+  return impl_->run_any(batch, Impl::Outputs{nullptr, out, mode, normalize}, nullptr);
+}
+
+}  // namespace brisk

@@ -1,0 +1,87 @@
+// Private to lib/model: what a BertEncoder owns, shared by encoder.cc (building it from weights, placing its
+// parameters on the device) and encoder_forward.cc (the one forward pass over brisk's ops, for every device).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/pooling.h"
+#include "brisk/model/encoder.h"
+#include "brisk/model/token_layout.h"
+#include "brisk/quant/scheme.h"
+
+namespace brisk {
+
+struct EncoderLayer {
+  // Q, K and V stacked into one [3 * hidden, hidden] Linear when they share a precision; otherwise three that
+  // write their columns of the same [tokens, 3 * hidden] buffer.
+  std::vector<Linear> qkv;
+  std::vector<std::string> qkv_names;  // the model file's names, for activation taps
+  std::string attention_output_name, intermediate_name, output_name;
+  Linear attention_output;
+  Linear intermediate;
+  Linear output;
+  // The LayerNorm parameters in the activation dtype on the encoder's device.
+  const void* attention_ln_gamma = nullptr;
+  const void* attention_ln_beta = nullptr;
+  const void* output_ln_gamma = nullptr;
+  const void* output_ln_beta = nullptr;
+  int64_t heads = 0;      // kept after pruning (config.layer_heads)
+  int64_t ffn_width = 0;  // config.layer_intermediate_size
+};
+
+// Scratch for one forward pass on the encoder's device; grown on demand and reused.
+struct EncoderWorkspace {
+  Tensor qkv, context, intermediate, hidden, hidden_f32, pooled, inputs;
+  std::vector<int32_t> staging;  // the token layout's index arrays, gathered for one upload
+  std::vector<float> host_rows;  // device results on their way to the caller
+};
+
+struct BertEncoder::Impl {
+  BertConfig config;
+  EncoderWeights weights;
+  EncoderOptions options;
+  std::vector<EncoderLayer> layers;
+  GemmEpilogue ffn_epilogue = GemmEpilogue::kBiasGeluErf;
+  int64_t max_attention = 0, max_intermediate = 0;  // the widest layer, for scratch sizes
+
+  // The embedding tables in the activation dtype on the device. word_table is null on the CPU when the table is
+  // quantized: its rows are dequantized as tokens look them up (word_row).
+  const void* word_table = nullptr;
+  const void* position_table = nullptr;
+  const void* token_type_table = nullptr;
+  const void* embedding_ln_gamma = nullptr;
+  const void* embedding_ln_beta = nullptr;
+  std::vector<Tensor> device_parameters;  // owns the uploaded copies (empty on the CPU)
+  DType word_dtype = DType::kF32;
+  quant::Int4Matrix word_int4;
+
+  mutable std::mutex pool_mu;
+  mutable std::vector<std::unique_ptr<EncoderWorkspace>> pool;
+  std::unique_ptr<EncoderWorkspace> acquire() const;
+  void release(std::unique_ptr<EncoderWorkspace> ws) const;
+
+  Status init_word_embeddings();
+  void word_row(int32_t id, float* out) const;
+  // A host f32 parameter as the encoder sees it: itself on the CPU; on CUDA a converted device copy.
+  StatusOr<const void*> place(const Tensor& host_f32);
+  Status place_parameters();
+  Status check_input(const PackedSequences& batch) const;
+
+  // The forward pass in activation type T; writes the packed hidden states and/or the pooled embeddings (host).
+  struct Outputs {
+    float* hidden_states = nullptr;  // [total_tokens, hidden] or null
+    float* pooled = nullptr;         // [batch, hidden] or null
+    SequencePooling pooling = SequencePooling::kMean;
+    bool normalize = false;
+  };
+  template <typename T>
+  Status run(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap,
+             EncoderWorkspace& ws) const;
+  Status run_any(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap) const;
+};
+
+}  // namespace brisk
