@@ -485,7 +485,7 @@ def main() -> int:
                         return fwd, res["torch_impl"]
                     except Exception as e:  # noqa: BLE001
                         res["notes"].append(f"transformers attn_implementation={attn} failed ({type(e).__name__}: "
-                                            f"{e}); the functional BERT ran instead")
+                                            f"{e}); trying the functional BERT instead")
                 if weights is None:
                     weights, src = read_weights(model_dir, torch)
                     res["functional_weights"] = src
