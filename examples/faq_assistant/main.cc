@@ -20,6 +20,7 @@
 //   faq_assistant --redis 127.0.0.1:6379           # results shared with other processes through Redis
 //   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
 //   faq_assistant --model minilm.int8.safetensors  # a file written by `brisk quantize`
+//   faq_assistant --device cuda:0 --dtype f16      # on the first GPU (a build with BRISK_WITH_CUDA)
 //
 // FAQ file format: one entry per line, question<TAB>answer (UTF-8). Blank lines and lines starting with '#'
 // are skipped. Questions file: one question per line, blank lines skipped.
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "brisk/cache/semantic_cache.h"
+#include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/runtime/runtime.h"
 
@@ -75,7 +77,16 @@ struct Options {
   bool metrics = false;  // print the Prometheus metrics after the report
   bool cache = true;     // the runtime's result cache and the semantic answer cache
   std::string redis;     // HOST:PORT of a Redis server for the shared result tier; empty: none
+  std::string device = "cpu";
+  std::string dtype;              // "", "f32", "f16" or "bf16"; "": the device's default (f32 on cpu, f16 on cuda)
+  brisk::DeviceSpec device_spec;  // parsed from `device` in main()
 };
+
+// The activation dtype the runtime uses: the one asked for, else the device's default (brisk/runtime/runtime.h).
+std::string effective_dtype(const Options& opt) {
+  if (!opt.dtype.empty()) return opt.dtype;
+  return opt.device_spec.type == brisk::Device::kCUDA ? "f16" : "f32";
+}
 
 // The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
 constexpr std::string_view kTenant = "bank";
@@ -388,6 +399,11 @@ Status run(const Options& opt) {
   ro.model_dir = opt.model_dir;
   ro.num_threads = opt.threads;
   ro.normalize = true;  // cosine similarity = dot product
+  ro.device = opt.device_spec.type;
+  ro.device_index = opt.device_spec.index;
+  if (opt.dtype == "f32") ro.activation_dtype = brisk::DType::kF32;
+  if (opt.dtype == "f16") ro.activation_dtype = brisk::DType::kF16;
+  if (opt.dtype == "bf16") ro.activation_dtype = brisk::DType::kBF16;
   if (!opt.cache) {
     ro.cache.result_cache_bytes = 0;
     ro.cache.token_cache_entries = 0;
@@ -410,8 +426,9 @@ Status run(const Options& opt) {
   if (!opt.quiet) {
     fmt::print("brisk FAQ assistant: {} FAQ entries from {}, {} questions from {}\n", faq.size(), opt.faq_path,
                questions.size(), opt.questions_path);
-    fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n\n", info.model_dir,
+    fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n", info.model_dir,
                info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
+    fmt::print("device {} ({} activations)\n\n", brisk::device_string(opt.device_spec), effective_dtype(opt));
   }
 
   const auto t_all = Clock::now();
@@ -433,8 +450,9 @@ Status run(const Options& opt) {
   for (double v : latency_ms) mean += v;
   mean /= static_cast<double>(latency_ms.size());
   fmt::print("== report ==\n");
-  fmt::print("model          {} (threads: {})\n", info.model_dir,
-             opt.threads == 0 ? "auto" : std::to_string(opt.threads));
+  fmt::print("model          {} (threads: {}; device: {}, {})\n", info.model_dir,
+             opt.threads == 0 ? "auto" : std::to_string(opt.threads), brisk::device_string(opt.device_spec),
+             effective_dtype(opt));
   fmt::print("FAQ indexing   {} entries in {:.1f} ms ({:.1f} entries/s, batches of {})\n", faq.size(), index.build_ms,
              faq.size() / (index.build_ms / 1e3), opt.index_batch);
   fmt::print("questions      {} answered, {} handed to an agent (threshold {:.2f}), {} in all\n", answered,
@@ -485,11 +503,21 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cache{false}", opt.cache,
                "no result cache and no semantic cache: embed and search every question");
   app.add_option("--redis", opt.redis, "HOST:PORT of a Redis server that shares cached results between processes");
+  app.add_option("--device", opt.device, "where the encoder runs: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
+  app.add_option("--dtype", opt.dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  StatusOr<brisk::DeviceSpec> device = brisk::parse_device(opt.device);
+  if (!device.ok()) {
+    fmt::print(stderr, "faq_assistant: error: --device '{}' is not a device; expected cpu, cuda or cuda:N\n",
+               opt.device);
+    return 2;
+  }
+  opt.device_spec = *device;
   if (Status s = run(opt); !s.ok()) {
     fmt::print(stderr, "faq_assistant: error: {}\n", std::string(s.message()));
     return 1;

@@ -1,11 +1,11 @@
 // brisk: the command-line tool over the C++ API (brisk::Runtime).
 //
 //   brisk embed [--model DIR] [--max-seq-len N] [--pooling mean|cls] [--no-normalize] [--replace-invalid-utf8]
-//               [--threads N] [TEXT...]
+//               [--threads N] [DEVICE FLAGS] [TEXT...]
 //       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin in
 //       batches, so it also works as a filter over a large file: output line N belongs to input line N (an empty
 //       line is an empty text); a line that cannot be embedded gets {"line":N,"error":...} and exit code 1.
-//   brisk info [--model DIR]
+//   brisk info [--model DIR] [DEVICE FLAGS]
 //       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
 //   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
 //       Writes one quantized model file and prints the per-layer report and the sizes (see quantize.h).
@@ -13,11 +13,19 @@
 //       Pruning sensitivity: sensitivity.csv, .json and .svg in DIR (see prune.h).
 //   brisk prune --model DIR --calib FILE --out DIR [--heads A] [--ffn A] [--guided --target-flops F] [--reconstruct]
 //       Writes a structurally pruned model directory (see prune.h).
-//   brisk bench [--model DIR] --batch B --seq T [--iters N] [--warmup N] [--threads N] [--json]
+//   brisk bench [--model DIR] --batch B --seq T [--mixed] [--iters N] [--warmup N] [--threads N] [DEVICE FLAGS]
+//               [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
 //       tokenizer) N times; prints throughput (B / median batch time) and batch latency P50/P90/P99.
-//       --json prints one JSON object instead ({"batch","seq","seq_per_s","p50_ms","p90_ms","p99_ms",...});
+//       --mixed: text i has 8 + i*(T-8)/(B-1) tokens instead (lengths spread evenly from 8 to T), the batch
+//       that padding removal (--no-remove-padding to compare) is for.
+//       --json prints one JSON object instead ({"batch","seq","device","dtype","seq_per_s","p50_ms",...});
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
+//
+// DEVICE FLAGS (embed, info, bench): --device cpu|cuda|cuda:N (default cpu); --dtype f32|f16|bf16, the
+// activations' dtype (default: the device's, f32 on cpu and f16 on cuda); --no-remove-padding (cuda: pad every
+// text to the batch's longest instead of running the dense layers on real tokens only); --device-memory-limit
+// BYTES (cuda: the most GPU memory brisk may hold, e.g. 512M or 2G; 0 = no cap).
 //
 // --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR,
 // else ~/.cache/brisk/models/all-MiniLM-L6-v2. Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>"
@@ -27,6 +35,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +52,7 @@
 
 #include "absl/strings/strip.h"
 #include "brisk.h"
+#include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/model_file.h"
@@ -67,6 +78,86 @@ int report_error(const Status& status) {
   return kExitError;
 }
 
+// "1048576", "512K", "512M", "2G", "1T" -> bytes. K, M, G and T are binary multiples (2G = 2 GiB, as the memory
+// a GPU reports); "KB", "KiB", "MB", "MiB"... and a plain trailing "B" are accepted, in any case.
+StatusOr<size_t> parse_bytes(std::string_view flag, std::string_view text) {
+  // std:: only: Debian's abseil has its own string_view, which std::string_view does not convert to.
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.remove_suffix(1);
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), n);
+  std::string unit(end, trimmed.data() + trimmed.size());
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  uint64_t scale = 0;
+  for (const auto& [name, shift] :
+       {std::pair<std::string, int>{"", 0}, {"B", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}}) {
+    if (unit == name || (shift > 0 && (unit == name + "B" || unit == name + "IB"))) scale = uint64_t{1} << shift;
+  }
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && scale != 0 && n > std::numeric_limits<size_t>::max() / scale)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} '{}' is too large; expected at most {} bytes", flag, text, std::numeric_limits<size_t>::max()));
+  }
+  if (ec != std::errc() || end == trimmed.data() || scale == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} '{}' is not a size in bytes; expected a whole number with an optional K, M, G or T suffix (512M, 2G)", flag,
+        text));
+  }
+  return static_cast<size_t>(n * scale);
+}
+
+// Where the encoder runs and in what precision: every subcommand that creates a Runtime takes these.
+struct DeviceFlags {
+  std::string device = "cpu";
+  std::string dtype;  // "", "f32", "f16" or "bf16"; "": the device's default
+  bool no_remove_padding = false;
+  std::string device_memory_limit = "0";
+
+  // Checked after parsing, so that a bad value gets brisk's own message (and exit code 2), not a crash.
+  brisk::DeviceSpec spec;
+  size_t memory_limit_bytes = 0;
+
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--device", device, "where the encoder runs: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
+    cmd.add_option("--dtype", dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
+        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    cmd.add_flag("--no-remove-padding", no_remove_padding,
+                 "cuda: pad every text to the batch's longest instead of running the dense layers on real tokens "
+                 "only");
+    cmd.add_option("--device-memory-limit", device_memory_limit,
+                   "cuda: the most GPU memory brisk may hold, in bytes (suffixes K, M, G, T: 512M, 2G); 0 = no cap")
+        ->capture_default_str();
+  }
+
+  Status validate() {
+    StatusOr<brisk::DeviceSpec> d = brisk::parse_device(device);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("--device '{}' is not a device; expected cpu, cuda or cuda:N", device));
+    }
+    spec = *d;
+    BRISK_ASSIGN_OR_RETURN(memory_limit_bytes, parse_bytes("--device-memory-limit", device_memory_limit));
+    return absl::OkStatus();
+  }
+
+  void apply(brisk::RuntimeOptions& o) const {
+    o.device = spec.type;
+    o.device_index = spec.index;
+    if (dtype == "f32") o.activation_dtype = brisk::DType::kF32;
+    if (dtype == "f16") o.activation_dtype = brisk::DType::kF16;
+    if (dtype == "bf16") o.activation_dtype = brisk::DType::kBF16;
+    o.remove_padding = !no_remove_padding;
+    o.device_memory_limit = memory_limit_bytes;
+  }
+
+  // The activation dtype the runtime uses: the one asked for, else the device's default (runtime.h).
+  std::string effective_dtype() const {
+    if (!dtype.empty()) return dtype;
+    return spec.type == brisk::Device::kCUDA ? "f16" : "f32";
+  }
+};
+
 // Options shared by every subcommand that loads a model.
 struct ModelFlags {
   std::string model_dir = brisk::default_model_dir();
@@ -75,6 +166,7 @@ struct ModelFlags {
   std::string pooling;  // "", "mean" or "cls"
   bool no_normalize = false;
   bool replace_invalid_utf8 = false;
+  DeviceFlags device;
 
   void add_to(CLI::App& cmd, bool with_embedding_flags) {
     cmd.add_option("--model", model_dir, "Hugging Face model directory, or a quantized model file")
@@ -83,6 +175,7 @@ struct ModelFlags {
     cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
         ->check(CLI::Range(0, brisk::kMaxThreads))
         ->capture_default_str();
+    device.add_to(cmd);
     if (!with_embedding_flags) return;
     cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()))
@@ -94,6 +187,8 @@ struct ModelFlags {
                  "drop bytes that are not valid UTF-8 instead of failing on them");
   }
 
+  Status validate() { return device.validate(); }
+
   brisk::RuntimeOptions runtime_options() const {
     brisk::RuntimeOptions o;
     o.model_dir = model_dir;
@@ -104,6 +199,7 @@ struct ModelFlags {
                                    : brisk::Pooling::kModelDefault;
     if (no_normalize) o.normalize = false;
     o.replace_invalid_utf8 = replace_invalid_utf8;
+    device.apply(o);
     return o;
   }
 };
@@ -214,7 +310,8 @@ int run_info(const ModelFlags& flags) {
       {"max_seq_len", m.max_seq_len},
       {"pooling", pooling_name(m.pooling)},
       {"normalize", m.normalize},
-      {"device", std::string(brisk::device_name(m.device))},
+      {"device", m.device == brisk::Device::kCUDA ? brisk::device_string(flags.device.spec)
+                                                  : std::string(brisk::device_name(m.device))},
       {"quantization", m.quantization.empty() ? "fp32" : m.quantization},
       {"embedding_dim", (*rt)->embedding_dim()},
       {"brisk_version", brisk_version_string()},
@@ -233,8 +330,22 @@ struct BenchFlags {
   int warmup = 3;
   bool json_output = false;
   bool samples = false;  // with json_output: every timed iteration's ms, in run order
+  bool mixed = false;    // lengths spread evenly from 8 to seq instead of all seq
   std::string word = "hello";
 };
+
+// Tokens of text i of `batch`: all `seq`, or with `mixed` spread evenly from min(8, seq) to seq (the last is seq),
+// a batch whose padding is what padding removal saves.
+std::vector<int> bench_lengths(int batch, int seq, bool mixed) {
+  std::vector<int> lengths(static_cast<size_t>(batch), seq);
+  if (!mixed || batch == 1) return lengths;
+  const int lo = std::min(8, seq);
+  for (int i = 0; i < batch; ++i) {
+    lengths[static_cast<size_t>(i)] =
+        lo + static_cast<int>(std::lround(static_cast<double>(i) * (seq - lo) / static_cast<double>(batch - 1)));
+  }
+  return lengths;
+}
 
 // Linear interpolation between closest ranks (numpy's default), on sorted values.
 double percentile(const std::vector<double>& sorted, double p) {
@@ -254,13 +365,13 @@ StatusOr<brisk::WordPieceTokenizer> model_tokenizer(const std::string& model) {
 
 // A text that tokenizes to exactly `seq` tokens ([CLS] + seq-2 copies of a one-token word + [SEP]),
 // verified with the model's own tokenizer.
-StatusOr<std::string> synthetic_text(const std::string& model_dir, const std::string& word, int seq) {
+StatusOr<std::string> synthetic_text(const brisk::WordPieceTokenizer& tok, const std::string& model_dir,
+                                     const std::string& word, int seq) {
   std::string text;
   for (int i = 0; i < seq - 2; ++i) {
     if (i > 0) text += ' ';
     text += word;
   }
-  BRISK_ASSIGN_OR_RETURN(brisk::WordPieceTokenizer tok, model_tokenizer(model_dir));
   // A limit above seq, so that a word of several word pieces shows up as too many tokens.
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));
   if (static_cast<int>(ids.size()) != seq) {
@@ -282,14 +393,27 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   opts.cache.token_cache_entries = 0;
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) return report_error(rt.status());
-  auto text = synthetic_text(flags.model_dir, b.word, b.seq);
-  if (!text.ok()) return report_error(text.status());
+  auto tok = model_tokenizer(flags.model_dir);
+  if (!tok.ok()) return report_error(tok.status());
   if ((*rt)->info().max_seq_len < b.seq) {
     return report_error(absl::InvalidArgumentError(
         fmt::format("--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
   }
+  const std::vector<int> lengths = bench_lengths(b.batch, b.seq, b.mixed);
+  std::vector<std::string> distinct(static_cast<size_t>(b.seq) + 1);  // the text of each length, made once
+  std::vector<std::string_view> texts;
+  int64_t tokens_per_call = 0;
+  for (int len : lengths) {
+    std::string& text = distinct[static_cast<size_t>(len)];
+    if (text.empty()) {
+      auto made = synthetic_text(*tok, flags.model_dir, b.word, len);
+      if (!made.ok()) return report_error(made.status());
+      text = *std::move(made);
+    }
+    texts.push_back(text);
+    tokens_per_call += len;
+  }
 
-  std::vector<std::string_view> texts(static_cast<size_t>(b.batch), *text);
   std::vector<float> out(static_cast<size_t>(b.batch) * static_cast<size_t>((*rt)->embedding_dim()));
   for (int i = 0; i < b.warmup; ++i) {
     if (Status s = (*rt)->embed(texts, out); !s.ok()) return report_error(s);
@@ -313,16 +437,25 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   std::sort(ms.begin(), ms.end());
   const double p50 = percentile(ms, 50), p90 = percentile(ms, 90), p99 = percentile(ms, 99);
   const double seq_per_s = b.batch / (p50 / 1e3);
+  const double tokens_per_s = static_cast<double>(tokens_per_call) / (p50 / 1e3);
   const int threads = opts.num_threads;
+  const std::string device = brisk::device_string(flags.device.spec);
+  const std::string dtype = flags.device.effective_dtype();
 
   if (b.json_output) {
     json j = {{"batch", b.batch},
               {"seq", b.seq},
+              {"mixed", b.mixed},
+              {"tokens_per_call", tokens_per_call},
               {"iters", b.iters},
               {"warmup", b.warmup},
               {"threads", threads},
+              {"device", device},
+              {"dtype", dtype},
+              {"remove_padding", opts.remove_padding},
+              {"device_memory_limit", opts.device_memory_limit},
               {"seq_per_s", seq_per_s},
-              {"tokens_per_s", seq_per_s * b.seq},
+              {"tokens_per_s", tokens_per_s},
               {"p50_ms", p50},
               {"p90_ms", p90},
               {"p99_ms", p99},
@@ -336,10 +469,16 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
     fmt::print("{}\n", j.dump(-1, ' ', false, json::error_handler_t::replace));
     return kExitOk;
   }
-  fmt::print("brisk bench: {}, batch {}, seq {} tokens, threads {}, {} iterations after {} warm-up\n", flags.model_dir,
-             b.batch, b.seq, threads == 0 ? std::string("auto") : std::to_string(threads), b.iters, b.warmup);
-  fmt::print("  throughput  {:10.1f} seq/s  ({:.0f} tokens/s; batch / median batch time)\n", seq_per_s,
-             seq_per_s * b.seq);
+  fmt::print(
+      "brisk bench: {}, batch {}, seq {} tokens{}, threads {}, {} iterations after {} warm-up\n", flags.model_dir,
+      b.batch, b.seq,
+      b.mixed ? fmt::format(" (mixed: {} to {}, {} in all)", lengths.front(), lengths.back(), tokens_per_call) : "",
+      threads == 0 ? std::string("auto") : std::to_string(threads), b.iters, b.warmup);
+  fmt::print("  device      {} ({}{})\n", device, dtype,
+             flags.device.spec.type == brisk::Device::kCUDA
+                 ? (opts.remove_padding ? ", padding removed" : ", padded to the longest")
+                 : "");
+  fmt::print("  throughput  {:10.1f} seq/s  ({:.0f} tokens/s; batch / median batch time)\n", seq_per_s, tokens_per_s);
   fmt::print(
       "  latency     p50 {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  (per batch; mean {:.3f}, min {:.3f}, "
       "max {:.3f})\n",
@@ -384,6 +523,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--word", bench.word, "the repeated word; must be one token")->capture_default_str();
   bench_cmd->add_option("--pooling", bench_flags.pooling, "mean or cls")->check(CLI::IsMember({"mean", "cls"}));
+  bench_cmd->add_flag("--mixed", bench.mixed,
+                      "text lengths spread evenly from 8 to --seq tokens instead of all --seq (padding removal)");
   bench_cmd->add_flag("--json", bench.json_output, "print one JSON object instead of the report");
   bench_cmd->add_flag("--samples", bench.samples, "with --json: add samples_ms, every timed iteration in ms")
       ->needs("--json");
@@ -405,6 +546,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help/version (code 0) or the error and usage
     return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  // Values CLI11 cannot check (the device, sizes), with brisk's own message; bad flags exit 2 as CLI11's do.
+  for (auto [cmd, flags] : {std::pair{embed, &embed_flags}, {info, &info_flags}, {bench_cmd, &bench_flags}}) {
+    if (!cmd->parsed()) continue;
+    if (Status s = flags->validate(); !s.ok()) {
+      report_error(s);
+      return kExitUsage;
+    }
   }
 
   try {
