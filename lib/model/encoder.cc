@@ -181,6 +181,7 @@ StatusOr<const void*> BertEncoder::Impl::place(const Tensor& host_f32) {
   BRISK_ASSIGN_OR_RETURN(Tensor dev, Tensor::empty({n}, options.activation, options.device));
   if (options.activation == DType::kF32) {
     BRISK_RETURN_IF_ERROR(copy_bytes(options.device, dev.raw_data(), Device::kCPU, src, host_f32.nbytes()));
+    BRISK_RETURN_IF_ERROR(synchronize(options.device));  // host_f32 may be a temporary (the dense word table)
   } else {
     // Converted on the host (once, at load) so that the upload moves 2-byte elements.
     std::vector<uint16_t> host(static_cast<size_t>(n));

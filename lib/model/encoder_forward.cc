@@ -119,9 +119,10 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   };
   BRISK_RETURN_IF_ERROR(reserve(ws.qkv, static_cast<size_t>(n * 3 * max_attention) * sizeof(T), device));
   BRISK_RETURN_IF_ERROR(reserve(ws.context, static_cast<size_t>(n * max_attention) * sizeof(T), device));
-  // The feed-forward runs in token chunks: its activation is the largest buffer of a layer, and chunking keeps it
-  // small (and cache-resident between the two projections) at no measured cost in speed.
-  const int64_t ffn_chunk = std::min<int64_t>(n, kFfnChunkTokens);
+  // On the CPU the feed-forward runs in token chunks: its activation is the largest buffer of a layer, and chunking
+  // keeps it small (and cache-resident between the two projections) at no measured cost in speed. A GPU wants the
+  // whole batch in one GEMM to fill its SMs.
+  const int64_t ffn_chunk = device == Device::kCPU ? std::min<int64_t>(n, kFfnChunkTokens) : n;
   BRISK_RETURN_IF_ERROR(reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
   T* qkv = as<T>(ws.qkv);
   T* context = as<T>(ws.context);

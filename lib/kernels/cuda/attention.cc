@@ -52,13 +52,16 @@ Status self_attention(const T* qkv, const T* qkv_bias, const AttentionRows& sequ
   }
 
   const int64_t head_elems = len * head_dim;  // one (sequence, head) of Q, K, V or the padded context
-  const int64_t score_elems = len * len;      // one (sequence, head) of the scores
+  // Score rows are padded to a 16-byte multiple so that the softmax takes its vector path whatever max_len is;
+  // the pad columns come out of it as zeros.
+  constexpr int64_t kScoreAlign = 16 / static_cast<int64_t>(sizeof(T));
+  const int64_t ld_scores = (len + kScoreAlign - 1) / kScoreAlign * kScoreAlign;
+  const int64_t score_elems = len * ld_scores;  // one (sequence, head) of the scores
   const size_t qkv_bytes = align256(static_cast<size_t>(groups * head_elems) * sizeof(T));
   const size_t score_bytes = align256(static_cast<size_t>(groups * score_elems) * sizeof(T));
   BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-  // One block for all scratch, returned to the caching allocator on every path out of here, while the work queued
-  // on it may still run. A later request of this thread is ordered after that work on its stream; another
-  // thread's is not (the caching allocator does not track streams), which the allocator has to address.
+  // One block for all scratch, returned to the caching allocator on every path out of here while the work queued
+  // on it may still run: the allocator's stream fences keep another thread from reusing it too early.
   BRISK_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(4 * qkv_bytes + score_bytes));
   T* q = scratch.as<T>(0);
   T* k = scratch.as<T>(qkv_bytes);
@@ -71,28 +74,30 @@ Status self_attention(const T* qkv, const T* qkv_bias, const AttentionRows& sequ
   const cudaDataType type = cuda_type<T>();
   const float one = 1.0f;
   const float zero = 0.0f;
+  // The 1/sqrt(d) scale is applied in the GEMM's fp32 epilogue: unscaled f16 scores could overflow.
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   const int L = static_cast<int>(len);
+  const int ld_s = static_cast<int>(ld_scores);
   const int d = static_cast<int>(head_dim);
   const int count = static_cast<int>(groups);
   // Row-major S[i, j] = q_i · k_j is column-major Sᵀ = K Qᵀ: m = n = L, k = d, A = K (column-major d x L, taken
-  // transposed), B = Q (column-major d x L). The 1/sqrt(d) scale is the softmax's.
+  // transposed), B = Q (column-major d x L), C with leading dimension ld_s (row-major rows ld_s apart).
   BRISK_RETURN_IF_ERROR(
-      cublas_status(cublasGemmStridedBatchedEx(ctx->blas(), CUBLAS_OP_T, CUBLAS_OP_N, L, L, d, &one, k, type, d,
-                                               head_elems, q, type, d, head_elems, &zero, scores, type, L, score_elems,
+      cublas_status(cublasGemmStridedBatchedEx(ctx->blas(), CUBLAS_OP_T, CUBLAS_OP_N, L, L, d, &scale, k, type, d,
+                                               head_elems, q, type, d, head_elems, &zero, scores, type, ld_s, score_elems,
                                                count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx (self_attention Q K^T)"));
 
   // Rows are (sequence, head, query); the rows of sequence b (heads x max_len of them) see its first lengths[b]
   // keys. Query rows past the length are computed too and never gathered.
-  BRISK_RETURN_IF_ERROR(masked_softmax<T>(scores, groups * len, len, len, /*valid_cols=*/len,
-                                          /*rows_per_group=*/heads * len, sequences.lengths,
-                                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))));
+  BRISK_RETURN_IF_ERROR(masked_softmax<T>(scores, groups * len, ld_scores, ld_scores, /*valid_cols=*/len,
+                                          /*rows_per_group=*/heads * len, sequences.lengths, /*scale=*/1.0f));
 
   // Row-major O = P V is column-major Oᵀ = Vᵀ Pᵀ: m = d, n = L, k = L, A = V (column-major d x L), B = P (column-major
   // L x L, its transpose).
   BRISK_RETURN_IF_ERROR(
       cublas_status(cublasGemmStridedBatchedEx(ctx->blas(), CUBLAS_OP_N, CUBLAS_OP_N, d, L, L, &one, v, type, d,
-                                               head_elems, scores, type, L, score_elems, &zero, padded_context, type, d,
+                                               head_elems, scores, type, ld_s, score_elems, &zero, padded_context, type, d,
                                                head_elems, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx (self_attention P V)"));
 

@@ -155,7 +155,9 @@ inline FlatPlan plan_flat(int64_t n, int64_t width, int64_t threads = 256, int64
 // the sequence's rows (row t goes to threadIdx.y == t % block_y), partial sums reduced in shared memory.
 // Mapping: b = blockIdx.x, b += grid while b < batch; chunks as in ItemPlan; rows t = threadIdx.y, t += block_y.
 inline ItemPlan plan_sequences(int64_t batch, int64_t chunks, int64_t threads = 256, int64_t max_grid = kMaxGridX) {
-  ItemPlan p = plan_items(batch, chunks, threads, 1, max_grid);
+  // At most 64 threads across the chunks (they loop over the rest), so that block_y can split the rows: a small
+  // batch has few blocks, and each must read its sequence's rows in parallel.
+  ItemPlan p = plan_items(batch, std::min<int64_t>(chunks, 64), threads, 1, max_grid);
   p.grid = std::clamp<int64_t>(batch, 1, std::max<int64_t>(max_grid, 1));
   return p;
 }
