@@ -71,9 +71,15 @@ void BM_SelfAttention(benchmark::State& state) {
   double flops = 0;
   for (int64_t b = 0; b < batch; ++b)
     flops += 4.0 * double(offsets[b + 1] - offsets[b]) * (offsets[b + 1] - offsets[b]) * kHidden;
+  std::vector<int32_t> starts, lengths;
+  for (int64_t b = 0; b < batch; ++b) {
+    starts.push_back(static_cast<int32_t>(offsets[b]));
+    lengths.push_back(static_cast<int32_t>(offsets[b + 1] - offsets[b]));
+  }
+  const brisk::AttentionRows rows{starts.data(), lengths.data(), batch, seq};
   for (auto _ : state) {
-    if (!brisk::self_attention<brisk::Device::kCPU>(qkv.data(), offsets.data(), batch, kHeads, kHidden / kHeads,
-                                                    ctx.data())
+    if (!brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, tokens, kHeads, kHidden / kHeads,
+                               ctx.data())
              .ok()) {
       state.SkipWithError("attention failed");
     }
@@ -97,8 +103,8 @@ void BM_LayerNorm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(rows * kHidden), 3.0f);
   auto gamma = random_vector(kHidden, 1.0f), beta = random_vector(kHidden, 1.0f);
   for (auto _ : state) {
-    brisk::layer_norm_bias_residual<brisk::Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
-                                                         x.data(), rows, kHidden);
+    if (!brisk::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                                         x.data(), rows, kHidden).ok()) state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
   }
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "brisk/core/allocator.h"
 #include "brisk/runtime/runtime.h"
 
 struct brisk_runtime {
@@ -30,6 +31,9 @@ brisk_status fail(brisk_status code, std::string message) {
 
 brisk_status code_of(const absl::Status& s) {
   if (s.ok()) return BRISK_OK;
+  // Device memory (the caching allocator's cap, or the GPU full) marks its RESOURCE_EXHAUSTED: told apart from a
+  // full queue, since the caller's remedy differs (smaller batches or a higher cap, not a retry later).
+  if (brisk::is_out_of_memory(s)) return BRISK_OUT_OF_MEMORY;
   brisk_status code = BRISK_INTERNAL;
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument: code = BRISK_INVALID_ARGUMENT; break;
@@ -92,6 +96,28 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
   p.max_queue_size = static_cast<size_t>(o.batch_max_queue);
   p.adaptive.enabled = o.batch_p99_target_ms > 0;
   if (p.adaptive.enabled) p.adaptive.p99_target = std::chrono::milliseconds(o.batch_p99_target_ms);
+  return BRISK_OK;
+}
+
+// The GPU fields of brisk_runtime_options (appended in 0.5) onto the C++ options. A struct from before them got
+// their defaults from brisk_runtime_create's copy over brisk_runtime_options_init. Whether the device and dtype can
+// run here is Runtime::create's to say (UNIMPLEMENTED / NOT_FOUND naming the device).
+brisk_status device_options(const brisk_runtime_options& o, brisk::RuntimeOptions& ro) {
+  if (o.device_index < 0) return bad("device_index", o.device_index, ">= 0 (the GPU's ordinal; 0: the first)");
+  if (o.remove_padding != 0 && o.remove_padding != 1) return bad("remove_padding", o.remove_padding, "0 or 1");
+  if (o.device_memory_limit < 0) return bad("device_memory_limit", o.device_memory_limit, ">= 0 bytes (0: no cap)");
+  switch (o.activation_dtype) {
+    case BRISK_DTYPE_DEFAULT: ro.activation_dtype.reset(); break;
+    case BRISK_DTYPE_F32: ro.activation_dtype = brisk::DType::kF32; break;
+    case BRISK_DTYPE_F16: ro.activation_dtype = brisk::DType::kF16; break;
+    case BRISK_DTYPE_BF16: ro.activation_dtype = brisk::DType::kBF16; break;
+    default:
+      return bad("activation_dtype", o.activation_dtype,
+                 "a brisk_dtype: BRISK_DTYPE_DEFAULT (0), F32 (1), F16 (2) or BF16 (3)");
+  }
+  ro.device_index = o.device_index;
+  ro.remove_padding = o.remove_padding == 1;
+  ro.device_memory_limit = static_cast<size_t>(o.device_memory_limit);
   return BRISK_OK;
 }
 
@@ -167,6 +193,7 @@ const char* brisk_status_string(brisk_status status) {
     case BRISK_CANCELLED: return "cancelled";
     case BRISK_SHUTDOWN: return "shut down";
     case BRISK_PERMISSION_DENIED: return "permission denied";
+    case BRISK_OUT_OF_MEMORY: return "out of device memory";
   }
   return "unknown status";
 }
@@ -209,6 +236,10 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.redis_signing_key = nullptr;
   defaults.redis_tls = 0;
   defaults.replace_invalid_utf8 = cpp.replace_invalid_utf8 ? 1 : 0;
+  defaults.device_index = cpp.device_index;
+  defaults.activation_dtype = BRISK_DTYPE_DEFAULT;  // cpp.activation_dtype is nullopt: as the device says
+  defaults.remove_padding = cpp.remove_padding ? 1 : 0;
+  defaults.device_memory_limit = static_cast<int64_t>(cpp.device_memory_limit);
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
   std::memset(options, 0, struct_size);
   std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
@@ -262,6 +293,7 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     }
     ro.replace_invalid_utf8 = o.replace_invalid_utf8 == 1;
     ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
+    if (brisk_status s = device_options(o, ro); s != BRISK_OK) return s;
     if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
     if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);

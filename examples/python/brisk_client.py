@@ -23,7 +23,22 @@ class RuntimeOptions(ctypes.Structure):
                 ("cache_token_entries", ctypes.c_int32), ("redis_host", ctypes.c_char_p), ("redis_port", ctypes.c_int32),
                 ("redis_timeout_ms", ctypes.c_int32), ("redis_user", ctypes.c_char_p),
                 ("redis_password", ctypes.c_char_p), ("redis_signing_key", ctypes.c_char_p),
-                ("redis_tls", ctypes.c_int32), ("replace_invalid_utf8", ctypes.c_int32)]
+                ("redis_tls", ctypes.c_int32), ("replace_invalid_utf8", ctypes.c_int32),
+                # the GPU (appended in 0.5)
+                ("device_index", ctypes.c_int32), ("activation_dtype", ctypes.c_int32),
+                ("remove_padding", ctypes.c_int32), ("device_memory_limit", ctypes.c_int64)]
+
+
+# brisk_device and brisk_dtype values.
+DEVICES = {"cpu": 0, "cuda": 1}
+DTYPES = {"default": 0, "f32": 1, "f16": 2, "bf16": 3}
+
+# brisk_status values (BRISK_OVERLOADED is BRISK_RESOURCE_EXHAUSTED).
+STATUS_NAMES = {0: "BRISK_OK", 1: "BRISK_INVALID_ARGUMENT", 2: "BRISK_NOT_FOUND", 3: "BRISK_OUT_OF_RANGE",
+                4: "BRISK_RESOURCE_EXHAUSTED", 5: "BRISK_UNIMPLEMENTED", 6: "BRISK_FAILED_PRECONDITION",
+                7: "BRISK_DATA_LOSS", 8: "BRISK_INTERNAL", 9: "BRISK_DEADLINE_EXCEEDED", 10: "BRISK_CANCELLED",
+                11: "BRISK_SHUTDOWN", 12: "BRISK_PERMISSION_DENIED", 13: "BRISK_OUT_OF_MEMORY"}
+BRISK_OUT_OF_MEMORY = 13
 
 
 # void (*)(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,
@@ -33,13 +48,19 @@ EMBED_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes
 
 
 class BriskError(RuntimeError):
-    pass
+    """A failed call: status is the brisk_status (BRISK_OUT_OF_MEMORY: device memory ran out; retry smaller)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.status_name = STATUS_NAMES.get(status, f"brisk_status {status}")
 
 
 class Brisk:
     """Owns one brisk_runtime; safe to share between Python threads (the C API is thread-safe)."""
 
-    def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0):
+    def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
+                 activation_dtype: str = "default", device_memory_limit: int = 0):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -68,6 +89,15 @@ class Brisk:
         self._model_dir = model_dir.encode()  # kept alive for the call
         opts.model_dir = self._model_dir
         opts.num_threads = num_threads
+        # "cuda:1" -> device cuda, ordinal 1
+        kind, _, index = device.partition(":")
+        if kind not in DEVICES or (index and not index.isdigit()) or activation_dtype not in DTYPES:
+            raise BriskError(1, f"device is {device!r}, activation_dtype {activation_dtype!r}; expected cpu, cuda or "
+                                f"cuda:N, and one of {sorted(DTYPES)}")
+        opts.device = DEVICES[kind]
+        opts.device_index = int(index or 0)
+        opts.activation_dtype = DTYPES[activation_dtype]
+        opts.device_memory_limit = device_memory_limit
         self._rt = ctypes.c_void_p()
         self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
         dim = ctypes.c_size_t()
@@ -76,7 +106,7 @@ class Brisk:
 
     def _check(self, status: int) -> None:
         if status != 0:
-            raise BriskError(self._lib.brisk_last_error().decode(errors="replace"))
+            raise BriskError(status, self._lib.brisk_last_error().decode(errors="replace"))
 
     def embed(self, texts):
         """Returns one list of `dim` floats per text."""
@@ -104,7 +134,7 @@ class Brisk:
         if status == 0:
             future.set_result(embedding[:dim])
         else:
-            future.set_exception(BriskError(f"request {request_id}: {error.decode(errors='replace')}"))
+            future.set_exception(BriskError(status, f"request {request_id}: {error.decode(errors='replace')}"))
 
     def _json(self, function) -> str:
         needed = ctypes.c_size_t()
@@ -143,18 +173,25 @@ def main() -> int:
     p.add_argument("--lib", default="build/release/lib/libbrisk.so")
     p.add_argument("--model", default=default_model)
     p.add_argument("--submit", action="store_true", help="submit each text through the dynamic batcher")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--dtype", default="default", choices=sorted(DTYPES), help="activation dtype (cuda)")
+    p.add_argument("--device-memory-limit", type=int, default=0, help="bytes brisk may hold on the GPU (0: no cap)")
     p.add_argument("--cache-stats", action="store_true", help="print the caches' statistics (JSON) at the end")
     p.add_argument("texts", nargs="+")
     args = p.parse_args()
     try:
-        with Brisk(args.lib, args.model) as brisk:
+        with Brisk(args.lib, args.model, device=args.device, activation_dtype=args.dtype,
+                   device_memory_limit=args.device_memory_limit) as brisk:
             if args.submit:
                 futures = [brisk.submit(t) for t in args.texts]
                 vectors = [f.result(timeout=60) for f in futures]
             else:
                 vectors = brisk.embed(args.texts)
             cache_stats = brisk.cache_stats_json() if args.cache_stats else None
-    except (OSError, BriskError) as e:
+    except BriskError as e:
+        print(f"brisk_client: {e.status_name}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
         print(f"brisk_client: {e}", file=sys.stderr)
         return 1
     for text, v in zip(args.texts, vectors):

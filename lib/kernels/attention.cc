@@ -24,8 +24,8 @@ Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t r
 }  // namespace
 
 template <typename T>
-Status self_attention(Device device, const T* qkv, const T* qkv_bias, const AttentionRows& sequences, int64_t rows,
-                      int64_t heads, int64_t head_dim, T* context) {
+Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias,
+                      const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim, T* context) {
   constexpr const char* kOp = "self_attention";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(
       kOp, {{"rows", rows}, {"sequences.batch", sequences.batch}, {"sequences.max_len", sequences.max_len}}));

@@ -32,16 +32,18 @@ Status layer_norm(const char* op, Device device, const T* x, const T* bias, cons
 }  // namespace
 
 template <typename T>
-Status layer_norm_bias_residual(Device device, const T* x, const T* bias, const T* residual, const T* gamma,
-                                const T* beta, float epsilon, T* out, int64_t rows, int64_t cols) {
+Status layer_norm_bias_residual(Device device, const T* x, const std::type_identity_t<T>* bias,
+                                const std::type_identity_t<T>* residual, const T* gamma, const T* beta, float epsilon,
+                                T* out, int64_t rows, int64_t cols) {
   return layer_norm("layer_norm_bias_residual", device, x, bias, residual, gamma, beta, epsilon, out, nullptr, nullptr,
                     rows, cols);
 }
 
 template <typename T>
-Status layer_norm_bias_residual_quantize(Device device, const T* x, const T* bias, const T* residual, const T* gamma,
-                                         const T* beta, float epsilon, T* out, int8_t* q, float* row_scales,
-                                         int64_t rows, int64_t cols) {
+Status layer_norm_bias_residual_quantize(Device device, const T* x, const std::type_identity_t<T>* bias,
+                                         const std::type_identity_t<T>* residual, const T* gamma, const T* beta,
+                                         float epsilon, T* out, int8_t* q, float* row_scales, int64_t rows,
+                                         int64_t cols) {
   constexpr const char* kOp = "layer_norm_bias_residual_quantize";
   if (rows > 0 && cols > 0) BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"q", q}, {"row_scales", row_scales}}));
   return layer_norm(kOp, device, x, bias, residual, gamma, beta, epsilon, out, q, row_scales, rows, cols);

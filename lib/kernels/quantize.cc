@@ -25,7 +25,7 @@ Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols,
 
 template <typename T>
 Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_scales, const float* col_scales,
-                            int64_t n_col_scales, const T* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
+                            int64_t n_col_scales, const std::type_identity_t<T>* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
                             int64_t rows, int64_t cols) {
   constexpr const char* kOp = "dequantize_rows_int8";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));

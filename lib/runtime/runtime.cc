@@ -109,8 +109,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     return absl::UnimplementedError(absl::StrCat("RuntimeOptions::device_index is ", device.index,
                                                  "; this version of brisk runs on cuda:0 only; expected 0"));
   }
-  const DType activation =
-      options.activation_dtype.value_or(options.device == Device::kCPU ? DType::kF32 : DType::kF16);
+  const DType activation = runtime_activation_dtype(options);
   if (options.device == Device::kCUDA && options.device_memory_limit > 0) {
     BRISK_RETURN_IF_ERROR(set_device_memory_limit(Device::kCUDA, options.device_memory_limit));
   }

@@ -53,7 +53,20 @@ struct Runtime::Impl {
   Status encode_here(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows);
 };
 
-// Builds impl.batcher from impl.options.batching around impl.encoder.
+// Builds impl.batcher from impl.options.batching around impl.encoder; on CUDA with a device_memory_limit, with the
+// memory budget device_memory_budget() gives.
 Status start_batcher(Runtime::Impl& impl);
+
+// Exported for their unit tests (tests/runtime/device_memory_budget_test.cc).
+//
+// The activations' dtype: options.activation_dtype, else f16 on CUDA and f32 on the CPU.
+BRISK_API DType runtime_activation_dtype(const RuntimeOptions& options);
+// The batcher's estimate of one forward pass's activation bytes (BatchFunctions::estimate_bytes), on the
+// runtime's device and in its activation dtype.
+BRISK_API size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options,
+                                           const batch::BatchShape& shape);
+// The batcher's memory budget under a device memory cap: what `limit` leaves after `weight_bytes`, at least
+// limit / 8, and at most policy_budget when that is nonzero. limit 0 (no cap): policy_budget unchanged.
+BRISK_API size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_budget);
 
 }  // namespace brisk

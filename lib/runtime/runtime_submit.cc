@@ -15,17 +15,6 @@ namespace brisk {
 
 namespace {
 
-// Activation bytes of one forward pass, from the encoder's buffers: per token the hidden state, QKV, attention
-// output and residual copies (about 8 x hidden floats) and the FFN's intermediate activations (run in chunks of
-// 512 tokens); per sequence one length x length score matrix per thread.
-size_t estimate_activation_bytes(const ModelInfo& info, const batch::BatchShape& shape) {
-  const size_t hidden = static_cast<size_t>(info.hidden_size);
-  const size_t intermediate = static_cast<size_t>(info.intermediate_size);
-  const size_t floats = shape.total_cost * 8 * hidden + std::min<size_t>(shape.total_cost, 512) * intermediate +
-                        static_cast<size_t>(num_threads()) * shape.max_cost * shape.max_cost;
-  return floats * sizeof(float);
-}
-
 Status run_batch(Runtime::Impl& impl, std::span<EmbedRequest> requests,
                  std::span<StatusOr<std::vector<float>>> results) {
   std::vector<std::vector<int32_t>> ids;
@@ -66,13 +55,62 @@ std::string model_label(const ModelInfo& info) {
 
 }  // namespace
 
+DType runtime_activation_dtype(const RuntimeOptions& options) {
+  return options.activation_dtype.value_or(options.device == Device::kCUDA ? DType::kF16 : DType::kF32);
+}
+
+// CPU: from the encoder's buffers, per token the hidden state, QKV, attention output and residual copies (about
+// 8 x hidden floats) and the FFN's intermediate activations (run in chunks of 512 tokens); per sequence one
+// length x length score matrix per thread.
+// CUDA: in the activation dtype's elements; per token the same 8 x hidden plus the whole FFN intermediate (no
+// chunking on the GPU); with padding removal the attention's padded Q, K, V and context (4 x hidden per padded
+// token), without it every per-token buffer padded to the longest text; and the scores of every text and head at
+// once. An estimate for the batcher's budget, not a count of allocations.
+size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options, const batch::BatchShape& shape) {
+  const size_t hidden = static_cast<size_t>(info.hidden_size);
+  const size_t intermediate = static_cast<size_t>(info.intermediate_size);
+  if (options.device != Device::kCUDA) {
+    const size_t floats = shape.total_cost * 8 * hidden + std::min<size_t>(shape.total_cost, 512) * intermediate +
+                          static_cast<size_t>(num_threads()) * shape.max_cost * shape.max_cost;
+    return floats * sizeof(float);
+  }
+  const size_t heads = static_cast<size_t>(std::max(info.num_heads, 1));
+  const size_t padded = shape.size * shape.max_cost;
+  const size_t tokens = options.remove_padding ? shape.total_cost : padded;
+  const size_t elements = tokens * (8 * hidden + intermediate) + (options.remove_padding ? padded * 4 * hidden : 0) +
+                          shape.size * heads * shape.max_cost * shape.max_cost;
+  return elements * dtype_size(runtime_activation_dtype(options));
+}
+
+size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_budget) {
+  if (limit == 0) return policy_budget;
+  // Never 0 (which would mean no budget): when the weights estimate leaves less than an eighth of the cap (it
+  // overcounts int8 layers), batches still get that eighth, and a pass that does not fit fails with OUT_OF_MEMORY.
+  const size_t floor = std::max<size_t>(limit / 8, 1);
+  const size_t left = limit > weight_bytes ? limit - weight_bytes : 0;
+  const size_t budget = std::max(left, floor);
+  return policy_budget == 0 ? budget : std::min(policy_budget, budget);
+}
+
 Status start_batcher(Runtime::Impl& impl) {
   batch::BatchFunctions<EmbedRequest, std::vector<float>> fns;
   fns.run = [&impl](const batch::BatchInfo&, std::span<EmbedRequest> requests,
                     std::span<StatusOr<std::vector<float>>> results) { return run_batch(impl, requests, results); };
   fns.cost = [](const EmbedRequest& r) { return r.ids.size(); };
-  fns.estimate_bytes = [&impl](const batch::BatchShape& shape) { return estimate_activation_bytes(impl.info, shape); };
-  auto batcher = EmbedBatcher::create(impl.options.batching, std::move(fns));
+  fns.estimate_bytes = [&impl](const batch::BatchShape& shape) {
+    return estimate_activation_bytes(impl.info, impl.options, shape);
+  };
+  batch::BatchPolicy policy = impl.options.batching;
+  // Under a device memory cap the batches get what the cap leaves after the weights (estimated at the activation
+  // dtype's size per parameter, as the model loads them), so that a surge is queued or split, or a text too long
+  // for the cap refused at submit, rather than failing forward passes with OUT_OF_MEMORY.
+  if (impl.options.device == Device::kCUDA && impl.options.device_memory_limit > 0) {
+    const size_t weight_bytes = static_cast<size_t>(std::max<int64_t>(impl.info.num_parameters, 0)) *
+                                dtype_size(runtime_activation_dtype(impl.options));
+    policy.memory_budget_bytes =
+        device_memory_budget(impl.options.device_memory_limit, weight_bytes, policy.memory_budget_bytes);
+  }
+  auto batcher = EmbedBatcher::create(policy, std::move(fns));
   if (!batcher.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching: ", batcher.status().message()));
   }

@@ -312,6 +312,78 @@ static void test_redis_security(const char* dir) {
   CHECK(system(cmd) >= 0);
 }
 
+/* The GPU fields (appended in 0.5): their defaults, bad values named in the error, a struct from before them (its
+ * bytes past replace_invalid_utf8 are garbage that create must not read), and BRISK_DEVICE_CUDA on a machine
+ * without a GPU (or a build without CUDA), which fails with a status naming cuda instead of crashing. */
+static void test_gpu_options(const char* dir) {
+  const size_t old_size = offsetof(brisk_runtime_options, device_index);
+  unsigned char buf[sizeof(brisk_runtime_options)];
+  brisk_runtime_options* old = (brisk_runtime_options*)(void*)buf;
+  brisk_runtime_options opts;
+  brisk_runtime* rt = NULL;
+  brisk_status got;
+  const char* text[1] = {"Can I pay with my phone?"};
+  float out[384];
+  brisk_runtime_options_init(&opts, sizeof opts);
+  CHECK(opts.device == BRISK_DEVICE_CPU);
+  CHECK(opts.device_index == 0);
+  CHECK(opts.activation_dtype == BRISK_DTYPE_DEFAULT);
+  CHECK(opts.remove_padding == 1);
+  CHECK(opts.device_memory_limit == 0);
+  CHECK(strcmp(brisk_status_string(BRISK_OUT_OF_MEMORY), "unknown status") != 0);
+  CHECK(strstr(brisk_status_string(BRISK_OUT_OF_MEMORY), "memory") != NULL);
+
+  opts.model_dir = dir;
+  opts.num_threads = 2;
+  opts.device_index = -1;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "device_index is -1"));
+  opts.device_index = 0;
+  opts.activation_dtype = 9;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "activation_dtype is 9"));
+  opts.activation_dtype = -1;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "activation_dtype is -1"));
+  opts.activation_dtype = BRISK_DTYPE_DEFAULT;
+  opts.remove_padding = 2;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "remove_padding is 2"));
+  opts.remove_padding = 1;
+  opts.device_memory_limit = -5;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "device_memory_limit is -5"));
+  opts.device_memory_limit = 0;
+  CHECK(rt == NULL);
+
+  /* Without a GPU: UNIMPLEMENTED (a build without CUDA, or a runtime without the CUDA path yet) or NOT_FOUND (no
+   * such device), naming cuda. With one (nvidia-smi lists it), the runtime may run there. */
+  opts.device = BRISK_DEVICE_CUDA;
+  opts.device_memory_limit = (int64_t)1 << 30;
+  got = brisk_runtime_create(&opts, &rt);
+  if (got == BRISK_OK) {
+    CHECK(system("nvidia-smi -L >/dev/null 2>&1") == 0);
+    CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+    brisk_runtime_destroy(rt);
+    rt = NULL;
+  } else {
+    fprintf(stderr, "  device cuda here: status %d (%s): %s\n", (int)got, brisk_status_string(got), brisk_last_error());
+    CHECK(got == BRISK_UNIMPLEMENTED || got == BRISK_NOT_FOUND);
+    CHECK(strstr(brisk_last_error(), "cuda") != NULL || strstr(brisk_last_error(), "CUDA") != NULL);
+    CHECK(rt == NULL);
+  }
+
+  memset(buf, 0xAB, sizeof buf);
+  CHECK(brisk_runtime_options_init(old, old_size) == BRISK_OK);
+  CHECK(old->struct_size == old_size);
+  old->model_dir = dir;
+  old->num_threads = 2;
+  /* device_index, activation_dtype, remove_padding and device_memory_limit hold 0xAB garbage (negative): reading
+   * them would fail the call. */
+  got = brisk_runtime_create(old, &rt);
+  CHECK(got == BRISK_OK);
+  if (got != BRISK_OK) fprintf(stderr, "  older struct: %s\n", brisk_last_error());
+  if (rt != NULL) {
+    CHECK(brisk_embed(rt, text, 1, out, 384) == BRISK_OK);
+    brisk_runtime_destroy(rt);
+  }
+}
+
 int main(void) {
   test_null_arguments();
   test_bad_options();
@@ -319,6 +391,7 @@ int main(void) {
   test_embed();
   test_cache(brisk_default_model_dir());
   test_redis_security(brisk_default_model_dir());
+  test_gpu_options(brisk_default_model_dir());
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

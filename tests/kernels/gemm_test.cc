@@ -79,9 +79,9 @@ TEST_CASE("Linear rejects bad weights and arguments", "[kernels][gemm]") {
   auto fc = brisk::Linear::create(brisk::Tensor::borrow(w.data(), {3, 4}, brisk::DType::kF32), {}, brisk::Device::kCPU);
   REQUIRE(fc.ok());
   std::vector<float> y(3);
-  CHECK_FALSE(fc->forward(nullptr, 1, y.data(), GemmEpilogue::kBias).ok());
+  CHECK_FALSE(fc->forward(static_cast<const float*>(nullptr), 1, y.data(), GemmEpilogue::kBias).ok());
   CHECK_FALSE(fc->forward(w.data(), -1, y.data(), GemmEpilogue::kBias).ok());
-  CHECK(fc->forward(w.data(), 0, nullptr, GemmEpilogue::kBias).ok());  // nothing to do
+  CHECK(fc->forward(w.data(), 0, static_cast<float*>(nullptr), GemmEpilogue::kBias).ok());  // nothing to do
   CHECK_FALSE(brisk::Linear().forward(w.data(), 1, y.data(), GemmEpilogue::kBias).ok());
 }
 

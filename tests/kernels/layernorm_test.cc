@@ -1,4 +1,5 @@
-// layer_norm_bias_residual<kCPU> against a double-precision reference, per ISA level.
+// layer_norm_bias_residual on the cpu against a double-precision reference, per ISA level.
+#include "brisk/core/half.h"
 #include "brisk/kernels/layernorm.h"
 
 #include <cmath>
@@ -62,8 +63,8 @@ void check_layer_norm(int64_t rows, int64_t cols, bool with_bias, bool with_resi
   float* out_p = out.data();
   if (alias == Alias::kOutIsX) out_p = x.data();
   if (alias == Alias::kOutIsResidual) out_p = residual.data();
-  layer_norm_bias_residual<Device::kCPU>(x.data(), bias_p, with_residual ? residual.data() : nullptr, gamma.data(),
-                                         beta.data(), eps, out_p, rows, cols);
+  REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), bias_p, with_residual ? residual.data() : nullptr, gamma.data(),
+                                         beta.data(), eps, out_p, rows, cols).ok());
   const std::vector<float> got(out_p, out_p + n);
   CHECK_CLOSE(got, want, kAbsTol, kRelTol);
 }
@@ -122,8 +123,8 @@ TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
       const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 5);
       const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, 6);
       std::vector<float> out(static_cast<size_t>(cols));
-      layer_norm_bias_residual<Device::kCPU>(x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, out.data(),
-                                             1, cols);
+      REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, out.data(),
+                                             1, cols).ok());
       const std::vector<double> want(beta.begin(), beta.end());
       CHECK_CLOSE(out, want, 1e-6, 0.0);
     }
@@ -132,9 +133,50 @@ TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
 
 TEST_CASE("layer_norm_bias_residual with zero rows or columns does nothing", "[kernels]") {
   float sentinel = 5.0f;
-  layer_norm_bias_residual<Device::kCPU>(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-12f, &sentinel, 0, 384);
-  layer_norm_bias_residual<Device::kCPU>(nullptr, nullptr, nullptr, nullptr, nullptr, 1e-12f, &sentinel, 4, 0);
+  const float* none = nullptr;
+  REQUIRE(layer_norm_bias_residual(Device::kCPU, none, none, none, none, none, 1e-12f, &sentinel, 0, 384).ok());
+  REQUIRE(layer_norm_bias_residual(Device::kCPU, none, none, none, none, none, 1e-12f, &sentinel, 4, 0).ok());
   CHECK(sentinel == 5.0f);
+}
+
+TEST_CASE("layer_norm_bias_residual names a missing buffer, a negative size and f16 data on the cpu", "[kernels]") {
+  std::vector<float> x(8, 1.0f), gamma(4, 1.0f), beta(4, 0.0f), out(8);
+  const auto missing = layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, static_cast<float*>(nullptr),
+                                                beta.data(), 1e-12f, out.data(), 2, 4);
+  CHECK(missing.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(missing.message()), Catch::Contains("gamma is null"));
+  const auto negative = layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
+                                                 1e-12f, out.data(), -1, 4);
+  CHECK_THAT(std::string(negative.message()), Catch::Contains("rows is -1; expected >= 0"));
+  std::vector<brisk::float16_t> h(8);
+  const auto f16 = layer_norm_bias_residual(Device::kCPU, h.data(), nullptr, nullptr, h.data(), h.data(), 1e-12f,
+                                            h.data(), 2, 4);
+  CHECK_THAT(std::string(f16.message()), Catch::Contains("on cpu got f16 data; expected f32"));
+}
+
+TEST_CASE("layer_norm_bias_residual_quantize writes the normalised rows and their int8 form", "[kernels]") {
+  const int64_t rows = 3, cols = 40;
+  auto x = brisk::testing::random_floats(static_cast<size_t>(rows * cols), -3.f, 3.f, 4);
+  auto gamma = brisk::testing::random_floats(cols, 0.5f, 1.5f, 5);
+  auto beta = brisk::testing::random_floats(cols, -0.1f, 0.1f, 6);
+  std::vector<float> plain(x.size()), out(x.size()), scales(rows);
+  std::vector<int8_t> q(x.size());
+  REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                   plain.data(), rows, cols)
+              .ok());
+  REQUIRE(layer_norm_bias_residual_quantize(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                            out.data(), q.data(), scales.data(), rows, cols)
+              .ok());
+  CHECK(out == plain);
+  for (int64_t r = 0; r < rows; ++r) {
+    float absmax = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) absmax = std::max(absmax, std::fabs(plain[r * cols + c]));
+    CHECK(scales[r] == Approx(absmax / 127.0f));
+    for (int64_t c = 0; c < cols; ++c) {
+      const float want = std::nearbyint(plain[r * cols + c] / scales[r]);
+      CHECK(std::fabs(q[r * cols + c] - want) <= 1.0f);  // a different rounding of the reciprocal may flip a tie
+    }
+  }
 }
 
 }  // namespace

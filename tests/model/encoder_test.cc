@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "brisk/core/allocator.h"
+#include "brisk/core/device.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/weights.h"
@@ -38,14 +40,16 @@ std::vector<GoldenSequence> load_golden(const std::string& folder) {
   return out;
 }
 
-std::unique_ptr<brisk::BertEncoder> load_encoder(const std::string& folder) {
+std::unique_ptr<brisk::BertEncoder> load_encoder(const std::string& folder,
+                                                 const brisk::EncoderOptions& options = {}) {
   const std::string dir = (brisk::testing::test_data_dir() / folder).string();
   auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
   REQUIRE(config.ok());
   auto weights = brisk::EncoderWeights::load(dir, *config);
   INFO(weights.status().message());
   REQUIRE(weights.ok());
-  auto encoder = brisk::BertEncoder::create(*config, std::move(*weights), brisk::Device::kCPU);
+  auto encoder = brisk::BertEncoder::create(*config, std::move(*weights), options);
+  INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   return std::move(*encoder);
 }
@@ -55,16 +59,29 @@ void add(brisk::PackedSequences& batch, const GoldenSequence& g) {
   batch.token_type_ids.insert(batch.token_type_ids.end(), g.token_type_ids.begin(), g.token_type_ids.end());
 }
 
-void check_close(const float* got, const std::vector<float>& want) {
+void check_close(const float* got, const std::vector<float>& want, double tolerance) {
   double worst = 0;
   for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-  CHECK(worst <= 2e-5);
+  CHECK(worst <= tolerance);
 }
 
-void check_model(const std::string& folder) {
+// The largest error allowed against transformers' fp32 hidden states (LayerNorm outputs, |x| <~ 4). f32: the
+// order of summation alone. f16 / bf16 activations round every stored activation (unit roundoff u = 2^-11 /
+// 2^-8): about ten roundings per layer feed the next through LayerNorm, which renormalises but does not shrink
+// the relative error, so |error| <~ 4 * u * sqrt(10 * layers) * a safety factor of 4 (tiny models: 2 layers).
+double tolerance_for(brisk::DType activation) {
+  switch (activation) {
+    case brisk::DType::kF16: return 4.0 * std::ldexp(1.0, -11) * std::sqrt(20.0) * 4.0;
+    case brisk::DType::kBF16: return 4.0 * std::ldexp(1.0, -8) * std::sqrt(20.0) * 4.0;
+    default: return 2e-5;
+  }
+}
+
+void check_model(const std::string& folder, const brisk::EncoderOptions& options = {}) {
   const auto golden = load_golden(folder);
   REQUIRE(golden.size() >= 3);
-  auto encoder = load_encoder(folder);
+  auto encoder = load_encoder(folder, options);
+  const double tolerance = tolerance_for(options.activation);
   const int64_t h = encoder->hidden_size();
   for (const auto& g : golden) {
     brisk::PackedSequences one;
@@ -72,7 +89,7 @@ void check_model(const std::string& folder) {
     std::vector<float> hidden(static_cast<size_t>(one.total_tokens() * h));
     REQUIRE(encoder->forward(one, hidden.data()).ok());
     INFO(folder << ": sequence of " << g.ids.size() << " tokens");
-    check_close(hidden.data(), g.hidden);
+    check_close(hidden.data(), g.hidden, tolerance);
   }
   brisk::PackedSequences all;
   for (const auto& g : golden) add(all, g);
@@ -80,7 +97,7 @@ void check_model(const std::string& folder) {
   REQUIRE(encoder->forward(all, hidden.data()).ok());
   for (size_t i = 0; i < golden.size(); ++i) {
     INFO(folder << ": sequence " << i << " inside the packed batch");
-    check_close(hidden.data() + all.offsets[i] * h, golden[i].hidden);
+    check_close(hidden.data() + all.offsets[i] * h, golden[i].hidden, tolerance);
   }
 }
 
@@ -89,6 +106,65 @@ void check_model(const std::string& folder) {
 TEST_CASE("tiny BERT hidden states match transformers", "[encoder][model]") { check_model("tiny_bert"); }
 
 TEST_CASE("tiny DistilBERT hidden states match transformers", "[encoder][model]") { check_model("tiny_distilbert"); }
+
+TEST_CASE("with padding removal off, the padded pass matches transformers too", "[encoder][model]") {
+  brisk::EncoderOptions padded;
+  padded.remove_padding = false;
+  check_model("tiny_bert", padded);
+  check_model("tiny_distilbert", padded);
+}
+
+TEST_CASE("an encoder on cuda fails clearly where there is none; f16 on the cpu is refused", "[encoder][model]") {
+  const std::string dir = (brisk::testing::test_data_dir() / "tiny_bert").string();
+  auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
+  REQUIRE(config.ok());
+  auto weights = brisk::EncoderWeights::load(dir, *config);
+  REQUIRE(weights.ok());
+  brisk::EncoderOptions f16_cpu;
+  f16_cpu.activation = brisk::DType::kF16;
+  auto refused = brisk::BertEncoder::create(*config, *weights, f16_cpu);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("activation is f16 on cpu; expected f32 (cpu)") != std::string::npos);
+  if (brisk::cuda_device_count() > 0) return;  // the [cuda] test below covers a real GPU
+  auto gpu = brisk::BertEncoder::create(*config, *weights, brisk::Device::kCUDA);
+  REQUIRE_FALSE(gpu.ok());
+  if (brisk::built_with_cuda()) {
+    CHECK(gpu.status().code() == absl::StatusCode::kNotFound);
+    CHECK(gpu.status().message().find("cuda:0 is not present") != std::string::npos);
+  } else {
+    CHECK(gpu.status().code() == absl::StatusCode::kUnimplemented);
+    CHECK(gpu.status().message().find("BRISK_WITH_CUDA") != std::string::npos);
+  }
+}
+
+TEST_CASE("on a GPU, the encoder matches transformers in f32, f16 and bf16, packed and padded", "[encoder][model][cuda]") {
+  if (brisk::cuda_device_count() == 0) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  for (const brisk::DType activation : {brisk::DType::kF32, brisk::DType::kF16, brisk::DType::kBF16}) {
+    for (const bool remove_padding : {true, false}) {
+      INFO("activation " << brisk::dtype_name(activation) << ", remove_padding " << remove_padding);
+      const brisk::EncoderOptions options{brisk::Device::kCUDA, activation, remove_padding};
+      check_model("tiny_bert", options);
+      check_model("tiny_distilbert", options);
+    }
+  }
+  const auto before = brisk::device_memory_stats(brisk::Device::kCUDA);
+  {
+    auto encoder = load_encoder("tiny_bert", {brisk::Device::kCUDA, brisk::DType::kF16, true});
+    brisk::PackedSequences batch;
+    batch.add(std::vector<int32_t>{1, 5, 2});
+    std::vector<float> out(8);
+    REQUIRE(encoder->embed(batch, brisk::Pooling::kMean, true, out.data()).ok());
+    // A tap sees host activations, which a GPU pass does not have.
+    const brisk::ActivationTap tap = [](std::string_view, const float*, int64_t, int64_t) { return absl::OkStatus(); };
+    std::vector<float> hidden(3 * 8);
+    CHECK(encoder->forward(batch, hidden.data(), tap).code() == absl::StatusCode::kUnimplemented);
+  }
+  // The encoder's weights and workspaces are back in the allocator (cached, not in use).
+  CHECK(brisk::device_memory_stats(brisk::Device::kCUDA).in_use_bytes == before.in_use_bytes);
+}
 
 TEST_CASE("the encoder rejects out-of-range inputs with a clear error", "[encoder][model]") {
   auto encoder = load_encoder("tiny_bert");

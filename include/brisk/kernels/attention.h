@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "brisk/core/export.h"
 #include "brisk/core/half.h"
@@ -40,7 +41,7 @@ struct AttentionRows {
 };
 
 template <typename T>
-BRISK_API Status self_attention(Device device, const T* qkv, const T* qkv_bias, const AttentionRows& sequences,
+BRISK_API Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias, const AttentionRows& sequences,
                                 int64_t rows, int64_t heads, int64_t head_dim, T* context);
 
 }  // namespace brisk

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "brisk/core/export.h"
 #include "brisk/core/half.h"
@@ -34,6 +35,6 @@ enum class GeluApproximation : uint8_t {
 };
 
 template <typename T>
-BRISK_API Status bias_gelu(Device device, T* x, const T* bias, int64_t rows, int64_t cols, GeluApproximation approx);
+BRISK_API Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols, GeluApproximation approx);
 
 }  // namespace brisk

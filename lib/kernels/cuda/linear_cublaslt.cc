@@ -1,0 +1,296 @@
+// The CUDA Linear (kernels::cuda::make_linear): cuBLASLt matmuls with fused bias / GeLU / ReLU epilogues for f32 and
+// bf16 weights, and an s8 x s8 -> s32 IMMA matmul between brisk's row quantize and dequantize kernels for i8
+// weights. Weights are converted and uploaded once, at creation.
+//
+// Layout: cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major c x r one. So brisk's
+// row-major y[rows, n] = x[rows, k] · W[n, k]ᵀ is the column-major D (n x rows, ld ldy) = op(A) · B with A = W read
+// as the column-major k x n matrix (ld k) taken transposed, and B = x read as the column-major k x rows matrix
+// (ld k). That is the "TN" form (MatmulShape in blas_handles.h), the one int8 IMMA kernels require, and it puts the
+// output channels on D's rows, along which cuBLASLt's epilogue broadcasts the bias.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "blas_handles.h"
+#include "brisk/core/half.h"
+#include "cuda_kernels.h"
+#include "../linear_impl.h"
+
+namespace brisk::kernels::cuda {
+namespace {
+
+template <typename T>
+constexpr cudaDataType cuda_type() {
+  if constexpr (std::is_same_v<T, float>) {
+    return CUDA_R_32F;
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    return CUDA_R_16F;
+  } else {
+    static_assert(std::is_same_v<T, bfloat16_t>);
+    return CUDA_R_16BF;
+  }
+}
+
+template <typename T>
+T from_float(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    return float16_t{float_to_f16(v)};
+  } else {
+    return bfloat16_t{float_to_bf16(v)};
+  }
+}
+
+// Element i of an f32 or bf16 host tensor.
+float host_value(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kBF16 ? bf16_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
+}
+
+// Copies host memory to a new device block. Synchronous: the host buffer is usually a temporary.
+StatusOr<DeviceBuffer> upload(const void* host, size_t bytes) {
+  BRISK_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::allocate(bytes));
+  BRISK_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, cudaStreamPerThread),
+                                    "cudaMemcpyAsync (Linear weights to the device)"));
+  BRISK_RETURN_IF_ERROR(
+      cuda_status(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize (Linear upload)"));
+  return d;
+}
+
+// f32 host values to a device array of T.
+template <typename T>
+StatusOr<DeviceBuffer> upload_as(const std::vector<float>& values) {
+  std::vector<T> converted(values.size());
+  for (size_t i = 0; i < values.size(); ++i) converted[i] = from_float<T>(values[i]);
+  return upload(converted.data(), converted.size() * sizeof(T));
+}
+
+std::vector<float> bias_values(const Tensor& bias) {
+  if (!bias.defined() || bias.numel() == 0) return {};
+  const float* b = bias.data<float>();
+  return std::vector<float>(b, b + bias.numel());
+}
+
+// f32 or bf16 weights (or i8 weights dequantized on the host, see make_linear) as T: one cuBLASLt matmul with the
+// epilogue fused where cuBLASLt has it. Compute is fp32 for every T (CUBLAS_COMPUTE_32F: no TF32 for f32).
+template <typename T>
+class FloatLinear final : public Linear::Impl {
+ public:
+  FloatLinear(DeviceBuffer weight, DeviceBuffer bias, int64_t n, int64_t k)
+      : weight_(std::move(weight)), bias_(std::move(bias)), n_(n), k_(k) {}
+
+  Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
+    BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
+    const bool has_bias = bias_.get() != nullptr;
+    const cublasLtEpilogue_t plain = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    cublasLtEpilogue_t fused = plain;
+    bool accumulate = false;
+    bool erf_gelu = false;
+    switch (epilogue) {
+      case GemmEpilogue::kBias: break;
+      case GemmEpilogue::kBiasAccumulate: accumulate = true; break;
+      // cuBLASLt's GELU is the tanh approximation; the erf one runs as brisk's kernel on the biased result.
+      case GemmEpilogue::kBiasGeluErf: erf_gelu = true; break;
+      case GemmEpilogue::kBiasGeluTanh: fused = has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU; break;
+      case GemmEpilogue::kBiasRelu: fused = has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; break;
+    }
+    MatmulShape s;
+    s.ab_type = s.cd_type = cuda_type<T>();
+    s.compute = CUBLAS_COMPUTE_32F;
+    s.scale_type = CUDA_R_32F;
+    s.m = n_;
+    s.n = rows;
+    s.k = k_;
+    s.lda = k_;
+    s.ldb = k_;
+    s.ldc = ldy;
+    s.epilogue = fused;
+    s.align_a = pointer_alignment(weight_.get());
+    s.align_b = pointer_alignment(x);
+    s.align_cd = pointer_alignment(y);
+    s.align_bias = pointer_alignment(bias_.get());
+    // y = y + x·Wᵀ + b: beta = 1 with C = D = y (cuBLASLt adds the bias after beta·C, before the activation).
+    const float alpha = 1.0f;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    Status st = ctx->matmul(s, &alpha, weight_.get(), x, &beta, y, bias_.get());
+    if (absl::IsUnimplemented(st) && epilogue == GemmEpilogue::kBiasGeluTanh) {
+      // No fused GELU for this type and shape (the answer is cached): plain bias, then brisk's tanh GeLU.
+      s.epilogue = plain;
+      st = ctx->matmul(s, &alpha, weight_.get(), x, &beta, y, bias_.get());
+      BRISK_RETURN_IF_ERROR(st);
+      return bias_gelu<T>(static_cast<T*>(y), nullptr, rows, n_, GeluApproximation::kTanh);
+    }
+    BRISK_RETURN_IF_ERROR(st);
+    // Activation epilogues come with ldy == n (the dispatch checks), so y is one contiguous [rows, n] block.
+    if (erf_gelu) return bias_gelu<T>(static_cast<T*>(y), nullptr, rows, n_, GeluApproximation::kErf);
+    return absl::OkStatus();
+  }
+
+ private:
+  DeviceBuffer weight_;  // T [n, k]
+  DeviceBuffer bias_;    // T [n], or empty: cuBLASLt's bias type is the output type outside IMMA and fp8
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+};
+
+// The IMMA shape of an int8 Linear at `rows` rows: s8 [n, k] weights x s8 [rows, k] activations -> s32 [rows, n].
+// The regular-order IMMA kernels need the TN form, m (= n) and k multiples of 4, leading dimensions multiples of 4
+// and 4-byte aligned pointers; make_linear checks n and k, forward pads the rows to a multiple of 4 (not required
+// as far as the documentation goes, but free), and the scratch is 256-byte aligned.
+MatmulShape int8_shape(int64_t n, int64_t k, int64_t rows) {
+  MatmulShape s;
+  s.ab_type = CUDA_R_8I;
+  s.cd_type = CUDA_R_32I;
+  s.compute = CUBLAS_COMPUTE_32I;
+  s.scale_type = CUDA_R_32I;
+  s.m = n;
+  s.n = rows;
+  s.k = k;
+  s.lda = k;
+  s.ldb = k;
+  s.ldc = n;
+  s.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  return s;
+}
+
+// i8 weights with dynamic per-token activation scales: quantize_rows_int8 (x -> s8 plus one scale per row), the
+// IMMA matmul into s32, and dequantize_rows_int8 (row scale x channel scale, bias, epilogue) into y.
+template <typename T>
+class Int8Linear final : public Linear::Impl {
+ public:
+  Int8Linear(DeviceBuffer weight, DeviceBuffer col_scales, int64_t n_col_scales, DeviceBuffer bias, int64_t n,
+             int64_t k)
+      : weight_(std::move(weight)),
+        col_scales_(std::move(col_scales)),
+        bias_(std::move(bias)),
+        n_col_scales_(n_col_scales),
+        n_(n),
+        k_(k) {}
+
+  Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
+    BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
+    // The GEMM runs on a multiple of 4 rows (IMMA wants its dimensions so); the extra activation rows are zeroed
+    // and their accumulator rows never read.
+    const int64_t gemm_rows = (rows + 3) / 4 * 4;
+    const size_t q_bytes = align256(static_cast<size_t>(gemm_rows * k_));
+    const size_t scale_bytes = align256(static_cast<size_t>(rows) * sizeof(float));
+    const size_t acc_bytes = static_cast<size_t>(gemm_rows * n_) * sizeof(int32_t);
+    // Freed when this call returns, with the work still queued: safe for this thread's next request (same stream),
+    // not for another thread's until the caching allocator tracks streams (see attention.cc).
+    BRISK_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(q_bytes + scale_bytes + acc_bytes));
+    auto* xq = scratch.as<int8_t>();
+    auto* row_scales = scratch.as<float>(q_bytes);
+    auto* acc = scratch.as<int32_t>(q_bytes + scale_bytes);
+
+    BRISK_RETURN_IF_ERROR(quantize_rows_int8<T>(static_cast<const T*>(x), rows, k_, xq, row_scales));
+    if (gemm_rows != rows) {
+      BRISK_RETURN_IF_ERROR(cuda_status(
+          cudaMemsetAsync(xq + rows * k_, 0, static_cast<size_t>((gemm_rows - rows) * k_), cudaStreamPerThread),
+          "cudaMemsetAsync (int8 Linear padding rows)"));
+    }
+    const int32_t alpha = 1;
+    const int32_t beta = 0;
+    MatmulShape s = int8_shape(n_, k_, gemm_rows);
+    s.align_a = pointer_alignment(weight_.get());
+    s.align_b = pointer_alignment(xq);
+    s.align_cd = pointer_alignment(acc);
+    BRISK_RETURN_IF_ERROR(ctx->matmul(s, &alpha, weight_.get(), xq, &beta, acc, nullptr));
+    return dequantize_rows_int8<T>(acc, row_scales, col_scales_.as<float>(), n_col_scales_, bias_.as<T>(), epilogue,
+                                   static_cast<T*>(y), ldy, rows, n_);
+  }
+
+ private:
+  DeviceBuffer weight_;      // s8 [n, k]
+  DeviceBuffer col_scales_;  // f32 [n_col_scales]: per output channel, or one per tensor
+  DeviceBuffer bias_;        // T [n], or empty
+  int64_t n_col_scales_ = 0;
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+};
+
+template <typename T>
+StatusOr<std::shared_ptr<const Linear::Impl>> make_float_linear(const std::vector<float>& weight,
+                                                                const std::vector<float>& bias, int64_t n, int64_t k) {
+  BRISK_ASSIGN_OR_RETURN(DeviceBuffer w, upload_as<T>(weight));
+  DeviceBuffer b;
+  if (!bias.empty()) {
+    BRISK_ASSIGN_OR_RETURN(b, upload_as<T>(bias));
+  }
+  return std::shared_ptr<const Linear::Impl>(std::make_shared<FloatLinear<T>>(std::move(w), std::move(b), n, k));
+}
+
+template <typename T>
+StatusOr<std::shared_ptr<const Linear::Impl>> make_typed(const Tensor& weight, const Tensor& bias,
+                                                         const QuantScales& scales) {
+  const int64_t n = weight.dim(0);
+  const int64_t k = weight.dim(1);
+  const std::vector<float> b = bias_values(bias);
+  if (weight.dtype() != DType::kI8) {
+    std::vector<float> w(static_cast<size_t>(n * k));
+    for (int64_t i = 0; i < n * k; ++i) w[static_cast<size_t>(i)] = host_value(weight, i);
+    return make_float_linear<T>(w, b, n, k);
+  }
+
+  if (scales.activation_scale > 0.0f) {
+    return absl::UnimplementedError(
+        absl::StrCat("Linear i8 static activation scales on cuda are not supported: activation_scale is ",
+                     scales.activation_scale, "; expected dynamic per-token scales (activation_scale = 0)"));
+  }
+  if (scales.input_scale.defined() && scales.input_scale.numel() > 0) {
+    return absl::UnimplementedError(
+        "Linear i8 SmoothQuant input_scale on cuda is not supported; expected no input_scale (dynamic per-token "
+        "activation scales)");
+  }
+  const Tensor& ws = scales.weight_scale;
+  const float* wscale = ws.data<float>();
+  const int64_t n_scales = ws.numel();
+
+  // IMMA needs n and k multiples of 4 and an algorithm for the shape (probed at a typical row count). Otherwise
+  // (a small classifier head, say) the weights are dequantized here and run as T: more accurate, same interface.
+  bool imma = n % 4 == 0 && k % 4 == 0;
+  if (imma) {
+    BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
+    const Status probe = ctx->prepare(int8_shape(n, k, 128), nullptr);
+    if (absl::IsUnimplemented(probe)) {
+      imma = false;
+    } else {
+      BRISK_RETURN_IF_ERROR(probe);
+    }
+  }
+  if (!imma) {
+    std::vector<float> w(static_cast<size_t>(n * k));
+    const int8_t* q = weight.data<int8_t>();
+    for (int64_t j = 0; j < n; ++j) {
+      const float s = wscale[n_scales == 1 ? 0 : j];
+      for (int64_t p = 0; p < k; ++p) w[static_cast<size_t>(j * k + p)] = static_cast<float>(q[j * k + p]) * s;
+    }
+    return make_float_linear<T>(w, b, n, k);
+  }
+
+  BRISK_ASSIGN_OR_RETURN(DeviceBuffer w, upload(weight.data<int8_t>(), static_cast<size_t>(n * k)));
+  BRISK_ASSIGN_OR_RETURN(DeviceBuffer cs, upload(wscale, static_cast<size_t>(n_scales) * sizeof(float)));
+  DeviceBuffer bd;
+  if (!b.empty()) {
+    BRISK_ASSIGN_OR_RETURN(bd, upload_as<T>(b));
+  }
+  return std::shared_ptr<const Linear::Impl>(
+      std::make_shared<Int8Linear<T>>(std::move(w), std::move(cs), n_scales, std::move(bd), n, k));
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor& weight, const Tensor& bias,
+                                                          const QuantScales& scales, DType activation) {
+  switch (activation) {
+    case DType::kF32: return make_typed<float>(weight, bias, scales);
+    case DType::kF16: return make_typed<float16_t>(weight, bias, scales);
+    case DType::kBF16: return make_typed<bfloat16_t>(weight, bias, scales);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("Linear activation dtype on cuda is ", dtype_name(activation), "; expected f32, f16 or bf16"));
+  }
+}
+
+}  // namespace brisk::kernels::cuda
