@@ -82,12 +82,6 @@ struct Options {
   brisk::DeviceSpec device_spec;  // parsed from `device` in main()
 };
 
-// The activation dtype the runtime uses: the one asked for, else the device's default (brisk/runtime/runtime.h).
-std::string effective_dtype(const Options& opt) {
-  if (!opt.dtype.empty()) return opt.dtype;
-  return opt.device_spec.type == brisk::Device::kCUDA ? "f16" : "f32";
-}
-
 // The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
 constexpr std::string_view kTenant = "bank";
 
@@ -428,7 +422,8 @@ Status run(const Options& opt) {
                questions.size(), opt.questions_path);
     fmt::print("model {} ({}, {} layers, dim {}), loaded in {:.0f} ms; index built in {:.1f} ms\n", info.model_dir,
                info.model_type, info.num_layers, rt->embedding_dim(), load_ms, index.build_ms);
-    fmt::print("device {} ({} activations)\n\n", brisk::device_string(opt.device_spec), effective_dtype(opt));
+    fmt::print("device {} ({} activations)\n\n", brisk::device_string(opt.device_spec),
+               brisk::dtype_name(info.activation_dtype));
   }
 
   const auto t_all = Clock::now();
@@ -452,7 +447,7 @@ Status run(const Options& opt) {
   fmt::print("== report ==\n");
   fmt::print("model          {} (threads: {}; device: {}, {})\n", info.model_dir,
              opt.threads == 0 ? "auto" : std::to_string(opt.threads), brisk::device_string(opt.device_spec),
-             effective_dtype(opt));
+             brisk::dtype_name(info.activation_dtype));
   fmt::print("FAQ indexing   {} entries in {:.1f} ms ({:.1f} entries/s, batches of {})\n", faq.size(), index.build_ms,
              faq.size() / (index.build_ms / 1e3), opt.index_batch);
   fmt::print("questions      {} answered, {} handed to an agent (threshold {:.2f}), {} in all\n", answered,
@@ -518,6 +513,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.device_spec = *device;
+  if (opt.device_spec.type == brisk::Device::kCPU && !opt.dtype.empty() && opt.dtype != "f32") {
+    fmt::print(stderr,
+               "faq_assistant: error: --dtype {} is for cuda; expected f32 (the cpu's only activation dtype) or "
+               "--device cuda\n",
+               opt.dtype);
+    return 2;
+  }
   if (Status s = run(opt); !s.ok()) {
     fmt::print(stderr, "faq_assistant: error: {}\n", std::string(s.message()));
     return 1;

@@ -137,6 +137,10 @@ struct DeviceFlags {
           fmt::format("--device '{}' is not a device; expected cpu, cuda or cuda:N", device));
     }
     spec = *d;
+    if (spec.type == brisk::Device::kCPU && !dtype.empty() && dtype != "f32") {
+      return absl::InvalidArgumentError(fmt::format(
+          "--dtype {} is for cuda; expected f32 (the cpu's only activation dtype) or --device cuda", dtype));
+    }
     BRISK_ASSIGN_OR_RETURN(memory_limit_bytes, parse_bytes("--device-memory-limit", device_memory_limit));
     return absl::OkStatus();
   }
@@ -149,12 +153,6 @@ struct DeviceFlags {
     if (dtype == "bf16") o.activation_dtype = brisk::DType::kBF16;
     o.remove_padding = !no_remove_padding;
     o.device_memory_limit = memory_limit_bytes;
-  }
-
-  // The activation dtype the runtime uses: the one asked for, else the device's default (runtime.h).
-  std::string effective_dtype() const {
-    if (!dtype.empty()) return dtype;
-    return spec.type == brisk::Device::kCUDA ? "f16" : "f32";
   }
 };
 
@@ -312,6 +310,7 @@ int run_info(const ModelFlags& flags) {
       {"normalize", m.normalize},
       {"device", m.device == brisk::Device::kCUDA ? brisk::device_string(flags.device.spec)
                                                   : std::string(brisk::device_name(m.device))},
+      {"activation_dtype", brisk::dtype_name(m.activation_dtype)},
       {"quantization", m.quantization.empty() ? "fp32" : m.quantization},
       {"embedding_dim", (*rt)->embedding_dim()},
       {"brisk_version", brisk_version_string()},
@@ -440,7 +439,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   const double tokens_per_s = static_cast<double>(tokens_per_call) / (p50 / 1e3);
   const int threads = opts.num_threads;
   const std::string device = brisk::device_string(flags.device.spec);
-  const std::string dtype = flags.device.effective_dtype();
+  const std::string dtype = brisk::dtype_name((*rt)->info().activation_dtype);  // effective, as the runtime chose
 
   if (b.json_output) {
     json j = {{"batch", b.batch},

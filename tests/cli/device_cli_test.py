@@ -52,6 +52,12 @@ def test_bad_values(brisk):
             r = run([brisk, *cmd, "--device", bad])
             check(r.returncode == 2 and f"--device '{bad}' is not a device" in r.stderr and not_a_crash(r),
                   f"{cmd[0]} --device '{bad}' exits 2 with a message (rc {r.returncode}, stderr: {r.stderr})")
+    for dtype in ("f16", "bf16"):
+        r = run([brisk, "embed", "--dtype", dtype, "hi"])
+        check(r.returncode == 2 and f"--dtype {dtype} is for cuda" in r.stderr,
+              f"--dtype {dtype} on the cpu is refused naming the flag (rc {r.returncode}, stderr: {r.stderr})")
+    r = run([brisk, "embed", "--dtype", "f32", "--threads", "2", "hi"])
+    check(r.returncode == 0, f"--dtype f32 on the cpu embeds (stderr: {r.stderr})")
     r = run([brisk, "embed", "--dtype", "f64", "hi"])
     check(r.returncode == 2 and "--dtype" in r.stderr, f"--dtype f64 is refused (stderr: {r.stderr[:300]})")
     r = run([brisk, "embed", "--device-memory-limit", "-1", "hi"])
@@ -137,6 +143,8 @@ def test_faq_assistant(faq, gpu):
           f"faq_assistant --device gpu exits 2 with the message (stderr: {r.stderr})")
     r = run([faq, "--limit", "2", "--dtype", "f8"])
     check(r.returncode == 2, "faq_assistant --dtype f8 exits 2")
+    r = run([faq, "--limit", "2", "--dtype", "bf16"])
+    check(r.returncode == 2 and "--dtype bf16 is for cuda" in r.stderr, f"faq_assistant --dtype bf16 on cpu ({r.stderr})")
     r = run([faq, "--limit", "2", "--threads", "2", "--device", "cuda:0"])
     if gpu:
         check(r.returncode == 0 and "device cuda:0 (f16 activations)" in r.stdout,
