@@ -142,3 +142,14 @@ TEST_CASE("on cuda:0 a surge under a low device memory cap is refused or queued,
   CHECK(brisk::device_memory_stats(brisk::Device::kCUDA).in_use_bytes == in_use_before);
   brisk::set_device_memory_limit(brisk::Device::kCUDA, 0).IgnoreError();
 }
+
+TEST_CASE("an activation dtype the device cannot run is refused at create, naming both", "[runtime]") {
+  brisk::RuntimeOptions opts = brisk::testing::runtime_options();
+  opts.activation_dtype = brisk::DType::kF16;
+  auto rt = brisk::Runtime::create(opts);
+  REQUIRE_FALSE(rt.ok());
+  CHECK(rt.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(rt.status().message()).find("RuntimeOptions::activation_dtype is f16 on cpu") != std::string::npos);
+  opts.activation_dtype = brisk::DType::kI8;
+  CHECK_FALSE(brisk::Runtime::create(opts).ok());
+}
