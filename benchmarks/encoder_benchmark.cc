@@ -103,8 +103,10 @@ void BM_LayerNorm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(rows * kHidden), 3.0f);
   auto gamma = random_vector(kHidden, 1.0f), beta = random_vector(kHidden, 1.0f);
   for (auto _ : state) {
-    if (!brisk::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
-                                                         x.data(), rows, kHidden).ok()) state.SkipWithError("layer_norm_bias_residual failed");
+    if (!brisk::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
+                                         1e-12f, x.data(), rows, kHidden)
+             .ok())
+      state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
   }
 }

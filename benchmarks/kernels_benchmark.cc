@@ -65,8 +65,10 @@ void BM_layer_norm_bias_residual(benchmark::State& state) {
   const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 4);
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
-    if (!layer_norm_bias_residual(Device::kCPU, x.data(), bias.data(), h.data(), gamma.data(), beta.data(), 1e-12f, h.data(),
-                                           rows, cols).ok()) state.SkipWithError("layer_norm_bias_residual failed");
+    if (!layer_norm_bias_residual(Device::kCPU, x.data(), bias.data(), h.data(), gamma.data(), beta.data(), 1e-12f,
+                                  h.data(), rows, cols)
+             .ok())
+      state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 3 * static_cast<int64_t>(sizeof(float)));
@@ -82,7 +84,9 @@ void BM_layer_norm_plain(benchmark::State& state) {
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
     if (!layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, x.data(),
-                                           rows, cols).ok()) state.SkipWithError("layer_norm_bias_residual failed");
+                                  rows, cols)
+             .ok())
+      state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 * static_cast<int64_t>(sizeof(float)));
@@ -97,7 +101,8 @@ void bias_gelu_benchmark(benchmark::State& state, GeluApproximation approx) {
   std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), -4.0f, 4.0f, 6);
   const std::vector<float> bias(static_cast<size_t>(cols), 1.0f);
   for (auto _ : state) {
-    if (!bias_gelu(Device::kCPU, x.data(), bias.data(), rows, cols, approx).ok()) state.SkipWithError("bias_gelu failed");
+    if (!bias_gelu(Device::kCPU, x.data(), bias.data(), rows, cols, approx).ok())
+      state.SkipWithError("bias_gelu failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 * static_cast<int64_t>(sizeof(float)));
@@ -112,7 +117,8 @@ void BM_masked_softmax(benchmark::State& state) {
   const int64_t rows = kBatch * kHeads * kSeq, cols = kSeq;
   std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), -10.0f, 10.0f, 7);
   for (auto _ : state) {
-    if (!masked_softmax(Device::kCPU, x.data(), rows, cols, cols, 0.125f).ok()) state.SkipWithError("masked_softmax failed");
+    if (!masked_softmax(Device::kCPU, x.data(), rows, cols, cols, 0.125f).ok())
+      state.SkipWithError("masked_softmax failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 * static_cast<int64_t>(sizeof(float)));
@@ -127,7 +133,9 @@ void BM_masked_softmax_batched(benchmark::State& state) {
   std::vector<int32_t> lengths(kBatch);
   for (int64_t b = 0; b < kBatch; ++b) lengths[static_cast<size_t>(b)] = static_cast<int32_t>(kSeq - b * 4);
   for (auto _ : state) {
-    if (!masked_softmax_batched(Device::kCPU, x.data(), kBatch, rows_per_group, cols, cols, lengths.data(), 0.125f).ok()) state.SkipWithError("masked_softmax_batched failed");
+    if (!masked_softmax_batched(Device::kCPU, x.data(), kBatch, rows_per_group, cols, cols, lengths.data(), 0.125f)
+             .ok())
+      state.SkipWithError("masked_softmax_batched failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * kBatch * rows_per_group * cols * 2 *
@@ -142,7 +150,8 @@ void BM_mean_pool(benchmark::State& state) {
   const std::vector<int32_t> lengths(kBatch, static_cast<int32_t>(kSeq));
   std::vector<float> out(static_cast<size_t>(kBatch * kHidden));
   for (auto _ : state) {
-    if (!mean_pool(Device::kCPU, hidden.data(), lengths.data(), kBatch, kSeq, kHidden, out.data()).ok()) state.SkipWithError("mean_pool failed");
+    if (!mean_pool(Device::kCPU, hidden.data(), lengths.data(), kBatch, kSeq, kHidden, out.data()).ok())
+      state.SkipWithError("mean_pool failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * (kTokens + kBatch) * kHidden * static_cast<int64_t>(sizeof(float)));

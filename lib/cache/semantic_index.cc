@@ -58,7 +58,7 @@ namespace {
 // InnerProductSpace picks its SIMD at compile time, and brisk is built for baseline x86-64 (SSE only).
 float ip_distance(const void* a, const void* b, const void* dim) {
   return 1.0f - dot(static_cast<const float*>(a), static_cast<const float*>(b),
-                                  static_cast<int64_t>(*static_cast<const size_t*>(dim)));
+                    static_cast<int64_t>(*static_cast<const size_t*>(dim)));
 }
 
 class DotSpace final : public hnswlib::SpaceInterface<float> {

@@ -23,8 +23,8 @@
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
 //
 // DEVICE FLAGS (embed, info, bench): --device cpu|cuda|cuda:N (default cpu); --dtype f32|f16|bf16, the
-// activations' dtype (default: the device's, f32 on cpu and f16 on cuda); --no-remove-padding (cuda: pad every
-// text to the batch's longest instead of running the dense layers on real tokens only); --device-memory-limit
+// activations' dtype (default: the device's, f32 on cpu and f16 on cuda); --no-remove-padding (pad every text
+// to the batch's longest instead of running the dense layers on real tokens only); --device-memory-limit
 // BYTES (cuda: the most GPU memory brisk may hold, e.g. 512M or 2G; 0 = no cap).
 //
 // --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR,
@@ -123,8 +123,7 @@ struct DeviceFlags {
     cmd.add_option("--dtype", dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     cmd.add_flag("--no-remove-padding", no_remove_padding,
-                 "cuda: pad every text to the batch's longest instead of running the dense layers on real tokens "
-                 "only");
+                 "pad every text to the batch's longest instead of running the dense layers on real tokens only");
     cmd.add_option("--device-memory-limit", device_memory_limit,
                    "cuda: the most GPU memory brisk may hold, in bytes (suffixes K, M, G, T: 512M, 2G); 0 = no cap")
         ->capture_default_str();

@@ -14,8 +14,8 @@ Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t r
     const int64_t start = s.starts[b], len = s.lengths[b];
     if (start < 0 || len < 0 || len > s.max_len || start + len > rows) {
       return absl::InvalidArgumentError(absl::StrCat(op, ": sequence ", b, " is rows [", start, ", ", start + len,
-                                                     "); expected within [0, ", rows, ") and at most max_len = ",
-                                                     s.max_len, " rows"));
+                                                     "); expected within [0, ", rows,
+                                                     ") and at most max_len = ", s.max_len, " rows"));
     }
   }
   return absl::OkStatus();
@@ -36,8 +36,8 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
   if (rows == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"qkv", qkv}, {"context", context}}));
   if (sequences.batch > 0) {
-    BRISK_RETURN_IF_ERROR(
-        kernels::check_pointers(kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
+    BRISK_RETURN_IF_ERROR(kernels::check_pointers(
+        kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
   }
   switch (device) {
     case Device::kCPU:
@@ -52,7 +52,7 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
   return kernels::unknown_device(kOp, device);
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                        \
+#define BRISK_INSTANTIATE(T)                                                                                      \
   template BRISK_API Status self_attention<T>(Device, const T*, const T*, const AttentionRows&, int64_t, int64_t, \
                                               int64_t, T*);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)

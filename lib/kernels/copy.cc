@@ -45,12 +45,7 @@ Status synchronize(Device device) {
 }
 
 #define BRISK_INSTANTIATE(From, To) template BRISK_API Status convert<From, To>(Device, const From*, To*, int64_t);
-BRISK_INSTANTIATE(float, float16_t)
-BRISK_INSTANTIATE(float, bfloat16_t)
-BRISK_INSTANTIATE(float16_t, float)
-BRISK_INSTANTIATE(bfloat16_t, float)
-BRISK_INSTANTIATE(float16_t, bfloat16_t)
-BRISK_INSTANTIATE(bfloat16_t, float16_t)
+BRISK_FOR_EACH_CONVERSION(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
 }  // namespace brisk

@@ -39,8 +39,7 @@ Status self_attention(const T*, const T*, const AttentionRows&, int64_t, int64_t
   return no_cuda("self_attention");
 }
 template <typename T>
-Status embed_layer_norm(const EmbeddingTables<T>&, const int32_t*, const int32_t*, const int32_t*, float, T*,
-                        int64_t) {
+Status embed_layer_norm(const EmbeddingTables<T>&, const int32_t*, const int32_t*, const int32_t*, float, T*, int64_t) {
   return no_cuda("embed_layer_norm");
 }
 template <typename T>
@@ -69,31 +68,26 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor&, const T
   return no_cuda("Linear");
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                      \
-  template Status layer_norm_bias_residual<T>(const T*, const T*, const T*, const T*, const T*, float, T*, int8_t*, \
-                                              float*, int64_t, int64_t);                                          \
-  template Status bias_gelu<T>(T*, const T*, int64_t, int64_t, GeluApproximation);                                \
-  template Status masked_softmax<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t, const int32_t*, float);      \
-  template Status split_qkv_heads<T>(const T*, const T*, const AttentionRows&, int64_t, int64_t, T*, T*, T*);     \
-  template Status merge_heads<T>(const T*, const AttentionRows&, int64_t, int64_t, int64_t, T*);                  \
-  template Status self_attention<T>(const T*, const T*, const AttentionRows&, int64_t, int64_t, int64_t, T*);     \
-  template Status embed_layer_norm<T>(const EmbeddingTables<T>&, const int32_t*, const int32_t*, const int32_t*,  \
-                                      float, T*, int64_t);                                                        \
-  template Status pool_sequences<T>(const T*, const int32_t*, const int32_t*, int64_t, int64_t, int64_t,          \
-                                    SequencePooling, bool, float*);                                               \
-  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, int8_t*, float*);                             \
-  template Status dequantize_rows_int8<T>(const int32_t*, const float*, const float*, int64_t, const T*,          \
-                                          GemmEpilogue, T*, int64_t, int64_t, int64_t);
+#define BRISK_INSTANTIATE(T)                                                                                           \
+  template Status layer_norm_bias_residual<T>(const T*, const T*, const T*, const T*, const T*, float, T*, int8_t*,    \
+                                              float*, int64_t, int64_t);                                               \
+  template Status bias_gelu<T>(T*, const T*, int64_t, int64_t, GeluApproximation);                                     \
+  template Status masked_softmax<T>(T*, int64_t, int64_t, int64_t, int64_t, int64_t, const int32_t*, float);           \
+  template Status split_qkv_heads<T>(const T*, const T*, const AttentionRows&, int64_t, int64_t, T*, T*, T*);          \
+  template Status merge_heads<T>(const T*, const AttentionRows&, int64_t, int64_t, int64_t, T*);                       \
+  template Status self_attention<T>(const T*, const T*, const AttentionRows&, int64_t, int64_t, int64_t, T*);          \
+  template Status embed_layer_norm<T>(const EmbeddingTables<T>&, const int32_t*, const int32_t*, const int32_t*,       \
+                                      float, T*, int64_t);                                                             \
+  template Status pool_sequences<T>(const T*, const int32_t*, const int32_t*, int64_t, int64_t, int64_t,               \
+                                    SequencePooling, bool, float*);                                                    \
+  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, int8_t*, float*);                                  \
+  template Status dequantize_rows_int8<T>(const int32_t*, const float*, const float*, int64_t, const T*, GemmEpilogue, \
+                                          T*, int64_t, int64_t, int64_t);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
 #define BRISK_INSTANTIATE_CONVERT(From, To) template Status convert<From, To>(const From*, To*, int64_t);
-BRISK_INSTANTIATE_CONVERT(float, float16_t)
-BRISK_INSTANTIATE_CONVERT(float, bfloat16_t)
-BRISK_INSTANTIATE_CONVERT(float16_t, float)
-BRISK_INSTANTIATE_CONVERT(bfloat16_t, float)
-BRISK_INSTANTIATE_CONVERT(float16_t, bfloat16_t)
-BRISK_INSTANTIATE_CONVERT(bfloat16_t, float16_t)
+BRISK_FOR_EACH_CONVERSION(BRISK_INSTANTIATE_CONVERT)
 #undef BRISK_INSTANTIATE_CONVERT
 
 }  // namespace brisk::kernels::cuda

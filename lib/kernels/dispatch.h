@@ -29,8 +29,8 @@ Status cpu_needs_f32(const char* op) {
   if constexpr (std::is_same_v<T, float>) {
     return absl::OkStatus();
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(op, " on cpu got ", dtype_name(dtype_of<T>()),
-                                                   " data; expected f32 (f16 and bf16 run on cuda)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, " on cpu got ", dtype_name(dtype_of<T>()), " data; expected f32 (f16 and bf16 run on cuda)"));
   }
 }
 
@@ -60,5 +60,10 @@ inline Status unknown_device(const char* op, Device device) {
 
 }  // namespace brisk::kernels
 
-// Explicit instantiations of an op template for each activation element type.
+// Explicit instantiations of an op template for each activation element type, and for each conversion between them.
 #define BRISK_FOR_EACH_FLOAT_TYPE(X) X(float) X(::brisk::float16_t) X(::brisk::bfloat16_t)
+#define BRISK_FOR_EACH_CONVERSION(X)                                                                    \
+  X(float, ::brisk::float16_t)                                                                          \
+  X(float, ::brisk::bfloat16_t)                                                                         \
+  X(::brisk::float16_t, float) X(::brisk::bfloat16_t, float) X(::brisk::float16_t, ::brisk::bfloat16_t) \
+      X(::brisk::bfloat16_t, ::brisk::float16_t)

@@ -8,7 +8,8 @@
 namespace brisk {
 
 template <typename T>
-Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols, GeluApproximation approx) {
+Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols,
+                 GeluApproximation approx) {
   constexpr const char* kOp = "bias_gelu";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();

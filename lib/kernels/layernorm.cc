@@ -49,12 +49,11 @@ Status layer_norm_bias_residual_quantize(Device device, const T* x, const std::t
   return layer_norm(kOp, device, x, bias, residual, gamma, beta, epsilon, out, q, row_scales, rows, cols);
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                     \
+#define BRISK_INSTANTIATE(T)                                                                                      \
   template BRISK_API Status layer_norm_bias_residual<T>(Device, const T*, const T*, const T*, const T*, const T*, \
-                                                        float, T*, int64_t, int64_t);                           \
-  template BRISK_API Status layer_norm_bias_residual_quantize<T>(Device, const T*, const T*, const T*, const T*, \
-                                                                 const T*, float, T*, int8_t*, float*, int64_t, \
-                                                                 int64_t);
+                                                        float, T*, int64_t, int64_t);                             \
+  template BRISK_API Status layer_norm_bias_residual_quantize<T>(                                                 \
+      Device, const T*, const T*, const T*, const T*, const T*, float, T*, int8_t*, float*, int64_t, int64_t);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 

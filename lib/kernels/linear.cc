@@ -77,8 +77,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
     }
     case Device::kCUDA: {
       if (activation != DType::kF32 && activation != DType::kF16 && activation != DType::kBF16) {
-        return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype is ", dtype_name(activation),
-                                                       "; expected f32, f16 or bf16"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Linear activation dtype is ", dtype_name(activation), "; expected f32, f16 or bf16"));
       }
       BRISK_ASSIGN_OR_RETURN(linear.impl_,
                              kernels::cuda::make_linear(weight, has_bias ? bias : no_bias, scales, activation));

@@ -48,12 +48,12 @@ Status cls_pool(Device device, const T* hidden, int64_t batch, int64_t seq, int6
 }
 
 template <typename T>
-Status pool_sequences(Device device, const T* hidden, const SequenceRows& sequences, int64_t dim,
-                      SequencePooling mode, bool normalize, float* out) {
+Status pool_sequences(Device device, const T* hidden, const SequenceRows& sequences, int64_t dim, SequencePooling mode,
+                      bool normalize, float* out) {
   constexpr const char* kOp = "pool_sequences";
   if (sequences.batch > 0) {
-    BRISK_RETURN_IF_ERROR(
-        kernels::check_pointers(kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
+    BRISK_RETURN_IF_ERROR(kernels::check_pointers(
+        kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
   }
   return pool(kOp, device, hidden, sequences.starts, sequences.lengths, sequences.batch, 0, dim, mode, normalize, out);
 }
@@ -70,9 +70,9 @@ Status l2_normalize(Device device, float* x, int64_t rows, int64_t cols, float e
   return kernels::unknown_device(kOp, device);
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                          \
-  template BRISK_API Status mean_pool<T>(Device, const T*, const int32_t*, int64_t, int64_t, int64_t, float*);      \
-  template BRISK_API Status cls_pool<T>(Device, const T*, int64_t, int64_t, int64_t, float*);                       \
+#define BRISK_INSTANTIATE(T)                                                                                         \
+  template BRISK_API Status mean_pool<T>(Device, const T*, const int32_t*, int64_t, int64_t, int64_t, float*);       \
+  template BRISK_API Status cls_pool<T>(Device, const T*, int64_t, int64_t, int64_t, float*);                        \
   template BRISK_API Status pool_sequences<T>(Device, const T*, const SequenceRows&, int64_t, SequencePooling, bool, \
                                               float*);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)

@@ -25,8 +25,8 @@ Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols,
 
 template <typename T>
 Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_scales, const float* col_scales,
-                            int64_t n_col_scales, const std::type_identity_t<T>* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
-                            int64_t rows, int64_t cols) {
+                            int64_t n_col_scales, const std::type_identity_t<T>* bias, GemmEpilogue epilogue, T* y,
+                            int64_t ldy, int64_t rows, int64_t cols) {
   constexpr const char* kOp = "dequantize_rows_int8";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}}));
   if (rows == 0 || cols == 0) return absl::OkStatus();
@@ -56,8 +56,8 @@ Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_
   return kernels::unknown_device(kOp, device);
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                        \
-  template BRISK_API Status quantize_rows_int8<T>(Device, const T*, int64_t, int64_t, int8_t*, float*);            \
+#define BRISK_INSTANTIATE(T)                                                                                     \
+  template BRISK_API Status quantize_rows_int8<T>(Device, const T*, int64_t, int64_t, int8_t*, float*);          \
   template BRISK_API Status dequantize_rows_int8<T>(Device, const int32_t*, const float*, const float*, int64_t, \
                                                     const T*, GemmEpilogue, T*, int64_t, int64_t, int64_t);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)

@@ -56,9 +56,9 @@ Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_p
   return softmax(kOp, device, x, batch * rows_per_group, cols, ld, 0, rows_per_group, lengths, scale);
 }
 
-#define BRISK_INSTANTIATE(T)                                                                                      \
-  template BRISK_API Status masked_softmax<T>(Device, T*, int64_t, int64_t, int64_t, float);                      \
-  template BRISK_API Status masked_softmax_strided<T>(Device, T*, int64_t, int64_t, int64_t, int64_t, float);     \
+#define BRISK_INSTANTIATE(T)                                                                                          \
+  template BRISK_API Status masked_softmax<T>(Device, T*, int64_t, int64_t, int64_t, float);                          \
+  template BRISK_API Status masked_softmax_strided<T>(Device, T*, int64_t, int64_t, int64_t, int64_t, float);         \
   template BRISK_API Status masked_softmax_batched<T>(Device, T*, int64_t, int64_t, int64_t, int64_t, const int32_t*, \
                                                       float);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)

@@ -269,8 +269,8 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     layer.output_name = slots[slot++].name;
     const Device d = options.device;
     BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, d, act));
-    BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias,
-                                                                  d, w.attention_output_scales, act));
+    BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias, d,
+                                                                  w.attention_output_scales, act));
     BRISK_ASSIGN_OR_RETURN(layer.intermediate,
                            Linear::create(w.intermediate_weight, w.intermediate_bias, d, w.intermediate_scales, act));
     BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));

@@ -99,9 +99,9 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   }
 
   // Embeddings. A quantized word table on the CPU is dequantized row by row straight into x.
-  EmbeddingTables<T> tables{static_cast<const T*>(word_table),         static_cast<const T*>(position_table),
-                            static_cast<const T*>(token_type_table),   static_cast<const T*>(embedding_ln_gamma),
-                            static_cast<const T*>(embedding_ln_beta),  h};
+  EmbeddingTables<T> tables{static_cast<const T*>(word_table),        static_cast<const T*>(position_table),
+                            static_cast<const T*>(token_type_table),  static_cast<const T*>(embedding_ln_gamma),
+                            static_cast<const T*>(embedding_ln_beta), h};
   if constexpr (kF32) {
     if (word_table == nullptr) {
       parallel_for(0, n, 32, [&](int64_t begin, int64_t end) {
@@ -123,7 +123,8 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   // keeps it small (and cache-resident between the two projections) at no measured cost in speed. A GPU wants the
   // whole batch in one GEMM to fill its SMs.
   const int64_t ffn_chunk = device == Device::kCPU ? std::min<int64_t>(n, kFfnChunkTokens) : n;
-  BRISK_RETURN_IF_ERROR(reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
+  BRISK_RETURN_IF_ERROR(
+      reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
   T* qkv = as<T>(ws.qkv);
   T* context = as<T>(ws.context);
   T* inter = as<T>(ws.intermediate);

@@ -10,9 +10,9 @@ StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remov
   const std::vector<int64_t>& offsets = batch.offsets;
   if (offsets.empty() || offsets.front() != 0 || batch.total_tokens() != static_cast<int64_t>(batch.input_ids.size()) ||
       !std::is_sorted(offsets.begin(), offsets.end())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PackedSequences: offsets do not describe ", batch.input_ids.size(),
-        " tokens; expected a non-decreasing list from 0 to input_ids.size()"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PackedSequences: offsets do not describe ", batch.input_ids.size(),
+                     " tokens; expected a non-decreasing list from 0 to input_ids.size()"));
   }
   if (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size()) {
     return absl::InvalidArgumentError(absl::StrCat("PackedSequences: token_type_ids has ", batch.token_type_ids.size(),

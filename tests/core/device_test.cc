@@ -70,6 +70,7 @@ TEST_CASE("an op asked for cuda dispatches there: UNIMPLEMENTED naming the optio
     }
   }
   // The argument checks run before the dispatch, on every build.
-  const auto negative = brisk::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, -1, 4, brisk::GeluApproximation::kErf);
+  const auto negative =
+      brisk::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, -1, 4, brisk::GeluApproximation::kErf);
   CHECK(mentions(negative, "rows is -1"));
 }

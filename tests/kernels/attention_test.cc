@@ -75,9 +75,9 @@ TEST_CASE("self_attention matches the reference on packed sequences", "[kernels]
   auto qkv = random_floats(static_cast<size_t>(offsets.back() * 3 * hidden), -2.f, 2.f, 11);
   std::vector<float> ctx(static_cast<size_t>(offsets.back() * hidden), -7.f);
   const Sequences seqs = packed(offsets);
-  REQUIRE(brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, seqs.rows(), offsets.back(), heads, d,
-                                ctx.data())
-              .ok());
+  REQUIRE(
+      brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, seqs.rows(), offsets.back(), heads, d, ctx.data())
+          .ok());
   CHECK_CLOSE(ctx, reference_attention(qkv, offsets, heads, d), 2e-5, 2e-5);
 }
 
@@ -99,8 +99,9 @@ TEST_CASE("self_attention on a padded layout matches the packed one and zeroes t
                 padded_qkv.begin() + static_cast<int64_t>(b) * max_len * 3 * hidden);
   }
   std::vector<float> ctx(static_cast<size_t>(rows * hidden), -7.f);
-  REQUIRE(brisk::self_attention(brisk::Device::kCPU, padded_qkv.data(), nullptr, seqs.rows(), rows, heads, d, ctx.data())
-              .ok());
+  REQUIRE(
+      brisk::self_attention(brisk::Device::kCPU, padded_qkv.data(), nullptr, seqs.rows(), rows, heads, d, ctx.data())
+          .ok());
   const std::vector<double> want = reference_attention(packed_qkv, offsets, heads, d);
   for (size_t b = 0; b < lengths.size(); ++b) {
     for (int64_t i = 0; i < max_len; ++i) {
@@ -122,8 +123,8 @@ TEST_CASE("self_attention adds a separate QKV bias as if the projection had it",
   for (size_t i = 0; i < biased.size(); ++i) biased[i] += bias[i % bias.size()];
   std::vector<float> ctx(static_cast<size_t>(11 * hidden));
   const Sequences seqs = packed(offsets);
-  REQUIRE(brisk::self_attention(brisk::Device::kCPU, qkv.data(), bias.data(), seqs.rows(), 11, heads, d, ctx.data())
-              .ok());
+  REQUIRE(
+      brisk::self_attention(brisk::Device::kCPU, qkv.data(), bias.data(), seqs.rows(), 11, heads, d, ctx.data()).ok());
   CHECK_CLOSE(ctx, reference_attention(biased, offsets, heads, d), 2e-5, 2e-5);
 }
 

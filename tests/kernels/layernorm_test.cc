@@ -63,8 +63,9 @@ void check_layer_norm(int64_t rows, int64_t cols, bool with_bias, bool with_resi
   float* out_p = out.data();
   if (alias == Alias::kOutIsX) out_p = x.data();
   if (alias == Alias::kOutIsResidual) out_p = residual.data();
-  REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), bias_p, with_residual ? residual.data() : nullptr, gamma.data(),
-                                         beta.data(), eps, out_p, rows, cols).ok());
+  REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), bias_p, with_residual ? residual.data() : nullptr,
+                                   gamma.data(), beta.data(), eps, out_p, rows, cols)
+              .ok());
   const std::vector<float> got(out_p, out_p + n);
   CHECK_CLOSE(got, want, kAbsTol, kRelTol);
 }
@@ -123,8 +124,9 @@ TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
       const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 5);
       const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.5f, 0.5f, 6);
       std::vector<float> out(static_cast<size_t>(cols));
-      REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, out.data(),
-                                             1, cols).ok());
+      REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                       out.data(), 1, cols)
+                  .ok());
       const std::vector<double> want(beta.begin(), beta.end());
       CHECK_CLOSE(out, want, 1e-6, 0.0);
     }
@@ -149,8 +151,8 @@ TEST_CASE("layer_norm_bias_residual names a missing buffer, a negative size and 
                                                  1e-12f, out.data(), -1, 4);
   CHECK_THAT(std::string(negative.message()), Catch::Contains("rows is -1; expected >= 0"));
   std::vector<brisk::float16_t> h(8);
-  const auto f16 = layer_norm_bias_residual(Device::kCPU, h.data(), nullptr, nullptr, h.data(), h.data(), 1e-12f,
-                                            h.data(), 2, 4);
+  const auto f16 =
+      layer_norm_bias_residual(Device::kCPU, h.data(), nullptr, nullptr, h.data(), h.data(), 1e-12f, h.data(), 2, 4);
   CHECK_THAT(std::string(f16.message()), Catch::Contains("on cpu got f16 data; expected f32"));
 }
 

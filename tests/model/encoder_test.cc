@@ -40,8 +40,7 @@ std::vector<GoldenSequence> load_golden(const std::string& folder) {
   return out;
 }
 
-std::unique_ptr<brisk::BertEncoder> load_encoder(const std::string& folder,
-                                                 const brisk::EncoderOptions& options = {}) {
+std::unique_ptr<brisk::BertEncoder> load_encoder(const std::string& folder, const brisk::EncoderOptions& options = {}) {
   const std::string dir = (brisk::testing::test_data_dir() / folder).string();
   auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
   REQUIRE(config.ok());
@@ -137,7 +136,8 @@ TEST_CASE("an encoder on cuda fails clearly where there is none; f16 on the cpu 
   }
 }
 
-TEST_CASE("on a GPU, the encoder matches transformers in f32, f16 and bf16, packed and padded", "[encoder][model][cuda]") {
+TEST_CASE("on a GPU, the encoder matches transformers in f32, f16 and bf16, packed and padded",
+          "[encoder][model][cuda]") {
   if (brisk::cuda_device_count() == 0) {
     WARN("no CUDA device: skipped");
     return;

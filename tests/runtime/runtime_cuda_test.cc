@@ -37,8 +37,7 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-TEST_CASE("a cuda runtime without a GPU or without CUDA in the build fails at create, naming the device",
-          "[runtime]") {
+TEST_CASE("a cuda runtime without a GPU or without CUDA in the build fails at create, naming the device", "[runtime]") {
   if (brisk::cuda_device_count() > 0) return;
   auto rt = brisk::Runtime::create(cuda_options());
   REQUIRE_FALSE(rt.ok());
@@ -112,16 +111,17 @@ TEST_CASE("on cuda:0 a surge under a low device memory cap is refused or queued,
         for (int i = 0; i < 64; ++i) {
           const std::string text = long_text + std::to_string(c * 1000 + i);
           std::promise<void>& p = done[next.fetch_add(1)];
-          auto id = rt->submit(text, {}, [&p, &ok, &refused, &failed_other](uint64_t, brisk::StatusOr<std::vector<float>> e) {
-            if (e.ok()) {
-              ++ok;
-            } else if (e.status().code() == absl::StatusCode::kResourceExhausted) {
-              ++refused;  // OUT_OF_MEMORY, or the batcher's memory budget
-            } else {
-              ++failed_other;
-            }
-            p.set_value();
-          });
+          auto id =
+              rt->submit(text, {}, [&p, &ok, &refused, &failed_other](uint64_t, brisk::StatusOr<std::vector<float>> e) {
+                if (e.ok()) {
+                  ++ok;
+                } else if (e.status().code() == absl::StatusCode::kResourceExhausted) {
+                  ++refused;  // OUT_OF_MEMORY, or the batcher's memory budget
+                } else {
+                  ++failed_other;
+                }
+                p.set_value();
+              });
           if (!id.ok()) {
             ++refused;
             p.set_value();

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace brisk {
 
@@ -86,6 +87,29 @@ inline uint16_t float_to_f16(float f) {
   const uint32_t rem = abs & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (v & 1u))) ++v;
   return static_cast<uint16_t>(sign | v);
+}
+
+// Generic forms over the element types float, float16_t and bfloat16_t.
+template <typename T>
+float to_float(T v) {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    return f16_to_float(v.bits);
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return bf16_to_float(v.bits);
+  } else {
+    return v;
+  }
+}
+
+template <typename T>
+T from_float(float f) {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    return float16_t{float_to_f16(f)};
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return bfloat16_t{float_to_bf16(f)};
+  } else {
+    return f;
+  }
 }
 
 }  // namespace brisk

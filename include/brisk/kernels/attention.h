@@ -41,7 +41,8 @@ struct AttentionRows {
 };
 
 template <typename T>
-BRISK_API Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias, const AttentionRows& sequences,
-                                int64_t rows, int64_t heads, int64_t head_dim, T* context);
+BRISK_API Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias,
+                                const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim,
+                                T* context);
 
 }  // namespace brisk

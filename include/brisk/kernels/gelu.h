@@ -35,6 +35,7 @@ enum class GeluApproximation : uint8_t {
 };
 
 template <typename T>
-BRISK_API Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols, GeluApproximation approx);
+BRISK_API Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols,
+                           GeluApproximation approx);
 
 }  // namespace brisk

@@ -39,11 +39,13 @@ namespace brisk {
 
 template <typename T>
 BRISK_API Status layer_norm_bias_residual(Device device, const T* x, const std::type_identity_t<T>* bias,
-                                          const std::type_identity_t<T>* residual, const T* gamma, const T* beta, float epsilon, T* out, int64_t rows, int64_t cols);
+                                          const std::type_identity_t<T>* residual, const T* gamma, const T* beta,
+                                          float epsilon, T* out, int64_t rows, int64_t cols);
 
 template <typename T>
 BRISK_API Status layer_norm_bias_residual_quantize(Device device, const T* x, const std::type_identity_t<T>* bias,
-                                                   const std::type_identity_t<T>* residual, const T* gamma, const T* beta, float epsilon, T* out, int8_t* q,
-                                                   float* row_scales, int64_t rows, int64_t cols);
+                                                   const std::type_identity_t<T>* residual, const T* gamma,
+                                                   const T* beta, float epsilon, T* out, int8_t* q, float* row_scales,
+                                                   int64_t rows, int64_t cols);
 
 }  // namespace brisk

@@ -37,7 +37,8 @@ BRISK_API Status quantize_rows_int8(Device device, const T* x, int64_t rows, int
 
 template <typename T>
 BRISK_API Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_scales,
-                                      const float* col_scales, int64_t n_col_scales, const std::type_identity_t<T>* bias,
-                                      GemmEpilogue epilogue, T* y, int64_t ldy, int64_t rows, int64_t cols);
+                                      const float* col_scales, int64_t n_col_scales,
+                                      const std::type_identity_t<T>* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
+                                      int64_t rows, int64_t cols);
 
 }  // namespace brisk

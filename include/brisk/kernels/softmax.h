@@ -41,8 +41,8 @@ template <typename T>
 BRISK_API Status masked_softmax(Device device, T* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale);
 
 template <typename T>
-BRISK_API Status masked_softmax_strided(Device device, T* x, int64_t rows, int64_t cols, int64_t ld,
-                                        int64_t valid_cols, float scale);
+BRISK_API Status masked_softmax_strided(Device device, T* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols,
+                                        float scale);
 
 template <typename T>
 BRISK_API Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_per_group, int64_t cols,

@@ -136,7 +136,7 @@ struct ModelInfo {
   bool normalize = true;  // effective, after RuntimeOptions::normalize
   Device device = Device::kCPU;
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
-  std::string quantization;  // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
+  std::string quantization;              // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
 };
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else

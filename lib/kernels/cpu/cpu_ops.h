@@ -46,8 +46,7 @@ void vector_unary(UnaryOp op, const float* x, float* out, int64_t n);
 void quantize_rows_int8(const float* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales);
 
 void dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales, int64_t n_col_scales,
-                          const float* bias, GemmEpilogue epilogue, float* y, int64_t ldy, int64_t rows,
-                          int64_t cols);
+                          const float* bias, GemmEpilogue epilogue, float* y, int64_t ldy, int64_t rows, int64_t cols);
 
 template <typename From, typename To>
 void convert(const From* in, To* out, int64_t n);

@@ -40,10 +40,9 @@ void quantize_rows_int8(const float* x, int64_t rows, int64_t cols, int8_t* q, f
 }
 
 void dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales, int64_t n_col_scales,
-                          const float* bias, GemmEpilogue epilogue, float* y, int64_t ldy, int64_t rows,
-                          int64_t cols) {
-  const DequantizeRowsArgs args{acc,  cols, row_scales, col_scales, n_col_scales == 1, bias,
-                                y,    ldy,  epilogue == GemmEpilogue::kBiasAccumulate};
+                          const float* bias, GemmEpilogue epilogue, float* y, int64_t ldy, int64_t rows, int64_t cols) {
+  const DequantizeRowsArgs args{
+      acc, cols, row_scales, col_scales, n_col_scales == 1, bias, y, ldy, epilogue == GemmEpilogue::kBiasAccumulate};
   const auto kernel = select_kernel(&dequantize_rows_scalar, &dequantize_rows_scalar, &dequantize_rows_avx512);
   parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
   switch (epilogue) {

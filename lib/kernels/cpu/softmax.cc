@@ -33,8 +33,8 @@ void softmax_rows_scalar(const SoftmaxArgs& a, int64_t row_begin, int64_t row_en
 
 void masked_softmax(float* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols, int64_t rows_per_group,
                     const int32_t* lengths, float scale) {
-  const SoftmaxArgs args{x, ld, cols, rows_per_group > 0 ? rows_per_group : 1,
-                         rows_per_group > 0 ? lengths : nullptr, valid_cols, scale};
+  const SoftmaxArgs args{
+      x, ld, cols, rows_per_group > 0 ? rows_per_group : 1, rows_per_group > 0 ? lengths : nullptr, valid_cols, scale};
   const auto kernel = select_kernel(&softmax_rows_scalar, &softmax_rows_avx2, &softmax_rows_avx512);
   // exp makes softmax compute-heavier than a copy: smaller tasks than the memory-bound grain.
   parallel_for(0, rows, row_grain(cols) / 4 + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });

@@ -17,18 +17,6 @@
 namespace brisk::kernels::cuda {
 namespace {
 
-template <typename T>
-constexpr cudaDataType cuda_type() {
-  if constexpr (std::is_same_v<T, float>) {
-    return CUDA_R_32F;
-  } else if constexpr (std::is_same_v<T, float16_t>) {
-    return CUDA_R_16F;
-  } else {
-    static_assert(std::is_same_v<T, bfloat16_t>);
-    return CUDA_R_16BF;
-  }
-}
-
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 }  // namespace
@@ -84,8 +72,8 @@ Status self_attention(const T* qkv, const T* qkv_bias, const AttentionRows& sequ
   // transposed), B = Q (column-major d x L), C with leading dimension ld_s (row-major rows ld_s apart).
   BRISK_RETURN_IF_ERROR(
       cublas_status(cublasGemmStridedBatchedEx(ctx->blas(), CUBLAS_OP_T, CUBLAS_OP_N, L, L, d, &scale, k, type, d,
-                                               head_elems, q, type, d, head_elems, &zero, scores, type, ld_s, score_elems,
-                                               count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                               head_elems, q, type, d, head_elems, &zero, scores, type, ld_s,
+                                               score_elems, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx (self_attention Q K^T)"));
 
   // Rows are (sequence, head, query); the rows of sequence b (heads x max_len of them) see its first lengths[b]
@@ -97,8 +85,8 @@ Status self_attention(const T* qkv, const T* qkv_bias, const AttentionRows& sequ
   // L x L, its transpose).
   BRISK_RETURN_IF_ERROR(
       cublas_status(cublasGemmStridedBatchedEx(ctx->blas(), CUBLAS_OP_N, CUBLAS_OP_N, d, L, L, &one, v, type, d,
-                                               head_elems, scores, type, ld_s, score_elems, &zero, padded_context, type, d,
-                                               head_elems, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                               head_elems, scores, type, ld_s, score_elems, &zero, padded_context, type,
+                                               d, head_elems, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                     "cublasGemmStridedBatchedEx (self_attention P V)"));
 
   return merge_heads<T>(padded_context, sequences, rows, heads, head_dim, context);

@@ -25,12 +25,27 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "brisk/core/half.h"
 #include "brisk/core/status.h"
 
 namespace brisk::kernels::cuda {
+
+// The cuBLAS data type of an activation element type.
+template <typename T>
+constexpr cudaDataType cuda_type() {
+  if constexpr (std::is_same_v<T, float>) {
+    return CUDA_R_32F;
+  } else if constexpr (std::is_same_v<T, float16_t>) {
+    return CUDA_R_16F;
+  } else {
+    static_assert(std::is_same_v<T, bfloat16_t>);
+    return CUDA_R_16BF;
+  }
+}
 
 // INTERNAL naming the failed call and cuBLAS's status name ("CUBLAS_STATUS_NOT_SUPPORTED"); OK for SUCCESS.
 Status cublas_status(cublasStatus_t status, absl::string_view what);

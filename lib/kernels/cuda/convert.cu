@@ -67,11 +67,8 @@ Status synchronize() {
                    cudaGetErrorString(err), "); a kernel or copy queued on it since the last synchronize failed"));
 }
 
-template Status convert<float, float16_t>(const float*, float16_t*, int64_t);
-template Status convert<float, bfloat16_t>(const float*, bfloat16_t*, int64_t);
-template Status convert<float16_t, float>(const float16_t*, float*, int64_t);
-template Status convert<bfloat16_t, float>(const bfloat16_t*, float*, int64_t);
-template Status convert<float16_t, bfloat16_t>(const float16_t*, bfloat16_t*, int64_t);
-template Status convert<bfloat16_t, float16_t>(const bfloat16_t*, float16_t*, int64_t);
+#define BRISK_INSTANTIATE(From, To) template Status convert<From, To>(const From*, To*, int64_t);
+BRISK_FOR_EACH_CONVERSION(BRISK_INSTANTIATE)
+#undef BRISK_INSTANTIATE
 
 }  // namespace brisk::kernels::cuda

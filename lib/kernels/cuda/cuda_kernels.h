@@ -2,8 +2,8 @@
 // per op, called by that op's one dispatch point (lib/kernels/<op>.cc) after it has checked the arguments.
 //
 // Declared unconditionally. With CUDA they are defined in lib/kernels/cuda/ (*.cu for the kernels, *.cc for the
-// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/cuda_unavailable.cc instead, where
-// every entry point returns UNIMPLEMENTED naming the build option BRISK_WITH_CUDA.
+// cuBLASLt host code); a build without CUDA skips that folder and compiles lib/kernels/cuda_unavailable.cc instead,
+// where every entry point returns UNIMPLEMENTED naming the build option BRISK_WITH_CUDA.
 //
 // Conventions:
 //   - Pointers are device pointers; sizes are already checked (> 0, non-null where required).
@@ -79,9 +79,8 @@ template <typename T>
 Status quantize_rows_int8(const T* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales);
 
 template <typename T>
-Status dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales,
-                            int64_t n_col_scales, const T* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
-                            int64_t rows, int64_t cols);
+Status dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales, int64_t n_col_scales,
+                            const T* bias, GemmEpilogue epilogue, T* y, int64_t ldy, int64_t rows, int64_t cols);
 
 template <typename From, typename To>
 Status convert(const From* in, To* out, int64_t n);

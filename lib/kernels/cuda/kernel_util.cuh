@@ -88,6 +88,15 @@ __device__ __forceinline__ void load_floats(const D* p, float (&out)[N]) {
   for (int j = 0; j < N; ++j) out[j] = to_float(pk.v[j]);
 }
 
+// v += the N values at p (a bias, a residual, an embedding row).
+template <int N, typename D>
+__device__ __forceinline__ void add_floats(const D* p, float (&v)[N]) {
+  float b[N];
+  load_floats<N>(p, b);
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] += b[j];
+}
+
 template <int N, typename D>
 __device__ __forceinline__ void store_floats(D* p, const float (&in)[N]) {
   Pack<D, N> pk;

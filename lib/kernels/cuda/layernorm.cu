@@ -42,18 +42,8 @@ struct BiasResidualSource {
     template <int N>
     __device__ __forceinline__ void load(int64_t col, float (&v)[N]) const {
       load_floats<N>(x + col, v);
-      if (bias != nullptr) {
-        float b[N];
-        load_floats<N>(bias + col, b);
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[j] += b[j];
-      }
-      if (residual != nullptr) {
-        float b[N];
-        load_floats<N>(residual + col, b);
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[j] += b[j];
-      }
+      if (bias != nullptr) add_floats<N>(bias + col, v);
+      if (residual != nullptr) add_floats<N>(residual + col, v);
     }
   };
   __device__ __forceinline__ Row row(int64_t r) const {
@@ -81,15 +71,8 @@ struct EmbeddingSource {
     template <int N>
     __device__ __forceinline__ void load(int64_t col, float (&v)[N]) const {
       load_floats<N>(word + col, v);
-      float b[N];
-      load_floats<N>(position + col, b);
-#pragma unroll
-      for (int j = 0; j < N; ++j) v[j] += b[j];
-      if (token_type != nullptr) {
-        load_floats<N>(token_type + col, b);
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[j] += b[j];
-      }
+      add_floats<N>(position + col, v);
+      if (token_type != nullptr) add_floats<N>(token_type + col, v);
     }
   };
   __device__ __forceinline__ Row row(int64_t r) const {

@@ -21,29 +21,6 @@
 namespace brisk::kernels::cuda {
 namespace {
 
-template <typename T>
-constexpr cudaDataType cuda_type() {
-  if constexpr (std::is_same_v<T, float>) {
-    return CUDA_R_32F;
-  } else if constexpr (std::is_same_v<T, float16_t>) {
-    return CUDA_R_16F;
-  } else {
-    static_assert(std::is_same_v<T, bfloat16_t>);
-    return CUDA_R_16BF;
-  }
-}
-
-template <typename T>
-T from_float(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<T, float16_t>) {
-    return float16_t{float_to_f16(v)};
-  } else {
-    return bfloat16_t{float_to_bf16(v)};
-  }
-}
-
 // Element i of an f32 or bf16 host tensor.
 float host_value(const Tensor& t, int64_t i) {
   return t.dtype() == DType::kBF16 ? bf16_to_float(t.data<uint16_t>()[i]) : t.data<float>()[i];
