@@ -62,8 +62,8 @@ inline Status unknown_device(const char* op, Device device) {
 
 // Explicit instantiations of an op template for each activation element type, and for each conversion between them.
 #define BRISK_FOR_EACH_FLOAT_TYPE(X) X(float) X(::brisk::float16_t) X(::brisk::bfloat16_t)
-#define BRISK_FOR_EACH_CONVERSION(X)                                                                    \
-  X(float, ::brisk::float16_t)                                                                          \
-  X(float, ::brisk::bfloat16_t)                                                                         \
-  X(::brisk::float16_t, float) X(::brisk::bfloat16_t, float) X(::brisk::float16_t, ::brisk::bfloat16_t) \
-      X(::brisk::bfloat16_t, ::brisk::float16_t)
+#define BRISK_FOR_EACH_CONVERSION(X) \
+  X(float, ::brisk::float16_t)       \
+  X(float, ::brisk::bfloat16_t)      \
+  X(::brisk::float16_t, float)       \
+  X(::brisk::bfloat16_t, float) X(::brisk::float16_t, ::brisk::bfloat16_t) X(::brisk::bfloat16_t, ::brisk::float16_t)
