@@ -48,8 +48,17 @@ void dequantize_rows_int8(const int32_t* acc, const float* row_scales, const flo
   switch (epilogue) {
     case GemmEpilogue::kBias:
     case GemmEpilogue::kBiasAccumulate: break;
-    case GemmEpilogue::kBiasGeluErf: bias_gelu(y, nullptr, rows, cols, GeluApproximation::kErf); break;
-    case GemmEpilogue::kBiasGeluTanh: bias_gelu(y, nullptr, rows, cols, GeluApproximation::kTanh); break;
+    case GemmEpilogue::kBiasGeluErf:
+    case GemmEpilogue::kBiasGeluTanh: {
+      const GeluApproximation approx =
+          epilogue == GemmEpilogue::kBiasGeluErf ? GeluApproximation::kErf : GeluApproximation::kTanh;
+      if (ldy == cols) {
+        bias_gelu(y, nullptr, rows, cols, approx);
+      } else {
+        for (int64_t r = 0; r < rows; ++r) bias_gelu(y + r * ldy, nullptr, 1, cols, approx);
+      }
+      break;
+    }
     case GemmEpilogue::kBiasRelu:
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) y[r * ldy + c] = std::max(y[r * ldy + c], 0.0f);
