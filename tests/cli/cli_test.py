@@ -11,21 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-passed = 0
-failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-def run(args, stdin=None):
-    return subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=300)
+from cli_harness import check, run, summary
 
 
 def test_embed(brisk):
@@ -306,8 +292,7 @@ def main():
         test_faq_assistant(sys.argv[2])
     test_quantize(brisk, sys.argv[2] if len(sys.argv) > 2 else None)
     test_prune(brisk, sys.argv[2] if len(sys.argv) > 2 else None)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

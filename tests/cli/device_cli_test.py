@@ -11,21 +11,7 @@ import shutil
 import subprocess
 import sys
 
-passed = 0
-failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-def run(args):
-    return subprocess.run(args, capture_output=True, text=True, timeout=300)
+from cli_harness import check, run, summary
 
 
 def gpu_listed():
@@ -163,8 +149,7 @@ def main():
     test_bench_json(brisk)
     if len(sys.argv) > 2:
         test_faq_assistant(sys.argv[2], gpu)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
