@@ -26,6 +26,11 @@ std::string device_string(const DeviceSpec& spec) {
   return spec.type == Device::kCPU ? std::string("cpu") : absl::StrCat("cuda:", spec.index);
 }
 
+bool device_runs_activation(Device device, DType activation) {
+  return activation == DType::kF32 ||
+         (device == Device::kCUDA && (activation == DType::kF16 || activation == DType::kBF16));
+}
+
 bool built_with_cuda() {
 #if defined(BRISK_HAVE_CUDA)
   return true;

@@ -1,6 +1,7 @@
 // brisk::Linear: argument checks and the one dispatch point on device and weight dtype.
 #include <cmath>
 
+#include "brisk/core/device.h"
 #include "brisk/kernels/gemm.h"
 #include "cpu/linear_impl.h"
 #include "cuda/cuda_kernels.h"
@@ -64,7 +65,7 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
   const Tensor no_bias;
   switch (device) {
     case Device::kCPU: {
-      if (activation != DType::kF32) {
+      if (!device_runs_activation(device, activation)) {
         return absl::InvalidArgumentError(absl::StrCat("Linear activation dtype on cpu is ", dtype_name(activation),
                                                        "; expected f32 (f16 and bf16 activations run on cuda)"));
       }
@@ -76,7 +77,7 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
       break;
     }
     case Device::kCUDA: {
-      if (activation != DType::kF32 && activation != DType::kF16 && activation != DType::kBF16) {
+      if (!device_runs_activation(device, activation)) {
         return absl::InvalidArgumentError(
             absl::StrCat("Linear activation dtype is ", dtype_name(activation), "; expected f32, f16 or bf16"));
       }

@@ -241,7 +241,7 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
   }
   BRISK_RETURN_IF_ERROR(check_device_available(DeviceSpec{options.device, 0}));
   const DType act = options.activation;
-  if (act != DType::kF32 && (options.device == Device::kCPU || (act != DType::kF16 && act != DType::kBF16))) {
+  if (!device_runs_activation(options.device, act)) {
     return absl::InvalidArgumentError(absl::StrCat("EncoderOptions::activation is ", dtype_name(act), " on ",
                                                    device_name(options.device),
                                                    "; expected f32 (cpu), or f32, f16 or bf16 (cuda)"));

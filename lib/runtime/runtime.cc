@@ -110,9 +110,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                                  "; this version of brisk runs on cuda:0 only; expected 0"));
   }
   const DType activation = runtime_activation_dtype(options);
-  const bool activation_ok = activation == DType::kF32 || (options.device == Device::kCUDA &&
-                                                           (activation == DType::kF16 || activation == DType::kBF16));
-  if (!activation_ok) {
+  if (!device_runs_activation(options.device, activation)) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::activation_dtype is ", dtype_name(activation),
                                                    " on ", device_string(device),
                                                    "; expected f32 on cpu, or f32, f16 or bf16 on cuda"));

@@ -29,6 +29,9 @@ BRISK_API std::string device_string(const DeviceSpec& spec);
 // NOT_FOUND when the machine has no such GPU (naming the device and how many there are).
 BRISK_API Status check_device_available(const DeviceSpec& spec);
 
+// Whether `device` computes with `activation` as its activations' dtype: f32 everywhere, f16 and bf16 on cuda.
+BRISK_API bool device_runs_activation(Device device, DType activation);
+
 // Whether this build has CUDA support (BRISK_WITH_CUDA); false does not mean the machine lacks a GPU.
 BRISK_API bool built_with_cuda();
 
