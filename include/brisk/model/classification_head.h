@@ -1,0 +1,76 @@
+// ClassificationHead: the layers that turn an encoder's output into one logit per label, and the labels' names.
+// Hugging Face's sequence-classification heads read the first token's hidden state ([CLS]):
+//   BertForSequenceClassification        pooler dense + tanh, then classifier
+//   DistilBertForSequenceClassification  pre_classifier + ReLU, then classifier
+// A few-shot intent head (`brisk fit-intents`) reads the model's sentence embedding (pooled, normalised as the
+// model says) instead, through one softmax-regression layer.
+//
+//   BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(dir + "/model.safetensors"));
+//   BRISK_ASSIGN_OR_RETURN(std::optional<ClassificationHead> head,
+//                          read_sequence_classification_head(tensors, config_json_text, config.family, "model"));
+//   std::vector<float> logits(rows * head->num_labels());
+//   BRISK_RETURN_IF_ERROR(head->apply(first_token_states, rows, logits.data()));
+//   std::vector<float> p = label_probabilities(*head, logits);   // softmax, or sigmoid for multi-label heads
+//
+// The dropout layers of training are the identity at inference and are not represented.
+//
+// Thread safety: a ClassificationHead is an immutable value after construction; apply() may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+#include "brisk/core/tensor.h"
+#include "brisk/model/config.h"
+#include "brisk/model/weights.h"
+
+namespace brisk {
+
+enum class HeadActivation : uint8_t { kNone, kTanh, kRelu };
+
+// y = activation(x W^T + b): W [out, in] f32 (PyTorch Linear layout), b [out] f32.
+struct BRISK_API DenseLayer {
+  Tensor weight;
+  Tensor bias;
+  HeadActivation activation = HeadActivation::kNone;
+};
+
+struct BRISK_API ClassificationHead {
+  enum class Input : uint8_t {
+    kFirstToken,         // the last hidden state of each sequence's first token
+    kSentenceEmbedding,  // the model's pooled (and, when it says so, normalised) embedding
+  };
+  Input input = Input::kFirstToken;
+  std::vector<DenseLayer> layers;  // applied in order; the last one's outputs are the logits
+  std::vector<std::string> labels;  // by label id; one per output of the last layer
+  // Independent labels (problem_type "multi_label_classification"): a sigmoid per label instead of a softmax.
+  bool multi_label = false;
+
+  int64_t input_size() const;
+  int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
+  // Every layer f32 with matching shapes, and one label per logit; errors name `source` and the layer.
+  Status validate(const std::string& source) const;
+  // logits[rows x num_labels()] from in[rows x input_size()], on the calling thread.
+  Status apply(const float* in, int64_t rows, float* logits) const;
+};
+
+// The head of a Hugging Face *ForSequenceClassification checkpoint (BERT: bert.pooler.dense + classifier;
+// DistilBERT: pre_classifier + classifier), with its labels from config.json's id2label ("LABEL_<i>" when absent) and
+// problem_type. nullopt when the tensors hold no classifier (an embedding model). Errors name `source`.
+BRISK_API StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
+                                                                                       const std::string& config_json,
+                                                                                       ModelFamily family,
+                                                                                       const std::string& source);
+
+// Whether label scores are independent sigmoids (multi-label heads, and single-logit heads such as cross-encoders,
+// as Hugging Face's text-classification pipeline decides) rather than one softmax.
+BRISK_API bool uses_sigmoid(const ClassificationHead& head);
+// Probabilities from rows x num_labels() logits: a softmax per row, or a sigmoid per logit (uses_sigmoid).
+BRISK_API std::vector<float> label_probabilities(const ClassificationHead& head, std::span<const float> logits);
+
+}  // namespace brisk

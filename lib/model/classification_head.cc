@@ -1,0 +1,175 @@
+// Sequence-classification heads: reading Hugging Face's from a checkpoint, and applying one on the host.
+#include "brisk/model/classification_head.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/kernels/vector_math.h"
+
+namespace brisk {
+
+namespace {
+
+StatusOr<Tensor> find_f32(const NamedTensors& tensors, const std::string& name, const std::string& source) {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": no tensor named '", name,
+                                                   "'; expected it in a sequence-classification checkpoint"));
+  }
+  return to_float32(it->second);
+}
+
+StatusOr<DenseLayer> read_dense(const NamedTensors& tensors, const std::string& name, HeadActivation activation,
+                                const std::string& source) {
+  DenseLayer layer;
+  layer.activation = activation;
+  BRISK_ASSIGN_OR_RETURN(layer.weight, find_f32(tensors, name + ".weight", source));
+  BRISK_ASSIGN_OR_RETURN(layer.bias, find_f32(tensors, name + ".bias", source));
+  return layer;
+}
+
+// id2label ({"0": "negative", ...}) as a vector by id; empty when absent.
+StatusOr<std::vector<std::string>> read_labels(const nlohmann::json& config, int64_t num_logits,
+                                               const std::string& source) {
+  std::vector<std::string> labels(static_cast<size_t>(num_logits));
+  for (int64_t i = 0; i < num_logits; ++i) labels[static_cast<size_t>(i)] = absl::StrCat("LABEL_", i);
+  auto it = config.find("id2label");
+  if (it == config.end()) return labels;
+  if (!it->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": id2label is ", it->type_name(), "; expected an object {\"0\": \"label\", ...}"));
+  }
+  if (static_cast<int64_t>(it->size()) != num_logits) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": id2label has ", it->size(),
+                                                   " labels but the classifier has ", num_logits,
+                                                   " outputs; expected one label per output"));
+  }
+  for (const auto& [key, value] : it->items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id >= num_logits) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": id2label has the key '", key,
+                                                     "'; expected label ids 0..", num_logits - 1));
+    }
+    if (!value.is_string() || value.get<std::string>().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": id2label[", key, "] is ", value.dump(), "; expected a non-empty string"));
+    }
+    labels[static_cast<size_t>(id)] = value.get<std::string>();
+  }
+  return labels;
+}
+
+}  // namespace
+
+int64_t ClassificationHead::input_size() const { return layers.empty() ? 0 : layers.front().weight.dim(1); }
+
+Status ClassificationHead::validate(const std::string& source) const {
+  if (layers.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": the head has no layers"));
+  int64_t width = input_size();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const DenseLayer& l = layers[i];
+    if (l.weight.dtype() != DType::kF32 || l.bias.dtype() != DType::kF32 || l.weight.rank() != 2 ||
+        l.bias.rank() != 1 || l.weight.dim(1) != width || l.bias.dim(0) != l.weight.dim(0) || l.weight.dim(0) <= 0 ||
+        !l.weight.is_contiguous() || !l.bias.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": head layer ", i, " has weight ", dtype_name(l.weight.dtype()), l.weight.shape_string(),
+          " and bias ", dtype_name(l.bias.dtype()), l.bias.shape_string(), "; expected f32 [out, ", width,
+          "] and f32 [out]"));
+    }
+    width = l.weight.dim(0);
+  }
+  if (num_labels() != width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the head has ", num_labels(), " labels for ", width, " logits; expected one each"));
+  }
+  return absl::OkStatus();
+}
+
+Status ClassificationHead::apply(const float* in, int64_t rows, float* logits) const {
+  if (rows < 0) return absl::InvalidArgumentError(absl::StrCat("rows is ", rows, "; expected >= 0"));
+  if (rows > 0 && (in == nullptr || logits == nullptr)) {
+    return absl::InvalidArgumentError("ClassificationHead::apply: in or logits is null; expected host arrays");
+  }
+  std::vector<float> current(in, in + rows * input_size());
+  std::vector<float> next;
+  for (const DenseLayer& l : layers) {
+    const int64_t out = l.weight.dim(0), width = l.weight.dim(1);
+    next.assign(static_cast<size_t>(rows * out), 0.0f);
+    const float* w = l.weight.data<float>();
+    const float* b = l.bias.data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* x = current.data() + r * width;
+      float* y = next.data() + r * out;
+      for (int64_t o = 0; o < out; ++o) {
+        float v = dot(x, w + o * width, width) + b[o];
+        if (l.activation == HeadActivation::kTanh) v = std::tanh(v);
+        if (l.activation == HeadActivation::kRelu) v = std::max(v, 0.0f);
+        y[o] = v;
+      }
+    }
+    current.swap(next);
+  }
+  std::copy(current.begin(), current.end(), logits);
+  return absl::OkStatus();
+}
+
+StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
+                                                                               const std::string& config_json,
+                                                                               ModelFamily family,
+                                                                               const std::string& source) {
+  if (!tensors.contains("classifier.weight")) return std::optional<ClassificationHead>();
+  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": config.json is not a JSON object"));
+  }
+  ClassificationHead head;
+  head.input = ClassificationHead::Input::kFirstToken;
+  if (family == ModelFamily::kDistilBert) {
+    BRISK_ASSIGN_OR_RETURN(DenseLayer pre, read_dense(tensors, "pre_classifier", HeadActivation::kRelu, source));
+    head.layers.push_back(std::move(pre));
+  } else {
+    BRISK_ASSIGN_OR_RETURN(DenseLayer pooler, read_dense(tensors, "bert.pooler.dense", HeadActivation::kTanh, source));
+    head.layers.push_back(std::move(pooler));
+  }
+  BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, "classifier", HeadActivation::kNone, source));
+  const int64_t num_logits = classifier.weight.rank() == 2 ? classifier.weight.dim(0) : 0;
+  head.layers.push_back(std::move(classifier));
+  BRISK_ASSIGN_OR_RETURN(head.labels, read_labels(config, num_logits, source));
+  if (auto it = config.find("problem_type"); it != config.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": problem_type is ", it->dump(), "; expected a string"));
+    }
+    head.multi_label = it->get<std::string>() == "multi_label_classification";
+  }
+  BRISK_RETURN_IF_ERROR(head.validate(source));
+  return std::optional<ClassificationHead>(std::move(head));
+}
+
+bool uses_sigmoid(const ClassificationHead& head) { return head.multi_label || head.num_labels() == 1; }
+
+std::vector<float> label_probabilities(const ClassificationHead& head, std::span<const float> logits) {
+  std::vector<float> p(logits.begin(), logits.end());
+  const size_t n = static_cast<size_t>(std::max<int64_t>(head.num_labels(), 1));
+  if (uses_sigmoid(head)) {
+    for (float& v : p) v = 1.0f / (1.0f + std::exp(-v));
+    return p;
+  }
+  for (size_t row = 0; row + n <= p.size(); row += n) {
+    const float top = *std::max_element(p.begin() + row, p.begin() + row + n);
+    float sum = 0.0f;
+    for (size_t i = row; i < row + n; ++i) sum += (p[i] = std::exp(p[i] - top));
+    for (size_t i = row; i < row + n; ++i) p[i] /= sum;
+  }
+  return p;
+}
+
+}  // namespace brisk
