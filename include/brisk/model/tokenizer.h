@@ -7,6 +7,8 @@
 //   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode("How do I reset my PIN?", 128));
 //   std::string_view texts[] = {"hello", "where is my parcel?"};
 //   BRISK_ASSIGN_OR_RETURN(brisk::BatchEncoding batch, tok.encode_batch(texts, 128));
+//   // A query/passage pair for a cross-encoder: [CLS] query [SEP] passage [SEP], HF "longest_first" truncation.
+//   BRISK_ASSIGN_OR_RETURN(brisk::EncodedPair pair, tok.encode_pair("reset PIN", "To reset your PIN...", 512));
 //
 // Pipeline per text: split out special tokens written literally in the text ("[MASK]"), then per segment:
 // drop NUL, U+FFFD and control characters; split on whitespace; pad CJK ideographs with spaces; strip accents
@@ -58,6 +60,35 @@ struct BatchEncoding {
   std::vector<int32_t> lengths;  // real tokens per row ([CLS] and [SEP] included)
 };
 
+// A sentence pair as a cross-encoder consumes it: ids = [CLS] first [SEP] second [SEP]. The token type ids are 0
+// up to and including the first [SEP] and 1 from `second_start` on (the second text and the closing [SEP]), as in
+// the BERT pair template, so they are not stored.
+struct EncodedPair {
+  std::vector<int32_t> ids;
+  int32_t second_start = 0;  // index of the second text's first piece (or of the final [SEP] when it is empty)
+
+  std::vector<int32_t> token_type_ids() const {
+    std::vector<int32_t> types(ids.size(), 0);
+    for (size_t i = static_cast<size_t>(second_start); i < types.size(); ++i) types[i] = 1;
+    return types;
+  }
+};
+
+// How many pieces of each text Hugging Face tokenizers' truncation="longest_first" keeps (checked against
+// tokenizers 0.19, src/utils/truncation.rs) when `budget` pieces fit (max_length minus the 3 special tokens):
+//   - first + second <= budget: both whole;
+//   - else, with `shorter` the smaller length (the first text on a tie): when shorter <= budget / 2 it stays
+//     whole and the longer text is cut to budget - shorter;
+//   - else both are cut: the shorter (the first on a tie) to floor(budget / 2), the longer to ceil(budget / 2).
+// Pieces are removed from the end of a text. This differs from removing one piece at a time from the longer text,
+// from the second on a tie (what transformers 4.44's slow Python tokenizers, e.g. BertTokenizer, compute), only
+// in who gets the odd piece of an odd budget: here the longer text, the second on a tie. E.g. with a budget of 5,
+// 8 + 9 pieces keep 2 + 3 and 7 + 7 keep 2 + 3, where the slow rule keeps 3 + 2 in both.
+struct PairLengths {
+  size_t first = 0, second = 0;
+};
+BRISK_API PairLengths longest_first_lengths(size_t first_len, size_t second_len, size_t budget);
+
 class BRISK_API WordPieceTokenizer {
  public:
   // vocab.txt: one token per line, the line number (from 0) is the id. Needs the unk/cls/sep/pad tokens.
@@ -86,6 +117,16 @@ class BRISK_API WordPieceTokenizer {
   // Each text encoded as above, padded with [PAD] to the longest row. Needs at least one text.
   StatusOr<BatchEncoding> encode_batch(std::span<const std::string_view> texts, int max_seq_len) const;
   StatusOr<BatchEncoding> encode_batch(std::span<const std::string> texts, int max_seq_len) const;
+  // [CLS] first [SEP] second [SEP] with at most max_seq_len ids, the two texts' pieces truncated as HF tokenizers'
+  // truncation="longest_first" does (longest_first_lengths above; the 3 special tokens count against
+  // max_seq_len). Each text goes through the same path as encode(), whole: the rule needs both full lengths, so
+  // the cost is linear in both texts however small max_seq_len is. Invalid UTF-8 is handled as in encode(); the
+  // message starts "encode_pair: first text: " or "encode_pair: second text: " and gives the offset in that text.
+  // max_seq_len < 3 is an InvalidArgument error (HF tokenizers does not fail there: its budget of
+  // max_length - 3 wraps around and nothing is truncated at all). An empty text keeps its segment:
+  // encode_pair("abc", "", n) is [CLS] abc [SEP] [SEP], as in `tokenizers` (transformers' unbatched call
+  // tokenizer("abc", "") instead drops the empty pair and encodes one text).
+  StatusOr<EncodedPair> encode_pair(std::string_view first, std::string_view second, int max_seq_len) const;
 
   int32_t token_to_id(std::string_view token) const;  // unk id when absent
   std::string_view id_to_token(int32_t id) const;     // "" when out of range
