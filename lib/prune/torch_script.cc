@@ -355,7 +355,13 @@ StatusOr<std::vector<TorchScriptModel::Argument>> TorchScriptModel::forward_argu
     c10::optional<torch::jit::Method> forward = impl_->module.find_method("forward");
     if (!forward) return absl::InvalidArgumentError(absl::StrCat(impl_->path, ": the module has no forward() method"));
     const auto& args = forward->function().getSchema().arguments();
-    for (size_t i = 1; i < args.size(); ++i) out.push_back({args[i].name(), args[i].default_value().has_value()});
+    for (size_t i = 1; i < args.size(); ++i) {
+      const c10::TypePtr& type = args[i].type();
+      c10::TypePtr element = type;
+      if (const auto optional = type->cast<c10::OptionalType>()) element = optional->getElementType();
+      out.push_back({args[i].name(), args[i].default_value().has_value(), type->annotation_str(),
+                     element->kind() == c10::TypeKind::TensorType});
+    }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(impl_->path, ": forward()'s schema is unreadable: ", reason(e)));
   }

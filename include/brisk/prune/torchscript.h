@@ -58,11 +58,13 @@ class BRISK_API TorchScriptModel {
   StatusOr<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) const;
   Status save(const std::string& path) const;
 
-  // The arguments of forward() after self, from its schema: names, and whether each has a default value.
+  // The arguments of forward() after self, from its schema: names, types, and whether each has a default value.
   // An error when the module has no forward() method.
   struct Argument {
     std::string name;
     bool has_default = false;
+    std::string type;     // as Python annotates it: "Tensor", "Optional[Tensor]", "float", "List[int]"
+    bool tensor = false;  // type is Tensor or Optional[Tensor]: forward() takes a tensor here
   };
   StatusOr<std::vector<Argument>> forward_arguments() const;
 
