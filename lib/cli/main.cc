@@ -13,6 +13,8 @@
 //       Pruning sensitivity: sensitivity.csv, .json and .svg in DIR (see prune.h).
 //   brisk prune --model DIR --calib FILE --out DIR [--heads A] [--ffn A] [--guided --target-flops F] [--reconstruct]
 //       Writes a structurally pruned model directory (see prune.h).
+//   brisk fit-intents --model DIR --examples intents.tsv --out head.safetensors [--l2 X] [--unknown-threshold P]
+//       Fits a few-shot intent head on the model's embeddings of label<TAB>text examples (see fit_intents.h).
 //   brisk bench [--model DIR] --batch B --seq T [--mixed] [--iters N] [--warmup N] [--threads N] [DEVICE FLAGS]
 //               [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
@@ -57,6 +59,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
+#include "fit_intents.h"
 #include "printable.h"
 #include "prune.h"
 #include "quantize.h"
@@ -538,6 +541,10 @@ int main(int argc, char** argv) {
   brisk::cli::PruneFlags prune_flags;
   CLI::App* prune_cmd = app.add_subcommand("prune", "remove heads, ffn neurons or layers; write a smaller model");
   prune_flags.add_to(*prune_cmd);
+  brisk::cli::FitIntentsFlags fit_intents_flags;
+  CLI::App* fit_intents_cmd =
+      app.add_subcommand("fit-intents", "fit a few-shot intent head on labelled examples (label<TAB>text)");
+  fit_intents_flags.add_to(*fit_intents_cmd);
 
   try {
     app.parse(argc, argv);
@@ -562,6 +569,7 @@ int main(int argc, char** argv) {
     if (quantize_cmd->parsed()) return brisk::cli::run_quantize(quantize_flags);
     if (sensitivity_cmd->parsed()) return brisk::cli::run_sensitivity(sensitivity_flags);
     if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);
+    if (fit_intents_cmd->parsed()) return brisk::cli::run_fit_intents(fit_intents_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
     fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;

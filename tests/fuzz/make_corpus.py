@@ -365,6 +365,35 @@ def capi_seeds():
     write("fuzz_capi_embed", "long", "word " * 200)
 
 
+# ---- few-shot intent heads: examples files and head files (brisk-intent-head/1) ------------------------------------
+def intent_head(labels, dim, metadata_overrides=None, weight_dtype="F32"):
+    k = len(labels)
+    metadata = {"format": "brisk-intent-head", "version": "1", "labels": json.dumps(labels),
+                "embedding_model_id": "all-MiniLM-L6-v2:0123456789abcdef:mean:norm", "unknown_threshold": "0.35",
+                "fit_options": json.dumps({"l2": 0.01, "max_iterations": 1000, "tolerance": 1e-6}),
+                "training_stats": json.dumps({"iterations": 12, "converged": True, "objective": 0.25,
+                                              "gradient_norm": 5e-7, "training_accuracy": 1.0,
+                                              "examples_per_label": [2] * k})}
+    metadata.update(metadata_overrides or {})
+    weight = f32s(k * dim, 3) if weight_dtype == "F32" else b"\x00\x3c" * (k * dim)
+    return safetensors({"intent_head.weight": (weight_dtype, [k, dim], weight),
+                        "intent_head.bias": ("F32", [k], f32s(k, 4))}, metadata)
+
+
+def intent_seeds():
+    write("fuzz_intent_examples", "banking", "# intents\ncard_lost\tI lost my card\ncard_lost\tmy card was stolen\n"
+          "balance\twhat is my balance?\r\nbalance\thow much money do I have\n\n")
+    write("fuzz_intent_examples", "one_example", "a\tone\na\ttwo\nb\tthree\n")
+    write("fuzz_intent_examples", "no_tab", "a\tone\na two\n")
+    write("fuzz_intent_examples", "conflict", "a\tsame\na\tother\nb\tsame\nb\tmore\n")
+    write("fuzz_intent_examples", "unicode", "café\tdéjà vu 日本\ncafé\t😀\nthé\ta\tb\nthé\tc\n".encode() + b"x\t\xff\n")
+    write("fuzz_intent_head", "three_labels.safetensors", intent_head(["card_lost", "balance", "refund"], 4))
+    write("fuzz_intent_head", "unicode_labels.safetensors", intent_head(["café", "日本"], 2))
+    write("fuzz_intent_head", "f16_weight.safetensors", intent_head(["a", "b"], 3, weight_dtype="F16"))
+    write("fuzz_intent_head", "bad_threshold.safetensors", intent_head(["a", "b"], 3, {"unknown_threshold": "1.5"}))
+    write("fuzz_intent_head", "label_mismatch.safetensors", intent_head(["a", "b"], 3, {"labels": '["a"]'}))
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -378,6 +407,7 @@ def main():
     envelope_seeds()
     prometheus_seeds()
     capi_seeds()
+    intent_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 
