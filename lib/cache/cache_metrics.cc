@@ -70,4 +70,43 @@ void write_prometheus(metrics::PrometheusWriter& w, const TieredCacheStats& s, c
           s.redis.breaker_state == CircuitBreaker::State::kOpen ? 1 : 0);
 }
 
+void write_prometheus(metrics::PrometheusWriter& w, const SemanticCacheStats& s, const std::string& prefix,
+                      const MetricLabels& labels) {
+  const auto with = [&](std::string_view key, std::string_view value) {
+    std::vector<metrics::Label> l = to_labels(labels);
+    l.emplace_back(key, value);
+    return l;
+  };
+  const std::vector<metrics::Label> l = to_labels(labels);
+  const std::string lookups = prefix + "_lookups_total";
+  const char* lookups_help = "Lookups, by outcome: a hit or the reason for the miss.";
+  const std::pair<const char*, uint64_t> outcomes[] = {{"hit", s.hits},
+                                                       {"no_candidate", s.no_candidate},
+                                                       {"below_threshold", s.below_threshold},
+                                                       {"rejected_by_guard", s.rejected},
+                                                       {"expired", s.expired},
+                                                       {"invalid", s.invalid},
+                                                       {"rejected_by_verifier", s.rejected_by_verifier}};
+  for (const auto& [result, n] : outcomes) w.counter(lookups, lookups_help, with("result", result), n);
+  for (const auto& [guard, n] : s.rejections_by_guard) {
+    w.counter(prefix + "_guard_rejections_total", "Candidates vetoed, by guard.", with("guard", guard), n);
+  }
+  w.counter(prefix + "_inserts_total", "Entries inserted (new questions).", l, s.inserts);
+  w.counter(prefix + "_replacements_total", "Re-inserts of a question already cached.", l, s.replacements);
+  const std::string removals = prefix + "_removals_total";
+  const char* removals_help = "Entries removed, by cause.";
+  w.counter(removals, removals_help, with("cause", "expired"), s.expirations);
+  w.counter(removals, removals_help, with("cause", "evicted"), s.evictions);
+  w.counter(removals, removals_help, with("cause", "invalidated"), s.invalidations);
+  w.counter(removals, removals_help, with("cause", "erased"), s.erasures);
+  const std::string calls = prefix + "_verifier_calls_total";
+  const char* calls_help = "Verifier calls, by verdict (an error rejects its candidate).";
+  w.counter(calls, calls_help, with("result", "accepted"), s.verifier_accepted);
+  w.counter(calls, calls_help, with("result", "rejected"), s.verifier_rejected);
+  w.counter(calls, calls_help, with("result", "error"), s.verifier_errors);
+  w.summary(prefix + "_verifier_seconds", "Wall time of each verifier call.", l, s.verifier_latency_ns, 1e-9);
+  w.gauge(prefix + "_entries", "Entries held now (expired ones until removed).", l, s.entries);
+  w.gauge(prefix + "_tenants", "Tenants with an index.", l, s.tenants);
+}
+
 }  // namespace brisk::cache

@@ -359,6 +359,82 @@ StatusOr<std::optional<RedisTier::ValueWithTtl>> RedisTier::get_with_ttl(std::st
   return std::optional<ValueWithTtl>(std::move(out));
 }
 
+namespace {
+
+// The MGET (and, with_ttl, one PTTL per key) of get_many(): the commands view `full_keys`.
+std::vector<Command> many_commands(const std::vector<std::string>& full_keys, bool with_ttl) {
+  std::vector<Command> cmds;
+  cmds.reserve(with_ttl ? 1 + full_keys.size() : 1);
+  Command mget;
+  mget.reserve(1 + full_keys.size());
+  mget.push_back("MGET");
+  for (const std::string& k : full_keys) mget.push_back(k);
+  cmds.push_back(std::move(mget));
+  if (with_ttl) {
+    for (const std::string& k : full_keys) cmds.push_back({"PTTL", k});
+  }
+  return cmds;
+}
+
+// One MGET reply: an array of n strings or nils. `address` names the server in the error.
+Status check_mget_reply(const redisReply* r, size_t n, const std::string& address) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+    return absl::InternalError(absl::StrCat("redis ", address, ": MGET of ", n, " keys: reply of type ", r->type,
+                                            " with ", r->type == REDIS_REPLY_ARRAY ? r->elements : 0,
+                                            " elements; expected an array of ", n, " strings or nils"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::optional<std::string>>> RedisTier::get_many(std::span<const std::string> keys) {
+  std::vector<std::optional<std::string>> out;
+  if (keys.empty()) return out;
+  std::vector<std::string> full;
+  full.reserve(keys.size());
+  for (const std::string& k : keys) full.push_back(impl_->value_key(k));
+  const std::vector<Command> cmds = many_commands(full, /*with_ttl=*/false);
+  std::vector<Reply> replies;
+  BRISK_RETURN_IF_ERROR(impl_->call(cmds, &replies));
+  const redisReply* r = replies[0].get();
+  BRISK_RETURN_IF_ERROR(check_mget_reply(r, keys.size(), impl_->address));
+  out.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const redisReply* e = r->element[i];
+    if (e->type == REDIS_REPLY_STRING) out[i].emplace(e->str, e->len);  // nil (or anything else): no value
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::optional<RedisTier::ValueWithTtl>>> RedisTier::get_many_with_ttl(
+    std::span<const std::string> keys) {
+  std::vector<std::optional<ValueWithTtl>> out;
+  if (keys.empty()) return out;
+  std::vector<std::string> full;
+  full.reserve(keys.size());
+  for (const std::string& k : keys) full.push_back(impl_->value_key(k));
+  const std::vector<Command> cmds = many_commands(full, /*with_ttl=*/true);
+  std::vector<Reply> replies;
+  BRISK_RETURN_IF_ERROR(impl_->call(cmds, &replies));
+  const redisReply* r = replies[0].get();
+  BRISK_RETURN_IF_ERROR(check_mget_reply(r, keys.size(), impl_->address));
+  out.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const redisReply* e = r->element[i];
+    const redisReply* t = replies[1 + i].get();
+    if (e->type != REDIS_REPLY_STRING) continue;
+    if (t->type != REDIS_REPLY_INTEGER) {
+      return absl::InternalError(absl::StrCat("redis ", impl_->address, ": PTTL ", full[i], ": reply of type ", t->type,
+                                              "; expected an integer"));
+    }
+    ValueWithTtl v{std::string(e->str, e->len), Duration(0)};
+    if (t->integer > 0) v.ttl = std::chrono::milliseconds(t->integer);
+    out[i].emplace(std::move(v));
+  }
+  return out;
+}
+
 Status RedisTier::set(std::string_view key, std::string_view bytes, Duration ttl, std::span<const std::string> tags) {
   const std::string k = impl_->value_key(key);
   int64_t ms = 0;
@@ -457,6 +533,13 @@ StatusOr<std::unique_ptr<RedisTier>> RedisTier::create(RedisOptions options) {
 }
 StatusOr<std::optional<std::string>> RedisTier::get(std::string_view) { return not_built(); }
 StatusOr<std::optional<RedisTier::ValueWithTtl>> RedisTier::get_with_ttl(std::string_view) { return not_built(); }
+StatusOr<std::vector<std::optional<std::string>>> RedisTier::get_many(std::span<const std::string>) {
+  return not_built();
+}
+StatusOr<std::vector<std::optional<RedisTier::ValueWithTtl>>> RedisTier::get_many_with_ttl(
+    std::span<const std::string>) {
+  return not_built();
+}
 Status RedisTier::set(std::string_view, std::string_view, Duration, std::span<const std::string>) {
   return not_built();
 }

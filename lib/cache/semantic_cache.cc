@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@ std::string_view to_string(SemanticMissReason reason) {
     case SemanticMissReason::kRejectedByGuard: return "rejected by guard";
     case SemanticMissReason::kExpired: return "expired";
     case SemanticMissReason::kInvalidInput: return "invalid input";
+    case SemanticMissReason::kRejectedByVerifier: return "rejected by verifier";
   }
   return "unknown";
 }
@@ -43,6 +45,17 @@ Status SemanticCacheOptions::validate() const {
   if (candidates < 1 || candidates > 1024) return bad(absl::StrCat("candidates is ", candidates, "; expected 1..1024"));
   for (size_t i = 0; i < guards.size(); ++i)
     if (!guards[i]) return bad(absl::StrCat("guards[", i, "] is null; expected a guard (or remove the entry)"));
+  if (!std::isfinite(verifier_threshold))
+    return bad(absl::StrCat("verifier_threshold is ", verifier_threshold,
+                            "; expected a finite score on the verifier's own scale"));
+  if (verifier_cosine_floor.has_value()) {
+    if (!verifier)
+      return bad(absl::StrCat("verifier_cosine_floor is ", *verifier_cosine_floor,
+                              " but verifier is empty; expected a verifier to confirm candidates below threshold"));
+    if (!std::isfinite(*verifier_cosine_floor) || *verifier_cosine_floor < -1.0f || *verifier_cosine_floor > threshold)
+      return bad(absl::StrCat("verifier_cosine_floor is ", *verifier_cosine_floor, "; expected a cosine in [-1, ",
+                              threshold, "] (at most threshold)"));
+  }
   return absl::OkStatus();
 }
 
@@ -257,21 +270,36 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
   }
 
   TimePoint now = m.clock->now();
+  const bool verifying = static_cast<bool>(m.options.verifier);
+  const float floor = verifying ? m.options.verifier_cosine_floor.value_or(m.options.threshold) : m.options.threshold;
   std::vector<std::pair<uint32_t, uint64_t>> expired_seen;  // (label, generation)
   bool decided = false;                                     // the reason is set by a candidate
+  size_t decided_at = SIZE_MAX;                             // that candidate's rank
+  // With a verifier: the candidates that passed cosine, expiry and guards, copied out to be verified unlocked.
+  struct Pending {
+    size_t rank;
+    uint32_t label;
+    uint64_t generation;
+    float sim;
+    std::string question;
+  };
+  std::vector<Pending> pending;
+  std::optional<std::pair<float, std::string>> nearest;  // a miss below the floor: the nearest entry
   {
     std::shared_lock lock(t->mu);
     std::vector<std::pair<float, uint32_t>> cands;
     if (t->index && t->live > 0) cands = t->index->search(vec.data(), static_cast<size_t>(m.options.candidates));
-    for (const auto& [raw_sim, label] : cands) {
+    for (size_t rank = 0; rank < cands.size(); ++rank) {
+      const auto [raw_sim, label] = cands[rank];
       if (label >= t->slots.size()) continue;
       const SemanticSlot& s = t->slots[label];
       if (!s.live) continue;
       float sim = std::min(raw_sim, 1.0f);
-      if (sim < m.options.threshold) break;  // the rest are further away
+      if (sim < floor) break;  // the rest are further away
       auto about = [&](SemanticMissReason reason) {
         if (decided) return;
         decided = true;
+        decided_at = rank;
         r.reason = reason;
         r.similarity = sim;
         r.cached_question = s.question;
@@ -294,6 +322,10 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
         about(SemanticMissReason::kRejectedByGuard);
         continue;
       }
+      if (verifying) {
+        pending.push_back(Pending{rank, label, s.generation, sim, s.question});
+        continue;
+      }
       r = SemanticLookup{};
       r.hit = true;
       r.reason = SemanticMissReason::kHit;
@@ -303,11 +335,44 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
       s.last_used.store(m.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       break;
     }
-    if (!r.hit && !decided && !cands.empty() && cands.front().second < t->slots.size()) {
-      r.reason = SemanticMissReason::kBelowThreshold;
-      r.similarity = std::min(cands.front().first, 1.0f);
-      r.cached_question = t->slots[cands.front().second].question;
+    if (!r.hit && !decided && pending.empty() && !cands.empty() && cands.front().second < t->slots.size())
+      nearest.emplace(std::min(cands.front().first, 1.0f), t->slots[cands.front().second].question);
+  }
+
+  // The verifier, with no lock held: candidates in rank order until one is accepted and still there.
+  for (Pending& p : pending) {
+    const Impl::Verdict v = m.verify(*nq, p.question);
+    if (v.accepted) {
+      std::shared_lock lock(t->mu);
+      const SemanticSlot& s = t->slots[p.label];
+      if (!s.live || s.generation != p.generation) continue;  // removed or replaced meanwhile: not found
+      r = SemanticLookup{};
+      r.hit = true;
+      r.reason = SemanticMissReason::kHit;
+      r.answer = s.answer;
+      r.similarity = p.sim;
+      r.cached_question = std::move(p.question);
+      r.verified = true;
+      r.verifier_score = v.score;
+      s.last_used.store(m.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      break;
     }
+    if (p.rank < decided_at) {  // the nearest decisive candidate so far: it names the miss
+      decided = true;
+      decided_at = p.rank;
+      r.reason = SemanticMissReason::kRejectedByVerifier;
+      r.similarity = p.sim;
+      r.cached_question = p.question;
+      r.guard.clear();
+      r.verified = true;
+      r.verifier_score = v.score;
+      r.error = v.error;
+    }
+  }
+  if (nearest.has_value()) {
+    r.reason = SemanticMissReason::kBelowThreshold;
+    r.similarity = nearest->first;
+    r.cached_question = std::move(nearest->second);
   }
 
   switch (r.reason) {
@@ -317,6 +382,7 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
     case SemanticMissReason::kRejectedByGuard: c.rejected.fetch_add(1, std::memory_order_relaxed); break;
     case SemanticMissReason::kExpired: c.expired.fetch_add(1, std::memory_order_relaxed); break;
     case SemanticMissReason::kInvalidInput: c.invalid.fetch_add(1, std::memory_order_relaxed); break;
+    case SemanticMissReason::kRejectedByVerifier: c.rejected_by_verifier.fetch_add(1, std::memory_order_relaxed); break;
   }
 
   if (!expired_seen.empty()) {  // remove what this lookup found expired, unless it changed meanwhile
@@ -420,7 +486,8 @@ SemanticCacheStats SemanticCache::stats() const {
   s.rejected = get(c.rejected);
   s.expired = get(c.expired);
   s.invalid = get(c.invalid);
-  s.misses = s.no_candidate + s.below_threshold + s.rejected + s.expired + s.invalid;
+  s.rejected_by_verifier = get(c.rejected_by_verifier);
+  s.misses = s.no_candidate + s.below_threshold + s.rejected + s.expired + s.invalid + s.rejected_by_verifier;
   for (size_t i = 0; i < impl_->options.guards.size(); ++i)
     s.rejections_by_guard.emplace_back(std::string(impl_->options.guards[i]->name()), get(impl_->guard_rejections[i]));
   s.inserts = get(c.inserts);
@@ -429,6 +496,11 @@ SemanticCacheStats SemanticCache::stats() const {
   s.evictions = get(c.evictions);
   s.invalidations = get(c.invalidations);
   s.erasures = get(c.erasures);
+  s.verifier_calls = get(c.verifier_calls);
+  s.verifier_accepted = get(c.verifier_accepted);
+  s.verifier_rejected = get(c.verifier_rejected);
+  s.verifier_errors = get(c.verifier_errors);
+  s.verifier_latency_ns = impl_->verifier_ns.snapshot();
   s.entries = size();
   {
     std::shared_lock lock(impl_->tenants_mu);

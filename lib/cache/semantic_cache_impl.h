@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "brisk/cache/semantic_cache.h"
+#include "brisk/metrics/histogram.h"
 #include "semantic_index.h"
 
 namespace brisk::cache {
@@ -64,8 +65,11 @@ struct SemanticCache::Impl {
   std::atomic<uint64_t> tick{0};
   struct Counters {
     std::atomic<uint64_t> lookups{0}, hits{0}, no_candidate{0}, below_threshold{0}, rejected{0}, expired{0}, invalid{0},
-        inserts{0}, replacements{0}, expirations{0}, evictions{0}, invalidations{0}, erasures{0};
+        rejected_by_verifier{0}, inserts{0}, replacements{0}, expirations{0}, evictions{0}, invalidations{0},
+        erasures{0};
+    std::atomic<uint64_t> verifier_calls{0}, verifier_accepted{0}, verifier_rejected{0}, verifier_errors{0};
   } counters;
+  metrics::Histogram verifier_ns;                             // wall time of each verifier call
   std::unique_ptr<std::atomic<uint64_t>[]> guard_rejections;  // one per options.guards
 
   // Inserts with an absolute expiry (load() restores remaining TTLs through it).
@@ -73,6 +77,15 @@ struct SemanticCache::Impl {
                       std::string answer, std::vector<std::string> tags, TimePoint expires);
   // Every unexpired entry, per tenant least recently used first.
   std::vector<SemanticRecord> snapshot() const;
+
+  // One verifier call (semantic_verifier.cc), with no lock held: timed, counted, exceptions and non-finite
+  // scores turned into errors.
+  struct Verdict {
+    bool accepted = false;
+    float score = 0;
+    Status error;  // non-OK: the call failed (a rejection)
+  };
+  Verdict verify(std::string_view incoming, std::string_view cached);
 };
 
 }  // namespace brisk::cache

@@ -106,13 +106,27 @@ std::optional<std::vector<float>> RuntimeCaches::lookup(std::span<const int32_t>
   if (!result_cache_) return std::nullopt;
   const std::string key = hex128(ids.data(), ids.size_bytes());
   std::optional<std::vector<float>> hit = result_cache_->get("", key);
-  if (hit && hit->size() != dim_) {
-    // Only a foreign writer to the shared Redis tier can plant this: never let it reach a caller's buffer.
-    result_cache_->l1().invalidate(ResultCache::l1_key("", key));
-    wrong_length_.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
-  }
+  drop_if_wrong_length(key, hit);
   return hit;
+}
+
+std::vector<std::optional<std::vector<float>>> RuntimeCaches::lookup_many(
+    std::span<const std::span<const int32_t>> ids) {
+  if (!result_cache_) return std::vector<std::optional<std::vector<float>>>(ids.size());
+  std::vector<std::string> keys;
+  keys.reserve(ids.size());
+  for (std::span<const int32_t> one : ids) keys.push_back(hex128(one.data(), one.size_bytes()));
+  std::vector<std::optional<std::vector<float>>> hits = result_cache_->get_many("", keys);
+  for (size_t i = 0; i < hits.size(); ++i) drop_if_wrong_length(keys[i], hits[i]);
+  return hits;
+}
+
+void RuntimeCaches::drop_if_wrong_length(const std::string& key, std::optional<std::vector<float>>& hit) {
+  if (!hit || hit->size() == dim_) return;
+  // Only a foreign writer to the shared Redis tier can plant this: never let it reach a caller's buffer.
+  result_cache_->l1().invalidate(ResultCache::l1_key("", key));
+  wrong_length_.fetch_add(1, std::memory_order_relaxed);
+  hit.reset();
 }
 
 void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> embedding,

@@ -13,13 +13,15 @@
 #include "absl/functional/function_ref.h"
 #include "brisk/cache/cache.h"
 #include "brisk/cache/tiered_cache.h"
+#include "brisk/core/export.h"
 #include "brisk/metrics/prometheus.h"
 #include "brisk/runtime/runtime.h"
 
 namespace brisk {
 
-// Thread safety: every member may be called from any thread at once.
-class RuntimeCaches {
+// Thread safety: every member may be called from any thread at once. Exported for the tests only
+// (tests/runtime/runtime_cache_many_test.cc); not part of the installed API.
+class BRISK_API RuntimeCaches {
  public:
   using Tokenize = absl::FunctionRef<StatusOr<std::vector<int32_t>>(std::string_view)>;
 
@@ -34,6 +36,11 @@ class RuntimeCaches {
   StatusOr<std::vector<int32_t>> tokens(std::string_view text, Tokenize tokenize);
   // The cached embedding of these token ids, if any.
   std::optional<std::vector<float>> lookup(std::span<const int32_t> ids);
+  // lookup() of many token-id sequences: one element per sequence, in order. L1 first, then one Redis round
+  // trip (TieredCache::get_many) for all the L1 misses, none when L1 had them all. Stats count per sequence
+  // exactly as that many lookup() calls would (hits, misses, wrong lengths), except that a failed Redis call
+  // is one l2 error (see TieredCache::get_many).
+  std::vector<std::optional<std::vector<float>>> lookup_many(std::span<const std::span<const int32_t>> ids);
   // Caches an embedding under its token ids with `tags`.
   void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {});
   // "model:<model id>" drops every result in this process's L1 (the Redis copies expire with result_ttl).
@@ -49,6 +56,8 @@ class RuntimeCaches {
   using ResultCache = cache::TieredCache<std::vector<float>, cache::FloatVectorCodec>;
 
   RuntimeCaches() = default;
+  // A hit of the wrong length (planted in the shared Redis tier) is dropped from L1, counted and reset.
+  void drop_if_wrong_length(const std::string& key, std::optional<std::vector<float>>& hit);
   std::string model_id_;
   size_t dim_ = 0;
   std::atomic<uint64_t> wrong_length_{0};

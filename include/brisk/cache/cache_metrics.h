@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "brisk/cache/cache.h"
+#include "brisk/cache/semantic_cache.h"
 #include "brisk/cache/tiered_cache.h"
 #include "brisk/core/export.h"
 #include "brisk/metrics/prometheus.h"
@@ -31,6 +32,12 @@ BRISK_API void write_prometheus(metrics::PrometheusWriter& w, const CacheStats& 
 // _l2_backfills_total, _l2_remote_invalidations_total, _l2_writes_total{result=written|failed|dropped},
 // _l2_breaker_open (0/1).
 BRISK_API void write_prometheus(metrics::PrometheusWriter& w, const TieredCacheStats& s, const std::string& prefix,
+                                const MetricLabels& labels);
+// A SemanticCache: <prefix>_lookups_total{result=hit|no_candidate|below_threshold|rejected_by_guard|expired|
+// invalid|rejected_by_verifier}, _guard_rejections_total{guard=<name>}, _inserts_total, _replacements_total,
+// _removals_total{cause=expired|evicted|invalidated|erased}, _verifier_calls_total{result=accepted|rejected|error},
+// the summary _verifier_seconds (each verifier call's wall time), and gauges _entries and _tenants.
+BRISK_API void write_prometheus(metrics::PrometheusWriter& w, const SemanticCacheStats& s, const std::string& prefix,
                                 const MetricLabels& labels);
 
 }  // namespace brisk::cache

@@ -121,6 +121,18 @@ class BRISK_API RedisTier {
   };
   StatusOr<std::optional<ValueWithTtl>> get_with_ttl(std::string_view key);
 
+  // The values at many keys in one round trip: one MGET (hiredis argv form; the server runs one command).
+  // One element per key, in order, nullopt where there is no value (a key of another type, which GET would
+  // refuse, is nullopt too). The call succeeds or fails as a whole, with get()'s errors, through the same
+  // breaker and pool, within the same bound (connect_timeout + command_timeout: keep a batch to what one
+  // round trip carries in that time, a few hundred keys), and counts as one command in stats(). An empty
+  // `keys` touches nothing (no breaker permit, no connection) and returns an empty vector.
+  StatusOr<std::vector<std::optional<std::string>>> get_many(std::span<const std::string> keys);
+  // get_many() with each value's remaining time to live: the MGET and one PTTL per key, pipelined in the same
+  // single round trip (the server sees one MGET and keys.size() PTTLs; stats() counts one command). As in
+  // get_with_ttl(), a value whose key expired between the MGET and its PTTL has ttl 0.
+  StatusOr<std::vector<std::optional<ValueWithTtl>>> get_many_with_ttl(std::span<const std::string> keys);
+
   // SET key bytes PX ttl (ttl <= 0: no expiry), and for each tag SADD the key to the tag's set, extending the
   // set's expiry to cover this key. One pipelined round trip.
   Status set(std::string_view key, std::string_view bytes, Duration ttl, std::span<const std::string> tags = {});

@@ -20,6 +20,25 @@
 // seen, even with identical embeddings. lookup() checks the `candidates` nearest entries, most similar first,
 // and returns the first that is at or above the threshold, not expired, and accepted by every guard.
 //
+// Verifier (optional): a second, more precise scorer of a question pair (a cross-encoder, or any callback)
+// that must confirm a candidate before it is served. With SemanticCacheOptions::verifier set, lookup() checks
+// the same `candidates` nearest entries, most similar first, down to the cosine floor (verifier_cosine_floor,
+// default: threshold); each that is unexpired and passes every guard is handed to the verifier, in order, and
+// the first whose score is >= verifier_threshold is served. So a lookup calls the verifier at most
+// `candidates` times, and stops at the first acceptance. A rejected candidate lets the lookup go on to the next;
+// a verifier error (a non-OK status, a NaN or infinite score, a thrown exception) rejects that candidate and
+// is counted, never propagated. A floor below the threshold lets the verifier recover paraphrases whose cosine
+// alone would miss; the guards still veto before the verifier is asked. Miss reasons: kBelowThreshold when the
+// nearest entry is below the floor; kRejectedByVerifier when the nearest decisive candidate (unexpired, passed
+// the guards) was refused by the verifier. Stats: verifier calls, acceptances, rejections, errors and a
+// latency histogram. Every served candidate is verified, an exact repeat of a cached question included.
+//
+//   opts.verifier = [&](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
+//     return cross_encoder->score(incoming, cached);        // e.g. a probability in [0, 1]
+//   };
+//   opts.verifier_threshold = 0.5f;                          // on the verifier's own scale
+//   opts.verifier_cosine_floor = 0.6f;                       // candidates from cosine 0.6 (threshold: 0.72)
+//
 // Entries: (embedding, normalised question, answer, tags, expiry). Re-inserting a question with the same
 // question_key() (case-folded, trailing ?.! dropped) replaces its entry in place. Removal (erase, tag
 // invalidation, expiry, eviction) marks the hnswlib element deleted; the next insert reuses that slot (hnswlib
@@ -38,14 +57,20 @@
 //
 // Thread safety: every member may be called from any thread at once. Per tenant, lookups share a reader
 // lock (they run concurrently); insert, erase, invalidate_tag, purge_expired and expired-entry removal take
-// it exclusively. Guards run under the reader lock and must be thread-safe. save() snapshots one tenant at a
-// time.
+// it exclusively. Guards run under the reader lock and must be thread-safe. The verifier runs with NO lock
+// held (a slow scorer never stalls inserts): lookup() copies the candidates' questions out under the reader
+// lock, releases it, calls the verifier, and takes the reader lock again to serve an accepted candidate only
+// if it is still the same live entry (one removed or replaced meanwhile is skipped, as if it had not been
+// found). The verifier is called from every looking-up thread at once and must be thread-safe (it may call
+// this cache: no lock is held). save() snapshots one tenant at a time.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,12 +82,18 @@
 #include "brisk/core/clock.h"
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
+#include "brisk/metrics/histogram.h"
 
 namespace brisk::cache {
 
 // Per-entry options of insert(): PutOptions of brisk/cache/cache.h. ttl > 0: the entry expires ttl after the
 // insert; 0: SemanticCacheOptions::default_ttl. tags: invalidate_tag(t) removes every entry carrying t.
 using SemanticPutOptions = PutOptions;
+
+// Scores a pair of questions (both normalised as the cache stores them: NFC, trimmed, inner whitespace
+// collapsed); higher means more likely the same question. Any scale: verifier_threshold is on it.
+using SemanticVerifier =
+    std::function<StatusOr<float>(std::string_view incoming_question, std::string_view cached_question)>;
 
 struct SemanticCacheOptions {
   size_t dim = 0;  // required: embedding length (384 for all-MiniLM-L6-v2)
@@ -88,16 +119,26 @@ struct SemanticCacheOptions {
   std::vector<std::shared_ptr<const SemanticGuard>> guards = default_semantic_guards();
   int candidates = 4;  // nearest neighbours checked per lookup, most similar first
 
+  // Optional second opinion (see "Verifier" above). Empty: cosine and guards decide alone.
+  SemanticVerifier verifier;
+  // A candidate is served when verifier(...) >= verifier_threshold. On the VERIFIER's own scale (a
+  // cross-encoder's probability, a logit, a callback's score), not a cosine; any finite value.
+  float verifier_threshold = 0.5f;
+  // With a verifier: the cosine at or above which neighbours are candidates (in [-1, threshold]); unset: the
+  // threshold. Lower it to let the verifier recover paraphrases below the threshold. Requires a verifier.
+  std::optional<float> verifier_cosine_floor;
+
   Status validate() const;  // InvalidArgument naming the bad field
 };
 
 enum class SemanticMissReason : uint8_t {
-  kHit = 0,          // not a miss
-  kNoCandidate,      // the tenant has no entries
-  kBelowThreshold,   // the nearest entry's cosine is below the threshold
-  kRejectedByGuard,  // the nearest entry at or above the threshold was vetoed by `guard`
-  kExpired,          // the nearest entry at or above the threshold had expired
-  kInvalidInput,     // bad embedding or question: see `error`
+  kHit = 0,             // not a miss
+  kNoCandidate,         // the tenant has no entries (or, with a verifier, those accepted were removed meanwhile)
+  kBelowThreshold,      // the nearest entry's cosine is below the threshold (with a verifier: below the floor)
+  kRejectedByGuard,     // the nearest entry at or above the threshold was vetoed by `guard`
+  kExpired,             // the nearest entry at or above the threshold had expired
+  kInvalidInput,        // bad embedding or question: see `error`
+  kRejectedByVerifier,  // the nearest candidate that passed the guards was refused (or failed) by the verifier
 };
 BRISK_API std::string_view to_string(SemanticMissReason reason);
 
@@ -108,19 +149,25 @@ struct SemanticLookup {
   float similarity = 0;         // cosine of the returned entry, or of the entry the reason is about
   std::string cached_question;  // the (normalised) question of that entry
   std::string guard;            // kRejectedByGuard: the guard's name
-  Status error;                 // kInvalidInput: what was wrong
+  Status error;                 // kInvalidInput: what was wrong; kRejectedByVerifier: the verifier's error, if any
+  bool verified = false;        // a verifier scored the returned entry (a hit) or the one the reason is about
+  float verifier_score = 0;     // that score (when verified and the verifier did not fail)
   explicit operator bool() const { return hit; }
 };
 
 struct SemanticCacheStats {
   uint64_t lookups = 0, hits = 0, misses = 0;
   // misses by reason (they add up to misses)
-  uint64_t no_candidate = 0, below_threshold = 0, rejected = 0, expired = 0, invalid = 0;
+  uint64_t no_candidate = 0, below_threshold = 0, rejected = 0, expired = 0, invalid = 0, rejected_by_verifier = 0;
   // every candidate a guard vetoed (a lookup may veto several), by guard name, in options order
   std::vector<std::pair<std::string, uint64_t>> rejections_by_guard;
   uint64_t inserts = 0, replacements = 0;  // replacements: re-inserts of a question already cached
   uint64_t expirations = 0, evictions = 0, invalidations = 0, erasures = 0;  // entries removed, by cause
   uint64_t entries = 0, tenants = 0;
+  // Verifier calls (a lookup may make several): calls = accepted + rejected + errors. Errors are failed calls
+  // (non-OK status, non-finite score, exception), each also a rejection of its candidate.
+  uint64_t verifier_calls = 0, verifier_accepted = 0, verifier_rejected = 0, verifier_errors = 0;
+  metrics::HistogramSnapshot verifier_latency_ns;  // wall time of each verifier call, in nanoseconds
   double hit_rate() const { return lookups == 0 ? 0.0 : double(hits) / double(lookups); }
 };
 

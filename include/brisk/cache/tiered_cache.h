@@ -11,6 +11,7 @@
 //   BRISK_ASSIGN_OR_RETURN(auto cache, (TieredCache<std::vector<float>, FloatVectorCodec>::create(opts)));
 //   StatusOr<std::vector<float>> e = cache->get_or_load("tenant-a", text,
 //       [&](std::string_view tenant, std::string_view key) { return embed(key); }, {.tags = {"kb-v7"}});
+//   std::vector<std::optional<std::vector<float>>> some = cache->get_many("tenant-a", keys);  // 1 Redis trip
 //   cache->invalidate_tag("kb-v7");           // the knowledge changed, everywhere
 //
 // Failure behaviour: Redis is an optimisation, never a dependency. Its errors (down, stalled, killed, circuit
@@ -57,6 +58,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -193,6 +195,45 @@ class TieredCache {
     l1_->put(k, hit->value, hit->options);
     backfills_.fetch_add(1, std::memory_order_relaxed);
     return std::move(hit->value);
+  }
+
+  // get() of many keys of one tenant, with one Redis round trip: L1 first, then ONE RedisTier::get_many_with_ttl
+  // (an MGET, plus the PTTLs that backfill needs, pipelined) for every key L1 missed, none when L1 had them all
+  // (or for an empty `keys`). Each L2 hit is checked (envelope, HMAC, key binding, codec) and backfilled into
+  // L1 exactly as get() does; a rejected value is a miss for its key only. One element per key, in order
+  // (a key listed twice is looked up twice). Stats count per key as get() does (L1 hits/misses, l2_hits,
+  // l2_misses, rejections, backfills), except that a failed Redis call (down, breaker open, timeout) counts one
+  // l2_error for the whole call and an l2_miss for each key it was asked for. Waits on Redis at most once,
+  // within RedisTier's bound.
+  std::vector<std::optional<V>> get_many(std::string_view tenant, std::span<const std::string> keys) {
+    std::vector<std::optional<V>> out(keys.size());
+    std::vector<std::string> l1keys;
+    l1keys.reserve(keys.size());
+    std::vector<size_t> missed;  // positions L1 did not have
+    for (size_t i = 0; i < keys.size(); ++i) {
+      l1keys.push_back(l1_key(tenant, keys[i]));
+      out[i] = l1_->get(l1keys.back());
+      if (!out[i]) missed.push_back(i);
+    }
+    if (!redis_ || missed.empty()) return out;
+    std::vector<std::string> rkeys;
+    rkeys.reserve(missed.size());
+    for (size_t i : missed) rkeys.push_back(redis_key(l1keys[i]));
+    StatusOr<std::vector<std::optional<RedisTier::ValueWithTtl>>> got = redis_->get_many_with_ttl(rkeys);
+    if (!got.ok()) {
+      l2_errors_.fetch_add(1, std::memory_order_relaxed);
+      l2_misses_.fetch_add(missed.size(), std::memory_order_relaxed);
+      return out;
+    }
+    for (size_t j = 0; j < missed.size(); ++j) {
+      const size_t i = missed[j];
+      std::optional<L2Hit> hit = l2_decode(l1keys[i], std::move((*got)[j]));
+      if (!hit) continue;
+      l1_->put(l1keys[i], hit->value, hit->options);
+      backfills_.fetch_add(1, std::memory_order_relaxed);
+      out[i] = std::move(hit->value);
+    }
+    return out;
   }
 
   // L1 now; Redis through the write-behind queue (never waits on Redis).
@@ -332,12 +373,18 @@ class TieredCache {
       l2_misses_.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
     }
-    if (!got->has_value()) {
+    return l2_decode(l1key, std::move(*got));
+  }
+
+  // What Redis answered for one key (nothing, or bytes and TTL), checked and decoded; counted as a hit or a
+  // miss (by rejection reason).
+  std::optional<L2Hit> l2_decode(const std::string& l1key, std::optional<RedisTier::ValueWithTtl> got) {
+    if (!got.has_value()) {
       l2_misses_.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
     }
     const std::string rk = full_redis_key(l1key);
-    StatusOr<DecodedEnvelope> env = decode_envelope((*got)->bytes, Codec::kTypeId, rk, signing_key());
+    StatusOr<DecodedEnvelope> env = decode_envelope(got->bytes, Codec::kTypeId, rk, signing_key());
     StatusOr<V> value = env.ok() ? Codec::decode(env->payload) : StatusOr<V>(env.status());
     if (!value.ok()) {
       // A codec's refusal is corruption whatever code it chose.
@@ -349,7 +396,7 @@ class TieredCache {
     l2_hits_.fetch_add(1, std::memory_order_relaxed);
     L2Hit hit{std::move(*value), PutOptions{}};
     // L1 keeps the copy no longer than Redis would, nor longer than L1's own expire_after_write.
-    hit.options.ttl = (*got)->ttl > Duration::zero() ? (*got)->ttl : options_.default_ttl;
+    hit.options.ttl = got->ttl > Duration::zero() ? got->ttl : options_.default_ttl;
     if (options_.l1.expire_after_write > Duration::zero()) {
       hit.options.ttl = std::min(hit.options.ttl, options_.l1.expire_after_write);
     }
