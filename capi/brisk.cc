@@ -14,10 +14,6 @@
 #include "brisk/core/allocator.h"
 #include "brisk/runtime/runtime.h"
 
-struct brisk_runtime {
-  std::unique_ptr<brisk::Runtime> runtime;
-};
-
 namespace brisk_capi {
 
 namespace {
@@ -68,6 +64,10 @@ using namespace brisk_capi;
 namespace {
 
 // brisk_pooling values are brisk::Pooling's, so the two convert by cast.
+static_assert(BRISK_TORCHSCRIPT_AUTO == static_cast<int>(brisk::TorchScriptOutput::kAuto) &&
+              BRISK_TORCHSCRIPT_LAST_HIDDEN_STATE == static_cast<int>(brisk::TorchScriptOutput::kLastHiddenState) &&
+              BRISK_TORCHSCRIPT_POOLED == static_cast<int>(brisk::TorchScriptOutput::kPooled) &&
+              BRISK_TORCHSCRIPT_LOGITS == static_cast<int>(brisk::TorchScriptOutput::kLogits));
 static_assert(BRISK_POOLING_MODEL_DEFAULT == static_cast<int>(brisk::Pooling::kModelDefault) &&
               BRISK_POOLING_MEAN == static_cast<int>(brisk::Pooling::kMean) &&
               BRISK_POOLING_CLS == static_cast<int>(brisk::Pooling::kCls));
@@ -170,6 +170,67 @@ brisk_status write_string(const char* function, const std::string& text, char* b
 
 }  // namespace
 
+namespace brisk_capi {
+
+brisk_status runtime_options(const char* function, const brisk_runtime_options* options, brisk::RuntimeOptions& ro) {
+  if (options == nullptr) return null_argument(function, "options");
+  if (options->struct_size < kMinOptionsSize) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->struct_size is " +
+                                            std::to_string(options->struct_size) +
+                                            "; expected sizeof(brisk_runtime_options), set by "
+                                            "brisk_runtime_options_init");
+  }
+  // Copy the prefix the caller knows about over our defaults.
+  brisk_runtime_options o;
+  brisk_runtime_options_init(&o, sizeof o);
+  std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+  // Callers built before the caches existed keep their behaviour: no result cache, so every submit still
+  // calls back from a batcher thread.
+  if (options->struct_size < offsetof(brisk_runtime_options, cache_result_bytes) + sizeof(int64_t)) {
+    o.cache_result_bytes = 0;
+  }
+  if (o.model_dir == nullptr) return null_argument(function, "options->model_dir");
+  if (o.pooling < BRISK_POOLING_MODEL_DEFAULT || o.pooling > BRISK_POOLING_CLS) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->pooling is " + std::to_string(o.pooling) +
+                                            "; expected a brisk_pooling value (0, 1 or 2)");
+  }
+  if (o.device != BRISK_DEVICE_CPU && o.device != BRISK_DEVICE_CUDA) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->device is " + std::to_string(o.device) +
+                                            "; expected BRISK_DEVICE_CPU (0) or BRISK_DEVICE_CUDA (1)");
+  }
+  ro.model_dir = o.model_dir;
+  ro.num_threads = o.num_threads;
+  ro.max_seq_len = o.max_seq_len;
+  ro.pooling = static_cast<brisk::Pooling>(o.pooling);
+  if (o.num_threads < 0 || o.num_threads > brisk::kMaxThreads) {
+    return bad("num_threads", o.num_threads, "0 (one per core) to " + std::to_string(brisk::kMaxThreads));
+  }
+  if (o.normalize < -1 || o.normalize > 1) {
+    return bad("normalize", o.normalize, "1 (on), 0 (off) or -1 (as the model says)");
+  }
+  if (o.normalize >= 0) ro.normalize = o.normalize == 1;
+  if (o.replace_invalid_utf8 != 0 && o.replace_invalid_utf8 != 1) {
+    return bad("replace_invalid_utf8", o.replace_invalid_utf8, "0 or 1");
+  }
+  ro.replace_invalid_utf8 = o.replace_invalid_utf8 == 1;
+  ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
+  if (brisk_status s = device_options(o, ro); s != BRISK_OK) return s;
+  if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
+  if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
+  if (o.classification_head != nullptr) ro.classification_head = o.classification_head;
+  if (o.torchscript_module != nullptr && o.torchscript_module[0] != '\0') {
+    if (o.torchscript_output < BRISK_TORCHSCRIPT_AUTO || o.torchscript_output > BRISK_TORCHSCRIPT_LOGITS) {
+      return bad("torchscript_output", o.torchscript_output, "a brisk_torchscript_output (0 to 3)");
+    }
+    ro.torchscript.emplace();
+    ro.torchscript->module = o.torchscript_module;
+    ro.torchscript->output = static_cast<brisk::TorchScriptOutput>(o.torchscript_output);
+  }
+  return BRISK_OK;
+}
+
+}  // namespace brisk_capi
+
 extern "C" {
 
 uint32_t brisk_abi_version(void) { return BRISK_ABI_VERSION; }
@@ -251,54 +312,11 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
   return guarded("brisk_runtime_create", [&]() -> brisk_status {
     if (out == nullptr) return null_argument("brisk_runtime_create", "out");
     *out = nullptr;
-    if (options == nullptr) return null_argument("brisk_runtime_create", "options");
-    if (options->struct_size < kMinOptionsSize) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_create: options->struct_size is " +
-                                              std::to_string(options->struct_size) +
-                                              "; expected sizeof(brisk_runtime_options), set by "
-                                              "brisk_runtime_options_init");
-    }
-    // Copy the prefix the caller knows about over our defaults.
-    brisk_runtime_options o;
-    brisk_runtime_options_init(&o, sizeof o);
-    std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
-    // Callers built before the caches existed keep their behaviour: no result cache, so every submit still
-    // calls back from a batcher thread.
-    if (options->struct_size < offsetof(brisk_runtime_options, cache_result_bytes) + sizeof(int64_t)) {
-      o.cache_result_bytes = 0;
-    }
-    if (o.model_dir == nullptr) return null_argument("brisk_runtime_create", "options->model_dir");
-    if (o.pooling < BRISK_POOLING_MODEL_DEFAULT || o.pooling > BRISK_POOLING_CLS) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_create: options->pooling is " + std::to_string(o.pooling) +
-                                              "; expected a brisk_pooling value (0, 1 or 2)");
-    }
-    if (o.device != BRISK_DEVICE_CPU && o.device != BRISK_DEVICE_CUDA) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_runtime_create: options->device is " + std::to_string(o.device) +
-                                              "; expected BRISK_DEVICE_CPU (0) or BRISK_DEVICE_CUDA (1)");
-    }
     brisk::RuntimeOptions ro;
-    ro.model_dir = o.model_dir;
-    ro.num_threads = o.num_threads;
-    ro.max_seq_len = o.max_seq_len;
-    ro.pooling = static_cast<brisk::Pooling>(o.pooling);
-    if (o.num_threads < 0 || o.num_threads > brisk::kMaxThreads) {
-      return bad("num_threads", o.num_threads, "0 (one per core) to " + std::to_string(brisk::kMaxThreads));
-    }
-    if (o.normalize < -1 || o.normalize > 1) {
-      return bad("normalize", o.normalize, "1 (on), 0 (off) or -1 (as the model says)");
-    }
-    if (o.normalize >= 0) ro.normalize = o.normalize == 1;
-    if (o.replace_invalid_utf8 != 0 && o.replace_invalid_utf8 != 1) {
-      return bad("replace_invalid_utf8", o.replace_invalid_utf8, "0 or 1");
-    }
-    ro.replace_invalid_utf8 = o.replace_invalid_utf8 == 1;
-    ro.device = o.device == BRISK_DEVICE_CUDA ? brisk::Device::kCUDA : brisk::Device::kCPU;
-    if (brisk_status s = device_options(o, ro); s != BRISK_OK) return s;
-    if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
-    if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
+    if (brisk_status s = runtime_options("brisk_runtime_create", options, ro); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);
     if (!rt.ok()) return from_status(rt.status());
-    *out = new brisk_runtime{std::move(*rt)};
+    *out = new brisk_runtime(std::move(*rt));
     return BRISK_OK;
   });
 }
@@ -319,6 +337,7 @@ brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_
     if (texts == nullptr) return null_argument("brisk_embed", "texts");
     if (out == nullptr) return null_argument("brisk_embed", "out");
     const size_t dim = static_cast<size_t>(runtime->runtime->embedding_dim());
+    if (dim == 0) return from_status(runtime->runtime->embed({}, {}));  // not an embedding model: says which
     if (out_len / dim < n) {
       return fail(BRISK_INVALID_ARGUMENT, "brisk_embed: out_len is " + std::to_string(out_len) +
                                               " floats; expected at least n * dim = " + std::to_string(n) + " * " +
@@ -339,38 +358,6 @@ brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_
 }  // extern "C"
 
 extern "C" {
-
-brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* text, int32_t priority, int64_t deadline_ms,
-                                brisk_embed_callback callback, void* user_data, uint64_t* request_id) {
-  return guarded("brisk_submit_embed", [&]() -> brisk_status {
-    if (request_id != nullptr) *request_id = 0;
-    if (runtime == nullptr) return null_argument("brisk_submit_embed", "runtime");
-    if (text == nullptr) return null_argument("brisk_submit_embed", "text");
-    if (callback == nullptr) return null_argument("brisk_submit_embed", "callback");
-    if (deadline_ms < 0) {
-      return fail(BRISK_INVALID_ARGUMENT, "brisk_submit_embed: deadline_ms is " + std::to_string(deadline_ms) +
-                                              "; expected >= 0 milliseconds from now (0: no deadline)");
-    }
-    brisk::EmbedRequestOptions options;
-    options.priority = priority;
-    // Saturating: milliseconds past the nanosecond range mean no deadline, never a signed overflow.
-    constexpr int64_t kMaxMs = std::chrono::nanoseconds::max().count() / 1'000'000;
-    options.timeout = deadline_ms > kMaxMs ? std::chrono::nanoseconds::max()
-                                           : std::chrono::nanoseconds(std::chrono::milliseconds(deadline_ms));
-    auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r) {
-      if (r.ok()) {
-        callback(user_data, id, BRISK_OK, r->data(), r->size(), "");
-      } else {
-        const std::string message(r.status().message());
-        callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());
-      }
-    };
-    auto id = runtime->runtime->submit(text, options, std::move(done));
-    if (!id.ok()) return from_status(id.status());
-    if (request_id != nullptr) *request_id = *id;
-    return BRISK_OK;
-  });
-}
 
 brisk_status brisk_cancel(brisk_runtime* runtime, uint64_t request_id) {
   return guarded("brisk_cancel", [&]() -> brisk_status {

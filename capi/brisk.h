@@ -135,7 +135,20 @@ typedef struct brisk_runtime_options {
   int32_t activation_dtype;    /* a brisk_dtype: BRISK_DTYPE_DEFAULT (f32 on cpu, f16 on cuda), F32, F16 or BF16 */
   int32_t remove_padding;      /* cuda: 1 (default) runs dense layers on real tokens only; 0 pads to the longest */
   int64_t device_memory_limit; /* cuda: bytes brisk may hold on the GPU; past it BRISK_OUT_OF_MEMORY (0: no cap) */
+  /* Tasks and backends (appended in 0.6; a struct from before gets the defaults). */
+  const char* classification_head; /* non-NULL and not "": a head file written by `brisk fit-intents`; the runtime
+                                      then classifies with it over model_dir's embeddings */
+  const char* torchscript_module;  /* non-NULL and not "": run this TorchScript file (torch.jit.save) instead of
+                                      brisk's encoder; model_dir gives its tokenizer and config.json */
+  int32_t torchscript_output;      /* a brisk_torchscript_output: which output of the module is the result */
 } brisk_runtime_options;
+
+typedef enum brisk_torchscript_output {
+  BRISK_TORCHSCRIPT_AUTO = 0,              /* a [B, T, H] output is pooled by brisk; else [B, L] logits */
+  BRISK_TORCHSCRIPT_LAST_HIDDEN_STATE = 1, /* pooled (and normalised) as the runtime options say */
+  BRISK_TORCHSCRIPT_POOLED = 2,            /* the module's own [B, H] sentence vector */
+  BRISK_TORCHSCRIPT_LOGITS = 3             /* [B, L] logits: a classification model */
+} brisk_torchscript_output;
 
 /* Receives the outcome of brisk_submit_embed, exactly once per request that was accepted. On BRISK_OK,
  * embedding points at dim floats; otherwise it is NULL and error says why. Both pointers are valid only during
@@ -194,6 +207,100 @@ BRISK_C_API brisk_status brisk_cache_invalidate_tag(brisk_runtime* runtime, cons
 /* The caches' statistics (hits, misses, hit rate, loads, evictions, sizes; the Redis tier's hits, errors and
  * breaker state) as JSON, written like brisk_stats_json. */
 BRISK_C_API brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
+
+/* Per-request options of brisk_submit_embed_ex and brisk_submit_classify. Fields are only ever appended; fill with
+ * brisk_request_options_init. Strings are copied before the call returns. */
+typedef struct brisk_request_options {
+  size_t struct_size;            /* the caller's sizeof(brisk_request_options) */
+  int32_t priority;              /* 0 (most urgent, default) to 2 */
+  int64_t deadline_ms;           /* milliseconds from now; 0 (default): none; negative is invalid */
+  const char* const* cache_tags; /* the result is cached with these tags (brisk_cache_invalidate_tag drops it) */
+  size_t num_cache_tags;
+  int32_t top_k; /* brisk_submit_classify: labels returned, best first (default 1) */
+} brisk_request_options;
+
+BRISK_C_API brisk_status brisk_request_options_init(brisk_request_options* options, size_t struct_size);
+/* brisk_submit_embed with per-request options (options may be NULL: the defaults). */
+BRISK_C_API brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text,
+                                               const brisk_request_options* options, brisk_embed_callback callback,
+                                               void* user_data, uint64_t* request_id);
+
+/* Classification (a sequence-classification model, or a runtime with a classification_head). label points at the
+ * label's name, owned by the runtime and valid until brisk_runtime_destroy. score is its probability: a softmax over
+ * the labels, or a sigmoid per label for multi-label and one-label models. */
+typedef struct brisk_label_score {
+  int64_t label_id;
+  float score;
+  const char* label;
+} brisk_label_score;
+
+/* The number of labels (0 for an embedding model) and the name of one. */
+BRISK_C_API brisk_status brisk_num_labels(const brisk_runtime* runtime, size_t* out_num_labels);
+BRISK_C_API const char* brisk_label_name(const brisk_runtime* runtime, size_t label_id);
+/* Classifies n texts: row i of out (top_k entries, best first) for texts[i]; out_len (entries) >= n * top_k.
+ * BRISK_FAILED_PRECONDITION on an embedding model; top_k outside 1..brisk_num_labels is BRISK_INVALID_ARGUMENT. */
+BRISK_C_API brisk_status brisk_classify(brisk_runtime* runtime, const char* const* texts, size_t n, int32_t top_k,
+                                        brisk_label_score* out, size_t out_len);
+/* Receives the outcome of brisk_submit_classify, as brisk_embed_callback does: on BRISK_OK, labels points at n
+ * entries (options->top_k), valid only during the call. */
+typedef void (*brisk_classify_callback)(void* user_data, uint64_t request_id, brisk_status status,
+                                        const brisk_label_score* labels, size_t n, const char* error);
+BRISK_C_API brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text,
+                                               const brisk_request_options* options, brisk_classify_callback callback,
+                                               void* user_data, uint64_t* request_id);
+
+/* Reranking with a cross-encoder (a classification model with one label). out receives n entries sorted by score,
+ * best first: the passage's index in passages and its score (a sigmoid of the logit, or the logit itself with
+ * raw_scores = 1). out_len (entries) >= n. n = 0 is BRISK_INVALID_ARGUMENT. */
+typedef struct brisk_rerank_result {
+  size_t index;
+  float score;
+} brisk_rerank_result;
+
+BRISK_C_API brisk_status brisk_rerank(brisk_runtime* runtime, const char* query, const char* const* passages, size_t n,
+                                      int32_t raw_scores, brisk_rerank_result* out, size_t out_len);
+
+/* A host backend: the host computes each batch itself and brisk tokenizes, caches, batches and measures around it.
+ * A batch holds num_sequences packed sequences: sequence i is input_ids[offsets[i], offsets[i + 1]) with
+ * token_type_ids of the same length ([CLS] and [SEP] included; offsets has num_sequences + 1 entries). */
+typedef struct brisk_batch {
+  size_t num_sequences;
+  size_t total_tokens;
+  const int32_t* input_ids;
+  const int32_t* token_type_ids;
+  const int64_t* offsets;
+} brisk_batch;
+
+/* Fills out (num_sequences x output_dim floats, row i for sequence i; out_len floats) and returns BRISK_OK, or
+ * another status and, optionally, a NUL-terminated message in error (error_len bytes). Every value must be written
+ * and finite: a value left unset fails the batch with BRISK_INTERNAL naming the row. It is called on a batcher
+ * thread or on a thread calling brisk_embed / brisk_classify / brisk_rerank, possibly on several at once. */
+typedef brisk_status (*brisk_backend_fn)(void* user_data, const brisk_batch* batch, float* out, size_t out_len,
+                                         char* error, size_t error_len);
+
+typedef enum brisk_backend_output {
+  BRISK_OUTPUT_EMBEDDING = 0, /* rows are sentence embeddings (brisk_embed) */
+  BRISK_OUTPUT_LOGITS = 1     /* rows are one logit per label (brisk_classify; brisk_rerank with one label) */
+} brisk_backend_output;
+
+/* Fields are only ever appended; fill with brisk_backend_init. Strings and labels are copied at create. */
+typedef struct brisk_backend {
+  size_t struct_size;
+  brisk_backend_fn run;      /* required */
+  void* user_data;           /* passed to run; must outlive the runtime */
+  int32_t output;            /* a brisk_backend_output */
+  size_t output_dim;         /* floats per sequence: the embedding width or the number of labels */
+  const char* const* labels; /* BRISK_OUTPUT_LOGITS: output_dim names; NULL: "LABEL_0", "LABEL_1", ... */
+  int32_t multi_label;       /* 1: a sigmoid per label instead of a softmax */
+  size_t bytes_per_token;    /* the host's memory per token, for the batcher's memory budget (0: none) */
+  const char* name;          /* in stats and info; NULL: "callback" */
+} brisk_backend;
+
+BRISK_C_API brisk_status brisk_backend_init(brisk_backend* backend, size_t struct_size);
+/* A runtime over the host's backend: options->model_dir gives the tokenizer (vocab.txt or tokenizer.json) and,
+ * when present, config.json and the pooling files; no weights are read. */
+BRISK_C_API brisk_status brisk_runtime_create_with_backend(const brisk_runtime_options* options,
+                                                           const brisk_backend* backend, brisk_runtime** out);
 
 /* Pruning: sensitivity analysis. How much a metric drops as each part of the model is pruned alone, the first step
  * in deciding what to prune. mode "sweep" (default) prunes each group alone at each level: per layer its attention

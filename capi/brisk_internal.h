@@ -4,10 +4,20 @@
 
 #include <exception>
 #include <new>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "brisk.h"
+#include "brisk/runtime/runtime.h"
+
+// The C handle: a Runtime, and the label names brisk_label_score points at (NUL-terminated, alive with it).
+struct brisk_runtime {
+  explicit brisk_runtime(std::unique_ptr<brisk::Runtime> rt) : runtime(std::move(rt)), labels(runtime->info().labels) {}
+  std::unique_ptr<brisk::Runtime> runtime;
+  std::vector<std::string> labels;
+};
 
 namespace brisk_capi {
 
@@ -19,6 +29,10 @@ brisk_status code_of(const absl::Status& s);
 brisk_status from_status(const absl::Status& s);
 // "<function>: <argument> is NULL; expected a valid pointer".
 brisk_status null_argument(const char* function, const char* argument);
+
+// The C++ options from the C struct (a prefix of it, per struct_size, over the defaults); errors name `function`
+// and the field.
+brisk_status runtime_options(const char* function, const brisk_runtime_options* options, brisk::RuntimeOptions& ro);
 
 // Runs body, turning any exception into a status and message.
 template <typename F>

@@ -16,8 +16,8 @@ namespace {
 StatusOr<Tensor> find_f32(const NamedTensors& tensors, const std::string& name, const std::string& source) {
   auto it = tensors.find(name);
   if (it == tensors.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": no tensor named '", name,
-                                                   "'; expected it in a sequence-classification checkpoint"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": no tensor named '", name, "'; expected it in a sequence-classification checkpoint"));
   }
   return to_float32(it->second);
 }
@@ -31,22 +31,28 @@ StatusOr<DenseLayer> read_dense(const NamedTensors& tensors, const std::string& 
   return layer;
 }
 
-// id2label ({"0": "negative", ...}) as a vector by id; empty when absent.
-StatusOr<std::vector<std::string>> read_labels(const nlohmann::json& config, int64_t num_logits,
-                                               const std::string& source) {
-  std::vector<std::string> labels(static_cast<size_t>(num_logits));
-  for (int64_t i = 0; i < num_logits; ++i) labels[static_cast<size_t>(i)] = absl::StrCat("LABEL_", i);
+}  // namespace
+
+StatusOr<LabelConfig> read_label_config(const std::string& config_json, const std::string& source) {
+  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": config.json is not a JSON object"));
+  }
+  LabelConfig out;
+  if (auto it = config.find("problem_type"); it != config.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": problem_type is ", it->dump(), "; expected a string"));
+    }
+    out.multi_label = it->get<std::string>() == "multi_label_classification";
+  }
   auto it = config.find("id2label");
-  if (it == config.end()) return labels;
-  if (!it->is_object()) {
+  if (it == config.end()) return out;
+  if (!it->is_object() || it->size() > (size_t{1} << 20)) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": id2label is ", it->type_name(), "; expected an object {\"0\": \"label\", ...}"));
   }
-  if (static_cast<int64_t>(it->size()) != num_logits) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": id2label has ", it->size(),
-                                                   " labels but the classifier has ", num_logits,
-                                                   " outputs; expected one label per output"));
-  }
+  const int64_t n = static_cast<int64_t>(it->size());
+  out.labels.resize(it->size());
   for (const auto& [key, value] : it->items()) {
     size_t used = 0;
     long long id = -1;
@@ -55,20 +61,18 @@ StatusOr<std::vector<std::string>> read_labels(const nlohmann::json& config, int
     } catch (...) {
       used = 0;
     }
-    if (used != key.size() || id < 0 || id >= num_logits) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": id2label has the key '", key,
-                                                     "'; expected label ids 0..", num_logits - 1));
+    if (used != key.size() || id < 0 || id >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": id2label has the key '", key, "'; expected label ids 0..", n - 1));
     }
     if (!value.is_string() || value.get<std::string>().empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": id2label[", key, "] is ", value.dump(), "; expected a non-empty string"));
     }
-    labels[static_cast<size_t>(id)] = value.get<std::string>();
+    out.labels[static_cast<size_t>(id)] = value.get<std::string>();
   }
-  return labels;
+  return out;
 }
-
-}  // namespace
 
 int64_t ClassificationHead::input_size() const { return layers.empty() ? 0 : layers.front().weight.dim(1); }
 
@@ -80,10 +84,10 @@ Status ClassificationHead::validate(const std::string& source) const {
     if (l.weight.dtype() != DType::kF32 || l.bias.dtype() != DType::kF32 || l.weight.rank() != 2 ||
         l.bias.rank() != 1 || l.weight.dim(1) != width || l.bias.dim(0) != l.weight.dim(0) || l.weight.dim(0) <= 0 ||
         !l.weight.is_contiguous() || !l.bias.is_contiguous()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ": head layer ", i, " has weight ", dtype_name(l.weight.dtype()), l.weight.shape_string(),
-          " and bias ", dtype_name(l.bias.dtype()), l.bias.shape_string(), "; expected f32 [out, ", width,
-          "] and f32 [out]"));
+      return absl::InvalidArgumentError(absl::StrCat(source, ": head layer ", i, " has weight ",
+                                                     dtype_name(l.weight.dtype()), l.weight.shape_string(),
+                                                     " and bias ", dtype_name(l.bias.dtype()), l.bias.shape_string(),
+                                                     "; expected f32 [out, ", width, "] and f32 [out]"));
     }
     width = l.weight.dim(0);
   }
@@ -123,14 +127,11 @@ Status ClassificationHead::apply(const float* in, int64_t rows, float* logits) c
 }
 
 StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
-                                                                               const std::string& config_json,
-                                                                               ModelFamily family,
-                                                                               const std::string& source) {
+                                                                              const std::string& config_json,
+                                                                              ModelFamily family,
+                                                                              const std::string& source) {
   if (!tensors.contains("classifier.weight")) return std::optional<ClassificationHead>();
-  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": config.json is not a JSON object"));
-  }
+  BRISK_ASSIGN_OR_RETURN(LabelConfig labels, read_label_config(config_json, source));
   ClassificationHead head;
   head.input = ClassificationHead::Input::kFirstToken;
   if (family == ModelFamily::kDistilBert) {
@@ -143,28 +144,31 @@ StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(co
   BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, "classifier", HeadActivation::kNone, source));
   const int64_t num_logits = classifier.weight.rank() == 2 ? classifier.weight.dim(0) : 0;
   head.layers.push_back(std::move(classifier));
-  BRISK_ASSIGN_OR_RETURN(head.labels, read_labels(config, num_logits, source));
-  if (auto it = config.find("problem_type"); it != config.end() && !it->is_null()) {
-    if (!it->is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": problem_type is ", it->dump(), "; expected a string"));
-    }
-    head.multi_label = it->get<std::string>() == "multi_label_classification";
+  head.multi_label = labels.multi_label;
+  head.labels = std::move(labels.labels);
+  if (head.labels.empty()) {
+    for (int64_t i = 0; i < num_logits; ++i) head.labels.push_back(absl::StrCat("LABEL_", i));
+  } else if (static_cast<int64_t>(head.labels.size()) != num_logits) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": id2label has ", head.labels.size(),
+                                                   " labels but the classifier has ", num_logits,
+                                                   " outputs; expected one label per output"));
   }
   BRISK_RETURN_IF_ERROR(head.validate(source));
   return std::optional<ClassificationHead>(std::move(head));
 }
 
-bool uses_sigmoid(const ClassificationHead& head) { return head.multi_label || head.num_labels() == 1; }
+bool uses_sigmoid(bool multi_label, int64_t num_labels) { return multi_label || num_labels == 1; }
 
-std::vector<float> label_probabilities(const ClassificationHead& head, std::span<const float> logits) {
+std::vector<float> label_probabilities(std::span<const float> logits, int64_t num_labels, bool multi_label) {
   std::vector<float> p(logits.begin(), logits.end());
-  const size_t n = static_cast<size_t>(std::max<int64_t>(head.num_labels(), 1));
-  if (uses_sigmoid(head)) {
+  if (uses_sigmoid(multi_label, num_labels)) {
     for (float& v : p) v = 1.0f / (1.0f + std::exp(-v));
     return p;
   }
+  const size_t n = static_cast<size_t>(std::max<int64_t>(num_labels, 1));
   for (size_t row = 0; row + n <= p.size(); row += n) {
-    const float top = *std::max_element(p.begin() + row, p.begin() + row + n);
+    const float top =
+        *std::max_element(p.begin() + static_cast<ptrdiff_t>(row), p.begin() + static_cast<ptrdiff_t>(row + n));
     float sum = 0.0f;
     for (size_t i = row; i < row + n; ++i) sum += (p[i] = std::exp(p[i] - top));
     for (size_t i = row; i < row + n; ++i) p[i] /= sum;

@@ -331,19 +331,12 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   return w;
 }
 
-StatusOr<EncoderWeights> EncoderWeights::load_file(const std::string& path, const BertConfig& config) {
-  NamedTensors tensors;
-  if (absl::EndsWith(path, ".safetensors")) {
-    BRISK_ASSIGN_OR_RETURN(tensors, read_safetensors_tensors(path));
-  } else {
-    BRISK_ASSIGN_OR_RETURN(tensors, read_torch_checkpoint(path));
-  }
-  StatusOr<EncoderWeights> w = from_tensors(tensors, config, display_name(path));
-  if (w.ok()) w->weights_file = path;
-  return w;
+StatusOr<NamedTensors> read_weights_file(const std::string& path) {
+  if (absl::EndsWith(path, ".safetensors")) return read_safetensors_tensors(path);
+  return read_torch_checkpoint(path);
 }
 
-StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, const BertConfig& config) {
+StatusOr<std::string> find_weights_file(const std::string& model_dir) {
   const std::filesystem::path dir(model_dir);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
@@ -353,11 +346,23 @@ StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, cons
   }
   for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
     const std::filesystem::path file = dir / name;
-    if (std::filesystem::exists(file, ec)) return load_file(file.string(), config);
+    if (std::filesystem::exists(file, ec)) return file.string();
   }
   return absl::NotFoundError(absl::StrCat(model_dir,
                                           ": holds neither model.safetensors nor pytorch_model.bin; "
                                           "expected one of them (sharded checkpoints are not supported)"));
+}
+
+StatusOr<EncoderWeights> EncoderWeights::load_file(const std::string& path, const BertConfig& config) {
+  BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(path));
+  StatusOr<EncoderWeights> w = from_tensors(tensors, config, display_name(path));
+  if (w.ok()) w->weights_file = path;
+  return w;
+}
+
+StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, const BertConfig& config) {
+  BRISK_ASSIGN_OR_RETURN(std::string path, find_weights_file(model_dir));
+  return load_file(path, config);
 }
 
 }  // namespace brisk

@@ -16,6 +16,9 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/quant/model_file.h"
+#include "brisk/model/classification_head.h"
+#include "brisk/model/intent_head.h"
+#include "native_backend.h"
 #include "runtime_impl.h"
 
 namespace brisk {
@@ -34,15 +37,23 @@ struct LoadedModel {
   PoolingConfig pooling;
   WordPieceTokenizer tokenizer;
   EncoderWeights weights;
-  std::string quantization;  // the plan of a quantized model file; empty for a model directory
+  std::optional<ClassificationHead> head;  // a *ForSequenceClassification checkpoint's
+  std::string quantization;                // the plan of a quantized model file; empty for a model directory
 };
 
 StatusOr<LoadedModel> load_model_dir(const std::string& dir, bool replace_invalid_utf8) {
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
+  BRISK_ASSIGN_OR_RETURN(std::string config_text, read_text_file(dir + "/config.json"));
+  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_string(config_text, dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
-  return LoadedModel{std::move(config), std::move(pooling), std::move(tokenizer), std::move(weights), ""};
+  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
+  BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(weights_file));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::from_tensors(tensors, config, weights_file));
+  weights.weights_file = weights_file;
+  BRISK_ASSIGN_OR_RETURN(std::optional<ClassificationHead> head,
+                         read_sequence_classification_head(tensors, config_text, config.family, weights_file));
+  return LoadedModel{std::move(config),  std::move(pooling), std::move(tokenizer),
+                     std::move(weights), std::move(head),    ""};
 }
 
 StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_invalid_utf8) {
@@ -51,34 +62,13 @@ StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_inva
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
                          WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
   q.weights.weights_file = path;
-  return LoadedModel{std::move(q.config), std::move(pooling), std::move(tokenizer), std::move(q.weights),
-                     q.plan.empty() ? std::string("quantized") : q.plan};
+  return LoadedModel{std::move(q.config),  std::move(pooling), std::move(tokenizer),
+                     std::move(q.weights), std::nullopt,       q.plan.empty() ? std::string("quantized") : q.plan};
 }
 
-}  // namespace
-
-Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Runtime::~Runtime() = default;
-
-StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
+Status check_options(const RuntimeOptions& options) {
   if (options.model_dir.empty()) {
     return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
-  }
-  const bool quantized_file =
-      fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
-  if (!quantized_file && fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
-                                                   "' is a file but not a quantized model file (brisk quantize's "
-                                                   "output); expected that, or a directory with config.json, "
-                                                   "model.safetensors or pytorch_model.bin, and vocab.txt or "
-                                                   "tokenizer.json"));
-  }
-  if (!quantized_file && !fs::is_directory(options.model_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
-                                            "' does not exist; expected a directory with config.json, "
-                                            "model.safetensors or pytorch_model.bin, and vocab.txt or tokenizer.json"));
   }
   if (options.max_seq_len < 0 || options.max_seq_len == 1) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::max_seq_len is ", options.max_seq_len,
@@ -101,6 +91,10 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                                    options.cache.token_cache_entries, "; expected 0 (off) to ",
                                                    kMaxTokenCacheEntries));
   }
+  return absl::OkStatus();
+}
+
+Status check_device(const RuntimeOptions& options) {
   const DeviceSpec device{options.device, options.device == Device::kCPU ? 0 : options.device_index};
   if (Status s = check_device_available(device); !s.ok()) {
     return Status(s.code(), absl::StrCat("RuntimeOptions::device: ", s.message()));
@@ -118,13 +112,12 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.device == Device::kCUDA && options.device_memory_limit > 0) {
     BRISK_RETURN_IF_ERROR(set_device_memory_limit(Device::kCUDA, options.device_memory_limit));
   }
-  const std::string dir = options.model_dir;
-  BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
-                                                           : load_model_dir(dir, options.replace_invalid_utf8));
-  BertConfig& config = model.config;
-  PoolingConfig& pooling_config = model.pooling;
-  WordPieceTokenizer& tokenizer = model.tokenizer;
-  EncoderWeights& weights = model.weights;
+  return absl::OkStatus();
+}
+
+// The pooling, normalisation and sequence length a runtime uses, from its options and the model's files.
+Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, const PoolingConfig& pooling_config,
+                       ModelInfo& info) {
   const Pooling pooling = options.pooling == Pooling::kModelDefault ? pooling_config.mode : options.pooling;
   if (pooling == Pooling::kMax) {
     const std::string who = options.pooling == Pooling::kMax ? "RuntimeOptions::pooling" : pooling_config.config_path;
@@ -133,18 +126,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                      " asks for max pooling, which brisk does not support; expected mean "
                      "or cls pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
-  if (tokenizer.vocab_size() > config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", tokenizer.vocab_size(),
-                                                   " tokens but config.json has vocab_size = ", config.vocab_size));
-  }
-
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  ModelInfo& info = impl->info;
-  info.model_dir = dir;
+  info.model_dir = options.model_dir;
   info.model_type = config.model_type;
-  info.weights_file = weights.weights_file;
-  info.num_parameters = weights.num_parameters;
   info.hidden_size = static_cast<int>(config.hidden_size);
   info.num_layers = static_cast<int>(config.num_hidden_layers);
   info.num_heads = static_cast<int>(config.num_attention_heads);
@@ -159,31 +142,183 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
-  info.activation_dtype = activation;
-  info.quantization = model.quantization;
+  info.activation_dtype = runtime_activation_dtype(options);
+  return absl::OkStatus();
+}
 
-  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
-  {
-    // Packing the weights runs OpenMP regions. On the caller's thread they would leave it an OpenMP pool of
-    // its own for the rest of its life, and once libgomp manages more threads than there are cores it stops
-    // spinning between regions, which made every forward pass on the batcher's thread 2.5x slower. A thread
-    // that exits takes its pool with it.
-    StatusOr<std::unique_ptr<BertEncoder>> encoder = absl::InternalError("encoder not created");
-    std::thread([&] {
-      ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
-      encoder = BertEncoder::create(config, std::move(weights),
-                                    EncoderOptions{options.device, activation, options.remove_padding});
-    }).join();
-    if (!encoder.ok()) return encoder.status();
-    impl->encoder = std::move(*encoder);
+}  // namespace
+
+namespace {
+
+// The TorchScript backend over model_dir's tokenizer, with config.json's labels and the pooling files' pooling.
+StatusOr<std::unique_ptr<Runtime>> create_torchscript(const RuntimeOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (options.device != Device::kCPU) {
+    return absl::UnimplementedError(absl::StrCat("RuntimeOptions::torchscript runs on the cpu only; device is ",
+                                                 device_string({options.device, options.device_index}),
+                                                 "; expected cpu"));
   }
-  BRISK_ASSIGN_OR_RETURN(impl->caches, RuntimeCaches::create(options.cache, runtime_model_id(info),
-                                                             static_cast<size_t>(info.hidden_size)));
-  BRISK_RETURN_IF_ERROR(start_batcher(*impl));
+  LabelConfig labels;
+  int64_t pad_token_id = 0;
+  const std::string config_path = options.model_dir + "/config.json";
+  if (fs::exists(config_path, ec)) {
+    BRISK_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
+    BRISK_ASSIGN_OR_RETURN(labels, read_label_config(text, config_path));
+    if (auto config = BertConfig::from_json_string(text, config_path); config.ok()) pad_token_id = config->pad_token_id;
+  }
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(options.model_dir));
+  const Pooling mode = options.pooling == Pooling::kModelDefault ? pooling.mode : options.pooling;
+  BRISK_ASSIGN_OR_RETURN(
+      std::unique_ptr<Backend> backend,
+      make_torchscript_backend(*options.torchscript, mode, options.normalize.value_or(pooling.normalize),
+                               std::move(labels.labels), labels.multi_label, pad_token_id));
+  return Runtime::create(options, std::move(backend));
+}
+
+// A few-shot intent head (brisk fit-intents) over this embedding model: refused over a model with a head of its own,
+// or over another model than the one it was fitted on.
+StatusOr<std::optional<ClassificationHead>> load_classification_head(const std::string& path, bool model_has_head,
+                                                                     const ModelInfo& info) {
+  const std::string who = absl::StrCat("RuntimeOptions::classification_head '", path, "'");
+  if (model_has_head) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": model '", info.model_dir,
+                                                   "' is already a classification model; expected an embedding model"));
+  }
+  BRISK_ASSIGN_OR_RETURN(IntentHeadFile file, load_intent_head(path));
+  BackendInfo embedding;
+  embedding.name = "native";
+  embedding.output = BackendOutput::kEmbedding;
+  const std::string model_id = runtime_model_id(info, embedding);
+  if (file.embedding_model_id != model_id) {
+    return absl::InvalidArgumentError(absl::StrCat(who, " was fitted on the embedding model '", file.embedding_model_id,
+                                                   "'; this runtime's model is '", model_id,
+                                                   "' (same directory name, config, weights, max_seq_len, pooling and "
+                                                   "normalisation expected); refit it with brisk fit-intents"));
+  }
+  if (file.head.input_size() != info.hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": the head takes ", file.head.input_size(),
+                                                   " inputs; expected the model's embedding width ", info.hidden_size));
+  }
+  return std::optional<ClassificationHead>(std::move(file.head));
+}
+
+}  // namespace
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  BRISK_RETURN_IF_ERROR(check_options(options));
+  if (options.torchscript) return create_torchscript(options);
+  const bool quantized_file =
+      fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
+  if (!quantized_file && fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
+                                                   "' is a file but not a quantized model file (brisk quantize's "
+                                                   "output); expected that, or a directory with config.json, "
+                                                   "model.safetensors or pytorch_model.bin, and vocab.txt or "
+                                                   "tokenizer.json"));
+  }
+  if (!quantized_file && !fs::is_directory(options.model_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
+                                            "' does not exist; expected a directory with config.json, "
+                                            "model.safetensors or pytorch_model.bin, and vocab.txt or tokenizer.json"));
+  }
+  BRISK_RETURN_IF_ERROR(check_device(options));
+  const std::string dir = options.model_dir;
+  BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
+                                                           : load_model_dir(dir, options.replace_invalid_utf8));
+  BertConfig& config = model.config;
+  if (model.tokenizer.vocab_size() > config.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", model.tokenizer.vocab_size(),
+                                                   " tokens but config.json has vocab_size = ", config.vocab_size));
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  ModelInfo& info = impl->info;
+  BRISK_RETURN_IF_ERROR(fill_model_info(options, config, model.pooling, info));
+  info.weights_file = model.weights.weights_file;
+  info.num_parameters = model.weights.num_parameters;
+  info.quantization = model.quantization;
+  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(model.tokenizer));
+  // Packing the weights runs OpenMP regions. On the caller's thread they would leave it an OpenMP pool of its own
+  // for the rest of its life, and once libgomp manages more threads than there are cores it stops spinning between
+  // regions, which made every forward pass on the batcher's thread 2.5x slower. A thread that exits takes its pool
+  // with it.
+  StatusOr<std::unique_ptr<BertEncoder>> encoder = absl::InternalError("encoder not created");
+  std::thread([&] {
+    ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
+    encoder = BertEncoder::create(config, std::move(model.weights),
+                                  EncoderOptions{options.device, info.activation_dtype, options.remove_padding});
+  }).join();
+  if (!encoder.ok()) return encoder.status();
+  if (!options.classification_head.empty()) {
+    BRISK_ASSIGN_OR_RETURN(model.head,
+                           load_classification_head(options.classification_head, model.head.has_value(), info));
+    info.classification_head = options.classification_head;
+  }
+  BRISK_ASSIGN_OR_RETURN(impl->backend, make_native_backend(std::move(*encoder), std::move(model.head), info, options));
+  BRISK_RETURN_IF_ERROR(finish_create(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
-int Runtime::embedding_dim() const { return impl_->info.hidden_size; }
+StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options, std::unique_ptr<Backend> backend) {
+  BRISK_RETURN_IF_ERROR(check_options(options));
+  if (backend == nullptr) {
+    return absl::InvalidArgumentError("Runtime::create: the backend is null; expected a Backend");
+  }
+  BRISK_RETURN_IF_ERROR(validate_backend_info(backend->info()));
+  const std::string& dir = options.model_dir;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model directory '", dir,
+                                            "' does not exist; expected a directory with the backend's tokenizer "
+                                            "(vocab.txt or tokenizer.json)"));
+  }
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
+                         WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
+  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
+  // config.json is optional: without one, BERT's 512 positions bound the sequence length.
+  BertConfig config;
+  config.model_type = "";
+  if (std::filesystem::exists(dir + "/config.json", ec)) {
+    BRISK_ASSIGN_OR_RETURN(config, BertConfig::from_json_file(dir + "/config.json"));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  BRISK_RETURN_IF_ERROR(fill_model_info(options, config, pooling, impl->info));
+  // The weights a backend computes with key its results in a shared cache: the TorchScript module's file.
+  if (options.torchscript) impl->info.weights_file = options.torchscript->module;
+  impl->info.device = backend->info().device;
+  impl->info.activation_dtype = backend->info().activation_dtype;
+  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
+  impl->backend = std::move(backend);
+  BRISK_RETURN_IF_ERROR(finish_create(*impl));
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Status finish_create(Runtime::Impl& impl) {
+  const BackendInfo& backend = impl.backend->info();
+  BRISK_RETURN_IF_ERROR(validate_backend_info(backend));
+  ModelInfo& info = impl.info;
+  info.backend = backend.name;
+  info.task = backend.output == BackendOutput::kLogits ? "classification" : "embedding";
+  info.labels = backend.output == BackendOutput::kLogits ? backend.labels : std::vector<std::string>{};
+  info.multi_label = backend.output == BackendOutput::kLogits && backend.multi_label;
+  if (backend.output == BackendOutput::kEmbedding) info.hidden_size = static_cast<int>(backend.output_dim);
+  impl.output_dim = static_cast<size_t>(backend.output_dim);
+  BRISK_ASSIGN_OR_RETURN(impl.caches,
+                         RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim));
+  return start_batcher(impl);
+}
+
+int Runtime::embedding_dim() const {
+  return impl_->backend->info().output == BackendOutput::kEmbedding ? static_cast<int>(impl_->output_dim) : 0;
+}
 uint64_t Runtime::forward_passes() const { return impl_->forward_passes.value(); }
 const std::string& Runtime::cache_model_id() const { return impl_->caches->model_id(); }
 StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const {
@@ -191,51 +326,59 @@ StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const {
 }
 std::string Runtime::cache_stats_json() const { return impl_->caches->stats_json(); }
 const ModelInfo& Runtime::info() const { return impl_->info; }
+const BackendInfo& Runtime::backend_info() const { return impl_->backend->info(); }
 
 StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> texts) const {
-  std::vector<float> out(texts.size() * static_cast<size_t>(embedding_dim()));
+  BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kEmbedding, "Runtime::embed"));
+  std::vector<float> out(texts.size() * impl_->output_dim);
   BRISK_RETURN_IF_ERROR(embed(texts, out));
   return out;
 }
 
 Status Runtime::embed(std::span<const std::string_view> texts, std::span<float> out) const {
-  const size_t dim = static_cast<size_t>(embedding_dim());
+  BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kEmbedding, "Runtime::embed"));
+  const size_t dim = impl_->output_dim;
   if (out.size() / dim < texts.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Runtime::embed: output holds ", out.size(),
                                                    " floats; expected at least ", texts.size(), " x ", dim));
   }
-  std::vector<std::vector<int32_t>> ids;  // the result-cache misses
-  std::vector<float*> rows;               // their rows in `out`
+  BRISK_ASSIGN_OR_RETURN(std::vector<TokenizedInput> inputs, impl_->tokenize_texts(texts));
+  std::vector<float*> rows(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) rows[i] = out.data() + i * dim;
+  return impl_->rows_for(inputs, rows);
+}
+
+std::vector<int32_t> result_cache_key(const TokenizedInput& input) {
+  std::vector<int32_t> key = input.ids;
+  if (input.second_start > 0) key.push_back(-1 - input.second_start);
+  return key;
+}
+
+Status Runtime::Impl::require_output(BackendOutput output, std::string_view call) const {
+  const BackendInfo& b = backend->info();
+  if (b.output == output) return absl::OkStatus();
+  if (output == BackendOutput::kEmbedding) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(call), ": model '", info.model_dir, "' is a classification model (", b.output_dim,
+                     " labels, backend ", b.name, "); expected an embedding model (use classify or rerank)"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(std::string(call), ": model '", info.model_dir,
+                   "' is an embedding model with no classification head (backend ", b.name,
+                   "); expected a *ForSequenceClassification checkpoint, or RuntimeOptions::classification_head "
+                   "(brisk fit-intents)"));
+}
+
+StatusOr<std::vector<TokenizedInput>> Runtime::Impl::tokenize_texts(std::span<const std::string_view> texts) {
+  std::vector<TokenizedInput> inputs(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
-    auto encoded = impl_->tokenize(texts[i]);
+    auto encoded = tokenize(texts[i]);
     if (!encoded.ok()) {
       return absl::Status(encoded.status().code(), absl::StrCat("text ", i, ": ", encoded.status().message()));
     }
-    float* row = out.data() + i * dim;
-    if (std::optional<std::vector<float>> hit = impl_->caches->lookup(*encoded)) {
-      std::copy(hit->begin(), hit->end(), row);
-      continue;
-    }
-    ids.push_back(std::move(*encoded));
-    rows.push_back(row);
+    inputs[i].ids = std::move(*encoded);
   }
-  return impl_->embed_ids(ids, rows);
-}
-
-Status Runtime::Impl::encode(std::span<const std::vector<int32_t>> ids, float* out,
-                             std::span<const std::vector<std::string>> cache_tags) const {
-  {
-    ScopedNumThreads threads(options.num_threads);
-    PackedSequences packed;
-    for (const std::vector<int32_t>& seq : ids) packed.add(seq);
-    BRISK_RETURN_IF_ERROR(encoder->embed(packed, info.pooling, info.normalize, out));
-    forward_passes.add(1);
-  }
-  const size_t dim = static_cast<size_t>(info.hidden_size);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    caches->store(ids[i], {out + i * dim, dim}, i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{});
-  }
-  return absl::OkStatus();
+  return inputs;
 }
 
 StatusOr<std::vector<int32_t>> Runtime::Impl::tokenize(std::string_view text) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "brisk/cache/cache_metrics.h"
 
 namespace brisk {
@@ -23,26 +24,35 @@ std::string hex128(const void* data, size_t bytes) {
 
 }  // namespace
 
-std::string runtime_model_id(const ModelInfo& info) {
+std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend) {
   namespace fs = std::filesystem;
   // The contents of config.json and of the weights: a fine-tune of the same shape, retrained in place, gets a
   // new id (hashing ~90 MB costs tens of milliseconds at load).
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   std::vector<char> chunk(size_t{1} << 20);
-  for (const fs::path& file : {fs::path(info.model_dir) / "config.json", fs::path(info.weights_file)}) {
+  // A head file (RuntimeOptions::classification_head) is hashed too: two heads over one model never share results.
+  for (const fs::path& file :
+       {fs::path(info.model_dir) / "config.json", fs::path(info.weights_file), fs::path(info.classification_head)}) {
+    if (file.empty()) continue;
     std::ifstream in(file, std::ios::binary);
     while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
       XXH3_64bits_update(state, chunk.data(), static_cast<size_t>(in.gcount()));
     }
   }
-  const std::string shape = absl::StrCat("|", info.max_seq_len);
+  std::string shape = absl::StrCat("|", info.max_seq_len);
+  // A native embedding model keeps the ids it always had, so that its Redis entries survive an upgrade.
+  if (backend.name != "native" || backend.output != BackendOutput::kEmbedding) {
+    absl::StrAppend(&shape, "|", backend.name, "|", std::string(backend_output_name(backend.output)), "|",
+                    backend.output_dim, "|", absl::StrJoin(backend.labels, "\x1f"),
+                    backend.multi_label ? "|multi" : "");
+  }
   XXH3_64bits_update(state, shape.data(), shape.size());
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   const std::string dir = fs::path(info.model_dir).lexically_normal().filename().string();
-  return absl::StrFormat("%s-%016x-%s%s", dir.empty() ? "model" : dir, hash, pooling_name(info.pooling),
-                         info.normalize ? "-n" : "");
+  return absl::StrFormat("%s-%016x-%s%s%s", dir.empty() ? "model" : dir, hash, pooling_name(info.pooling),
+                         info.normalize ? "-n" : "", backend.output == BackendOutput::kLogits ? "-cls" : "");
 }
 
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options, std::string model_id,

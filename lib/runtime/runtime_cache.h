@@ -67,8 +67,9 @@ class BRISK_API RuntimeCaches {
   std::unique_ptr<ResultCache> result_cache_;
 };
 
-// "<model directory name>-<hash of config.json and the weights' size>-<pooling><n if normalised>": what keys
-// results in a Redis tier shared by processes that load the same model with the same options.
-std::string runtime_model_id(const ModelInfo& info);
+// "<model directory name>-<hash>-<pooling><-n if normalised>", the hash over config.json, the weights file, the
+// sequence length and, past a native embedding model, the backend's name, output and labels (and the task suffix
+// "-cls"): what keys results in a Redis tier shared by processes that load the same model with the same options.
+std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend);
 
 }  // namespace brisk

@@ -1,4 +1,5 @@
-// What a Runtime owns, shared by runtime.cc (loading, embed) and runtime_submit.cc (the batched path).
+// What a Runtime owns, shared by runtime.cc (loading, embed), runtime_tasks.cc (classify, rerank) and
+// runtime_submit.cc (the batched path).
 #pragma once
 
 #include <atomic>
@@ -12,48 +13,82 @@
 #include "brisk/metrics/histogram.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/runtime/backend.h"
 #include "brisk/runtime/runtime.h"
 #include "runtime_cache.h"
+#include "single_flight.h"
 
 namespace brisk {
 
-// One submitted text, tokenized at submit().
-struct EmbedRequest {
+// One text, or one (query, passage) pair, as token ids.
+struct TokenizedInput {
   std::vector<int32_t> ids;
+  int32_t second_start = 0;  // a pair: where the second text begins (token type 1 from there); 0: one text
+};
+
+// The result cache's key: the ids, and for a pair also where its second text begins (as -1 - second_start, which no
+// token id can be), so that a pair never shares an entry with a single text of the same ids.
+std::vector<int32_t> result_cache_key(const TokenizedInput& input);
+
+// One submitted input, tokenized at submit().
+struct TaskRequest {
+  TokenizedInput input;
   std::vector<std::string> cache_tags;
 };
 
-using EmbedBatcher = batch::Batcher<EmbedRequest, std::vector<float>>;
+using TaskBatcher = batch::Batcher<TaskRequest, std::vector<float>>;
+using Flights = SingleFlight<std::vector<int32_t>, std::vector<float>>;
 
 struct Runtime::Impl {
   RuntimeOptions options;
   ModelInfo info;
   std::unique_ptr<WordPieceTokenizer> tokenizer;
-  std::unique_ptr<BertEncoder> encoder;
+  std::unique_ptr<Backend> backend;
+  size_t output_dim = 0;                    // backend->info().output_dim: floats per row
   metrics::Histogram tokenize_ns;           // per text, both paths, token-cache hits excluded
-  mutable metrics::Counter forward_passes;  // encode() is const
+  mutable metrics::Counter forward_passes;  // compute() is const
   std::unique_ptr<RuntimeCaches> caches;
   std::atomic<uint64_t> next_cached_request_id{0};
-  // Declared last: destroyed first, so its threads stop before the encoder they call goes away.
-  std::unique_ptr<EmbedBatcher> batcher;
+  // Concurrent submits of one uncached input, keyed by result_cache_key: one forward pass answers them all.
+  Flights flights;
+  // Declared last: destroyed first, so its threads stop before the backend they call goes away.
+  std::unique_ptr<TaskBatcher> batcher;
 
   // Tokenizes one text with the runtime's truncation through the token cache, recording the tokenizer's time.
   StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
-  // One forward pass over packed sequences on the calling thread: ids.size() x hidden_size floats into out.
+  // Each text through tokenize(); an error names the text's index.
+  StatusOr<std::vector<TokenizedInput>> tokenize_texts(std::span<const std::string_view> texts);
+  // One forward pass of the backend over inputs on the calling thread: inputs.size() x output_dim floats into out.
   // The results go into the result cache, tagged with cache_tags[i] when given.
-  Status encode(std::span<const std::vector<int32_t>> ids, float* out,
-                std::span<const std::vector<std::string>> cache_tags = {}) const;
-  // Embeds tokenized texts for embed(), ids[i] into the dim floats at rows[i]: through the batcher's thread, so
-  // that every forward pass runs on one thread (one OpenMP pool) and joins concurrent submit() traffic. The texts
-  // enter the queue in groups of batching.max_batch_size, each one unit (Batcher::submit_all), at most two groups
-  // queued at a time. On the calling thread when the batcher has no executor, is the caller, or refuses a group
-  // while none of this call's groups is pending (a queue full of other work).
-  Status embed_ids(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows);
-  // Runs ids on the calling thread in passes of at most batching.max_batch_size texts.
-  Status encode_here(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows);
+  Status compute(std::span<const TokenizedInput> inputs, float* out,
+                 std::span<const std::vector<std::string>> cache_tags = {}) const;
+  // The rows of tokenized inputs for the synchronous calls (embed, classify, rerank): from the result cache, else
+  // computed into rows[i] (output_dim floats each) through the batcher's thread, so that every forward pass runs on
+  // one thread (one OpenMP pool) and joins concurrent submit() traffic. The misses enter the queue in groups of
+  // batching.max_batch_size, each one unit (Batcher::submit_all), at most two groups queued at a time. On the
+  // calling thread when the batcher has no executor, is the caller, or refuses a group while none of this call's
+  // groups is pending (a queue full of other work).
+  Status rows_for(std::span<TokenizedInput> inputs, std::span<float* const> rows);
+  // The misses' forward passes of rows_for.
+  Status compute_rows(std::span<const TokenizedInput> inputs, std::span<float* const> rows);
+  // Runs inputs on the calling thread in passes of at most batching.max_batch_size.
+  Status compute_here(std::span<const TokenizedInput> inputs, std::span<float* const> rows);
+  // Queues one tokenized input (submit, submit_classify): a result-cache hit calls done at once; an input already
+  // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own.
+  StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options,
+                                  absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done);
+  // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.
+  void answer_follower(Flights::Follower& follower, const TokenizedInput& input,
+                       const StatusOr<std::vector<float>>& leader);
+  // FAILED_PRECONDITION naming `call` unless the backend's output is `output`.
+  Status require_output(BackendOutput output, std::string_view call) const;
 };
 
-// Builds impl.batcher from impl.options.batching around impl.encoder; on CUDA with a device_memory_limit, with the
+// Completes a Runtime once impl.backend, tokenizer, options and info are set: checks the backend's info, records the
+// task in info, creates the caches and starts the batcher.
+Status finish_create(Runtime::Impl& impl);
+
+// Builds impl.batcher from impl.options.batching around impl.backend; on CUDA with a device_memory_limit, with the
 // memory budget device_memory_budget() gives.
 Status start_batcher(Runtime::Impl& impl);
 

@@ -15,19 +15,19 @@ namespace brisk {
 
 namespace {
 
-Status run_batch(Runtime::Impl& impl, std::span<EmbedRequest> requests,
+Status run_batch(Runtime::Impl& impl, std::span<TaskRequest> requests,
                  std::span<StatusOr<std::vector<float>>> results) {
-  std::vector<std::vector<int32_t>> ids;
+  std::vector<TokenizedInput> inputs;
   std::vector<std::vector<std::string>> tags;
-  ids.reserve(requests.size());
+  inputs.reserve(requests.size());
   tags.reserve(requests.size());
-  for (EmbedRequest& r : requests) {
-    ids.push_back(std::move(r.ids));
+  for (TaskRequest& r : requests) {
+    inputs.push_back(std::move(r.input));
     tags.push_back(std::move(r.cache_tags));
   }
-  const size_t dim = static_cast<size_t>(impl.info.hidden_size);
+  const size_t dim = impl.output_dim;
   std::vector<float> out(requests.size() * dim);
-  BRISK_RETURN_IF_ERROR(impl.encode(ids, out.data(), tags));
+  BRISK_RETURN_IF_ERROR(impl.compute(inputs, out.data(), tags));
   for (size_t i = 0; i < requests.size(); ++i) {
     results[i] = std::vector<float>(out.begin() + static_cast<ptrdiff_t>(i * dim),
                                     out.begin() + static_cast<ptrdiff_t>((i + 1) * dim));
@@ -93,12 +93,12 @@ size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_bud
 }
 
 Status start_batcher(Runtime::Impl& impl) {
-  batch::BatchFunctions<EmbedRequest, std::vector<float>> fns;
-  fns.run = [&impl](const batch::BatchInfo&, std::span<EmbedRequest> requests,
+  batch::BatchFunctions<TaskRequest, std::vector<float>> fns;
+  fns.run = [&impl](const batch::BatchInfo&, std::span<TaskRequest> requests,
                     std::span<StatusOr<std::vector<float>>> results) { return run_batch(impl, requests, results); };
-  fns.cost = [](const EmbedRequest& r) { return r.ids.size(); };
+  fns.cost = [](const TaskRequest& r) { return r.input.ids.size(); };
   fns.estimate_bytes = [&impl](const batch::BatchShape& shape) {
-    return estimate_activation_bytes(impl.info, impl.options, shape);
+    return impl.backend->estimate_activation_bytes(shape);
   };
   batch::BatchPolicy policy = impl.options.batching;
   // Under a device memory cap the batches get what the cap leaves after the weights (estimated at the activation
@@ -110,7 +110,7 @@ Status start_batcher(Runtime::Impl& impl) {
     policy.memory_budget_bytes =
         device_memory_budget(impl.options.device_memory_limit, weight_bytes, policy.memory_budget_bytes);
   }
-  auto batcher = EmbedBatcher::create(policy, std::move(fns));
+  auto batcher = TaskBatcher::create(policy, std::move(fns));
   if (!batcher.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching: ", batcher.status().message()));
   }
@@ -118,29 +118,73 @@ Status start_batcher(Runtime::Impl& impl) {
   return absl::OkStatus();
 }
 
-Status Runtime::Impl::encode_here(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows) {
-  const size_t dim = static_cast<size_t>(info.hidden_size);
+Status Runtime::Impl::compute(std::span<const TokenizedInput> inputs, float* out,
+                              std::span<const std::vector<std::string>> cache_tags) const {
+  {
+    ScopedNumThreads threads(options.num_threads);
+    PackedSequences packed;
+    const bool pairs =
+        std::any_of(inputs.begin(), inputs.end(), [](const TokenizedInput& in) { return in.second_start > 0; });
+    for (const TokenizedInput& in : inputs) {
+      packed.add(in.ids);
+      if (!pairs) continue;
+      const size_t first = in.second_start > 0 ? static_cast<size_t>(in.second_start) : in.ids.size();
+      packed.token_type_ids.resize(packed.token_type_ids.size() + first, 0);
+      packed.token_type_ids.resize(packed.input_ids.size(), 1);
+    }
+    BRISK_RETURN_IF_ERROR(backend->run(packed, {out, inputs.size() * output_dim}));
+    forward_passes.add(1);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    caches->store(result_cache_key(inputs[i]), {out + i * output_dim, output_dim},
+                  i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{});
+  }
+  return absl::OkStatus();
+}
+
+Status Runtime::Impl::rows_for(std::span<TokenizedInput> inputs, std::span<float* const> rows) {
+  // One lookup for all of them: with a Redis tier, one MGET for every L1 miss.
+  std::vector<std::vector<int32_t>> keys;
+  keys.reserve(inputs.size());
+  for (const TokenizedInput& in : inputs) keys.push_back(result_cache_key(in));
+  const std::vector<std::span<const int32_t>> key_spans(keys.begin(), keys.end());
+  std::vector<std::optional<std::vector<float>>> hits = caches->lookup_many(key_spans);
+  std::vector<TokenizedInput> misses;
+  std::vector<float*> miss_rows;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (hits[i]) {
+      std::copy(hits[i]->begin(), hits[i]->end(), rows[i]);
+      continue;
+    }
+    misses.push_back(std::move(inputs[i]));
+    miss_rows.push_back(rows[i]);
+  }
+  return compute_rows(misses, miss_rows);
+}
+
+Status Runtime::Impl::compute_here(std::span<const TokenizedInput> inputs, std::span<float* const> rows) {
+  const size_t dim = output_dim;
   const size_t limit = options.batching.max_batch_size;
-  std::vector<float> out(std::min(limit, ids.size()) * dim);
-  for (size_t begin = 0; begin < ids.size(); begin += limit) {
-    const size_t n = std::min(limit, ids.size() - begin);
-    BRISK_RETURN_IF_ERROR(encode(ids.subspan(begin, n), out.data()));
+  std::vector<float> out(std::min(limit, inputs.size()) * dim);
+  for (size_t begin = 0; begin < inputs.size(); begin += limit) {
+    const size_t n = std::min(limit, inputs.size() - begin);
+    BRISK_RETURN_IF_ERROR(compute(inputs.subspan(begin, n), out.data()));
     for (size_t k = 0; k < n; ++k) std::copy_n(out.begin() + static_cast<ptrdiff_t>(k * dim), dim, rows[begin + k]);
   }
   return absl::OkStatus();
 }
 
-Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, std::span<float* const> rows) {
-  if (ids.empty()) return absl::OkStatus();
-  if (options.batching.executor_threads == 0 || batcher->on_batcher_thread()) return encode_here(ids, rows);
+Status Runtime::Impl::compute_rows(std::span<const TokenizedInput> inputs, std::span<float* const> rows) {
+  if (inputs.empty()) return absl::OkStatus();
+  if (options.batching.executor_threads == 0 || batcher->on_batcher_thread()) return compute_here(inputs, rows);
   const size_t limit = options.batching.max_batch_size;
   std::mutex mu;
   std::condition_variable cv;
-  size_t pending = 0;  // this call's texts in the batcher
+  size_t pending = 0;  // this call's inputs in the batcher
   Status first_error;
   Status here;
-  for (size_t begin = 0; begin < ids.size();) {
-    const size_t n = std::min(limit, ids.size() - begin);
+  for (size_t begin = 0; begin < inputs.size();) {
+    const size_t n = std::min(limit, inputs.size() - begin);
     {
       // At most two groups queued: the executor stays busy, and one call does not fill the queue.
       std::unique_lock lock(mu);
@@ -148,12 +192,12 @@ Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, std::
       if (!first_error.ok()) break;
       pending += n;
     }
-    std::vector<EmbedRequest> group;
-    std::vector<EmbedBatcher::Callback> callbacks;
+    std::vector<TaskRequest> group;
+    std::vector<TaskBatcher::Callback> callbacks;
     group.reserve(n);
     callbacks.reserve(n);
     for (size_t k = begin; k < begin + n; ++k) {
-      group.push_back(EmbedRequest{ids[k], {}});  // a copy: a refused group is run here from ids
+      group.push_back(TaskRequest{inputs[k], {}});  // a copy: a refused group is run here from inputs
       callbacks.push_back([&, row = rows[k]](uint64_t, StatusOr<std::vector<float>> e) {
         std::lock_guard lock(mu);
         if (e.ok()) {
@@ -176,7 +220,7 @@ Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, std::
       continue;
     }
     lock.unlock();
-    here = encode_here(ids.subspan(begin, n), rows.subspan(begin, n));
+    here = compute_here(inputs.subspan(begin, n), rows.subspan(begin, n));
     if (!here.ok()) break;
     begin += n;
   }
@@ -185,36 +229,82 @@ Status Runtime::Impl::embed_ids(std::span<const std::vector<int32_t>> ids, std::
   return first_error.ok() ? here : first_error;
 }
 
-StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
-                                   EmbeddingCallback done) const {
-  if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
-  if (options.timeout < std::chrono::nanoseconds::zero()) {
-    return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", options.timeout.count(),
+StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const EmbedRequestOptions& request,
+                                               absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done) {
+  if (request.timeout < std::chrono::nanoseconds::zero()) {
+    return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", request.timeout.count(),
                                                    " ns); expected >= 0 (0: none)"));
   }
-  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
-  if (std::optional<std::vector<float>> hit = impl_->caches->lookup(ids)) {
+  if (std::optional<std::vector<float>> hit = caches->lookup(result_cache_key(input))) {
     // A hit refuses what the batcher would refuse on a miss.
-    const int levels = static_cast<int>(impl_->options.batching.levels.size());
-    if (options.priority < 0 || options.priority >= levels) {
-      return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: priority ", options.priority,
+    const int levels = static_cast<int>(options.batching.levels.size());
+    if (request.priority < 0 || request.priority >= levels) {
+      return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: priority ", request.priority,
                                                      " is out of range; expected 0..", levels - 1,
                                                      " (0 is the most urgent)"));
     }
     // Ids of cache hits have the top bit set, so they never name a batcher request.
-    const uint64_t id = (uint64_t{1} << 63) | impl_->next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
     done(id, std::move(*hit));
     return id;
   }
   batch::SubmitOptions so;
-  so.priority = options.priority;
-  if (options.timeout > std::chrono::nanoseconds::zero()) {
-    so.deadline = deadline_after(impl_->batcher->clock().now(), options.timeout);
+  so.priority = request.priority;
+  if (request.timeout > std::chrono::nanoseconds::zero()) {
+    so.deadline = deadline_after(batcher->clock().now(), request.timeout);
   }
-  return impl_->batcher->submit(EmbedRequest{std::move(ids), options.cache_tags}, so, std::move(done));
+  if (!request.cache_tags.empty()) {
+    return batcher->submit(TaskRequest{std::move(input), request.cache_tags}, so, std::move(done));
+  }
+  std::vector<int32_t> key = result_cache_key(input);
+  bool lead = false;
+  if (std::optional<uint64_t> id = flights.join_or_lead(key, so.deadline, so.priority, done, &lead)) return *id;
+  if (!lead) return batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(done));
+  auto leader_done = [this, key, input, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
+    for (auto& follower : flights.finish(key)) answer_follower(follower, input, r);
+    done(id, std::move(r));
+  };
+  StatusOr<uint64_t> id = batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(leader_done));
+  if (!id.ok()) {
+    for (auto& follower : flights.finish(key)) follower.done(follower.id, id.status());
+  }
+  return id;
 }
 
-Status Runtime::cancel(uint64_t request_id) const { return impl_->batcher->cancel(request_id); }
+void Runtime::Impl::answer_follower(Flights::Follower& follower, const TokenizedInput& input,
+                                    const StatusOr<std::vector<float>>& leader) {
+  const absl::StatusCode code = leader.status().code();
+  if (code != absl::StatusCode::kCancelled && code != absl::StatusCode::kDeadlineExceeded) {
+    return follower.done(follower.id, leader);
+  }
+  // The leader was cancelled or expired, which says nothing about this request: it runs alone.
+  batch::SubmitOptions so;
+  so.priority = follower.priority;
+  so.deadline = follower.deadline;
+  auto done = [id = follower.id, done = std::move(follower.done)](uint64_t, StatusOr<std::vector<float>> r) mutable {
+    done(id, std::move(r));
+  };
+  StatusOr<uint64_t> alone = batcher->submit(TaskRequest{input, {}}, so, std::move(done));
+  if (!alone.ok()) follower.done(follower.id, alone.status());
+}
+
+StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
+                                   EmbeddingCallback done) const {
+  if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
+  BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kEmbedding, "Runtime::submit"));
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
+  return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options, std::move(done));
+}
+
+Status Runtime::cancel(uint64_t request_id) const {
+  if (Flights::is_follower_id(request_id)) {
+    std::optional<Flights::Done> done = impl_->flights.cancel(request_id);
+    if (!done) return absl::NotFoundError(absl::StrCat("request ", request_id, " is not pending"));
+    (*done)(request_id, absl::CancelledError(absl::StrCat("request ", request_id, " was cancelled")));
+    return absl::OkStatus();
+  }
+  return impl_->batcher->cancel(request_id);
+}
 
 batch::BatcherStats Runtime::batch_stats() const { return impl_->batcher->stats(); }
 
@@ -223,6 +313,7 @@ std::string Runtime::stats_json() const {
   nlohmann::json j;
   j["model"] = impl_->info.model_dir;
   j["forward_passes"] = forward_passes();
+  j["single_flight_joined"] = impl_->flights.joined();
   j["tokenize_ms"] = latency_json(impl_->tokenize_ns.snapshot());
   j["cache"] = nlohmann::json::parse(impl_->caches->stats_json());
   j["batcher"] = {

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<float> x(static_cast<size_t>(head.input_size()), 0.5f);
   std::vector<float> logits(static_cast<size_t>(head.num_labels()));
   if (!head.apply(x.data(), 1, logits.data()).ok()) brisk_fuzz::invariant_failed("apply of a loaded head");
-  (void)brisk::label_probabilities(head, logits);
+  (void)brisk::label_probabilities(logits, head.num_labels(), head.multi_label);
 
   const auto again_path = brisk_fuzz::scratch_dir() / "head_again.safetensors";
   if (auto s = brisk::save_intent_head(again_path.string(), *file); !s.ok()) {

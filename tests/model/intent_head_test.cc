@@ -36,7 +36,7 @@ std::string parse_error(const std::string& text) {
 std::vector<float> probabilities(const ClassificationHead& head, const std::vector<float>& x, int64_t rows) {
   std::vector<float> logits(static_cast<size_t>(rows * head.num_labels()));
   REQUIRE(head.apply(x.data(), rows, logits.data()).ok());
-  return brisk::label_probabilities(head, logits);
+  return brisk::label_probabilities(logits, head.num_labels(), head.multi_label);
 }
 
 // Points around `k` well separated unit directions, normalised: a problem every sensible fit separates.

@@ -10,7 +10,7 @@
 //                          read_sequence_classification_head(tensors, config_json_text, config.family, "model"));
 //   std::vector<float> logits(rows * head->num_labels());
 //   BRISK_RETURN_IF_ERROR(head->apply(first_token_states, rows, logits.data()));
-//   std::vector<float> p = label_probabilities(*head, logits);   // softmax, or sigmoid for multi-label heads
+//   std::vector<float> p = label_probabilities(logits, head->num_labels(), head->multi_label);
 //
 // The dropout layers of training are the identity at inference and are not represented.
 //
@@ -46,7 +46,7 @@ struct BRISK_API ClassificationHead {
     kSentenceEmbedding,  // the model's pooled (and, when it says so, normalised) embedding
   };
   Input input = Input::kFirstToken;
-  std::vector<DenseLayer> layers;  // applied in order; the last one's outputs are the logits
+  std::vector<DenseLayer> layers;   // applied in order; the last one's outputs are the logits
   std::vector<std::string> labels;  // by label id; one per output of the last layer
   // Independent labels (problem_type "multi_label_classification"): a sigmoid per label instead of a softmax.
   bool multi_label = false;
@@ -63,14 +63,22 @@ struct BRISK_API ClassificationHead {
 // DistilBERT: pre_classifier + classifier), with its labels from config.json's id2label ("LABEL_<i>" when absent) and
 // problem_type. nullopt when the tensors hold no classifier (an embedding model). Errors name `source`.
 BRISK_API StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
-                                                                                       const std::string& config_json,
-                                                                                       ModelFamily family,
-                                                                                       const std::string& source);
+                                                                                        const std::string& config_json,
+                                                                                        ModelFamily family,
+                                                                                        const std::string& source);
+
+// config.json's labels: id2label by id (empty when config.json has none) and whether problem_type is
+// "multi_label_classification". Errors name `source`.
+struct BRISK_API LabelConfig {
+  std::vector<std::string> labels;
+  bool multi_label = false;
+};
+BRISK_API StatusOr<LabelConfig> read_label_config(const std::string& config_json, const std::string& source);
 
 // Whether label scores are independent sigmoids (multi-label heads, and single-logit heads such as cross-encoders,
 // as Hugging Face's text-classification pipeline decides) rather than one softmax.
-BRISK_API bool uses_sigmoid(const ClassificationHead& head);
-// Probabilities from rows x num_labels() logits: a softmax per row, or a sigmoid per logit (uses_sigmoid).
-BRISK_API std::vector<float> label_probabilities(const ClassificationHead& head, std::span<const float> logits);
+BRISK_API bool uses_sigmoid(bool multi_label, int64_t num_labels);
+// Probabilities from rows x num_labels logits: a softmax per row, or a sigmoid per logit (uses_sigmoid).
+BRISK_API std::vector<float> label_probabilities(std::span<const float> logits, int64_t num_labels, bool multi_label);
 
 }  // namespace brisk

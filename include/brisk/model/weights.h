@@ -106,6 +106,10 @@ BRISK_API StatusOr<NamedTensors> read_safetensors_tensors(const std::string& pat
 // tensors (f32, f16, bf16, f64) become f32, integer tensors keep i64/i32/i8/u8 (bool becomes u8). Needs a build
 // with libtorch (see torch_checkpoints_supported()); otherwise returns Unimplemented.
 BRISK_API StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path);
+// Every tensor of a weights file: read_safetensors_tensors for a .safetensors path, else read_torch_checkpoint.
+BRISK_API StatusOr<NamedTensors> read_weights_file(const std::string& path);
+// A model directory's weights file: model.safetensors, else pytorch_model.bin; NotFound naming the directory.
+BRISK_API StatusOr<std::string> find_weights_file(const std::string& model_dir);
 BRISK_API bool torch_checkpoints_supported();
 
 // A contiguous f32 copy of a f16/bf16 tensor; an f32 tensor is returned as is (no copy). Other dtypes: error.

@@ -1,6 +1,8 @@
-// Runtime: the one object a host service holds. It owns a model, its tokenizer and the options, and turns texts
-// into pooled embeddings: synchronously with embed(), or one request at a time with submit(), which goes through
-// the dynamic batcher (brisk/batch/batcher.h) so that concurrent requests share forward passes.
+// Runtime: the one object a host service holds. It owns a model (behind a Backend, brisk/runtime/backend.h), its
+// tokenizer and the options, and serves the model's task: sentence embeddings (embed), sequence classification
+// (classify: intents) or cross-encoder reranking (rerank). Calls run synchronously, or one request at a time with
+// submit() / submit_classify(), which go through the dynamic batcher (brisk/batch/batcher.h) so that concurrent
+// requests share forward passes. Every task shares the same caches, batching and metrics.
 //
 //   brisk::RuntimeOptions opts;
 //   opts.model_dir = "/models/all-MiniLM-L6-v2";
@@ -10,6 +12,11 @@
 //
 //   rt->submit("lost card", {.priority = 0, .timeout = std::chrono::milliseconds(200)},
 //              [](uint64_t id, brisk::StatusOr<std::vector<float>> e) { /* on a batcher thread */ });
+//
+// A sequence-classification model (a Hugging Face *ForSequenceClassification directory, or model_dir plus a
+// classification_head file from `brisk fit-intents`) classifies; one with a single label (a cross-encoder) reranks:
+//   BRISK_ASSIGN_OR_RETURN(auto labels, rt->classify(texts, /*top_k=*/3));      // per text, best first
+//   BRISK_ASSIGN_OR_RETURN(auto ranked, rt->rerank("reset my PIN", passages));  // sorted by score, with indices
 //
 // Thread safety: a Runtime may be shared; embed(), submit(), cancel() and the stats calls may run from several
 // threads at once. Destroying the Runtime completes every pending submit() (queued ones with UNAVAILABLE) before
@@ -33,6 +40,8 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 #include "brisk/model/config.h"
+#include "brisk/runtime/backend.h"
+#include "brisk/runtime/torchscript_backend.h"
 
 namespace brisk {
 
@@ -105,6 +114,13 @@ struct RuntimeOptions {
   // budget shrinks to what the cap leaves after the weights, so a surge is queued or refused. The cap is
   // per process and device (the last Runtime created with a nonzero value sets it).
   size_t device_memory_limit = 0;
+  // A few-shot intent head written by `brisk fit-intents`: the runtime then classifies with it over model_dir's
+  // sentence embeddings. It must have been fitted on this model (its recorded model id is checked).
+  std::string classification_head;
+  // Run this TorchScript module (brisk/runtime/torchscript_backend.h) instead of brisk's encoder; model_dir then gives
+  // the tokenizer, and config.json (optional) the labels (id2label, problem_type) and pad_token_id, the pooling files
+  // the pooling of a hidden-state output.
+  std::optional<TorchScriptOptions> torchscript;
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
@@ -120,6 +136,35 @@ struct EmbedRequestOptions {
 
 // Receives a submitted request's embedding (embedding_dim() floats) or why it has none.
 using EmbeddingCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<float>> embedding)>;
+
+// One label of classify(): its id (the model's id2label order), its name and its probability: a softmax over the
+// labels, or a sigmoid per label for multi-label and single-logit models (as Hugging Face's text-classification
+// pipeline decides).
+struct LabelScore {
+  int64_t id = 0;
+  std::string label;
+  float score = 0.0f;
+};
+
+struct ClassifyRequestOptions : EmbedRequestOptions {
+  int top_k = 1;  // labels returned, best first; 1 to the number of labels
+};
+
+// Receives a submitted text's top_k labels, best first, or why it has none.
+using ClassifyCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<LabelScore>> labels)>;
+
+struct RerankOptions {
+  // The model's logits as they are; false: a sigmoid of them, in [0, 1] (sentence-transformers' CrossEncoder default
+  // for a one-label model, and TEI's raw_scores=false).
+  bool raw_scores = false;
+  size_t top_k = 0;  // the best top_k passages only; 0: all of them
+};
+
+// One passage of rerank(): its index in the passages given and its score.
+struct RerankResult {
+  size_t index = 0;
+  float score = 0.0f;
+};
 
 struct ModelInfo {
   std::string model_dir;
@@ -137,6 +182,11 @@ struct ModelInfo {
   Device device = Device::kCPU;
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
   std::string quantization;              // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
+  std::string classification_head;       // RuntimeOptions::classification_head's file, when one was loaded
+  std::string backend = "native";        // BackendInfo::name
+  std::string task = "embedding";        // "embedding" or "classification" (classify; rerank with one label)
+  std::vector<std::string> labels;       // classification: by label id
+  bool multi_label = false;              // classification: a sigmoid per label
 };
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else
@@ -146,12 +196,18 @@ BRISK_API std::string default_model_dir();
 class BRISK_API Runtime {
  public:
   static StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
+  // With the host's own backend: options.model_dir gives the tokenizer (vocab.txt or tokenizer.json) and, when
+  // present, config.json's max_position_embeddings and the sentence-transformers pooling files; the weights are not
+  // read. The backend's info() decides the task.
+  static StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options, std::unique_ptr<Backend> backend);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
+  // The embedding width; 0 when the model does not embed (a classification model).
   int embedding_dim() const;
   const ModelInfo& info() const;
+  const BackendInfo& backend_info() const;
 
   // Embeds texts (UTF-8; invalid UTF-8 is an error naming the text index) into a row-major
   // texts.size() x embedding_dim() matrix. The forward passes run on the batcher's executor thread (sharing
@@ -166,8 +222,28 @@ class BRISK_API Runtime {
   // past deadline and an unknown priority. When submit() fails `done` is never called; otherwise exactly
   // once, on a batcher thread (or in cancel()), with the embedding or DEADLINE_EXCEEDED, CANCELLED or
   // UNAVAILABLE (shut down). A result-cache hit completes at once: `done` runs on the calling thread before
-  // submit() returns.
+  // submit() returns. Single flight: a text already in flight from another submit (same token ids, not yet
+  // cached) joins that request when its deadline is no later than ours, and is answered by the same forward pass;
+  // if that request is cancelled or expires, the joined ones are run on their own. Requests with cache_tags always
+  // run on their own.
   StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options, EmbeddingCallback done) const;
+
+  // Classifies texts with the model's head: for each text its top_k labels, best first. FAILED_PRECONDITION on an
+  // embedding model; top_k outside 1..number of labels is INVALID_ARGUMENT. Batched and cached as embed() is
+  // (the cache holds logits, so any top_k is served from it).
+  StatusOr<std::vector<std::vector<LabelScore>>> classify(std::span<const std::string_view> texts, int top_k = 1) const;
+  // The raw logits of classify(): texts.size() x number of labels, row-major (TEI's raw_scores).
+  StatusOr<std::vector<float>> logits(std::span<const std::string_view> texts) const;
+  // classify() of one text through the batcher, as submit() is for embed().
+  StatusOr<uint64_t> submit_classify(std::string_view text, const ClassifyRequestOptions& options,
+                                     ClassifyCallback done) const;
+  // Scores each (query, passage) pair with a cross-encoder (a classification model with one label) and returns the
+  // passages sorted by score, best first, with their indices (sentence-transformers' CrossEncoder.rank). Pairs are
+  // encoded [CLS] query [SEP] passage [SEP] with token types 0 then 1, truncated longest-first to max_seq_len as
+  // Hugging Face does. Any number of passages is run in batches; none is INVALID_ARGUMENT.
+  StatusOr<std::vector<RerankResult>> rerank(std::string_view query, std::span<const std::string_view> passages,
+                                             const RerankOptions& options = {}) const;
+
   // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
   Status cancel(uint64_t request_id) const;
 

@@ -1,0 +1,86 @@
+// The native backend over BertEncoder: embeddings from encoder->embed(), logits from a ClassificationHead over the
+// first tokens' hidden states or over the embeddings.
+#include "native_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/device.h"
+#include "runtime_impl.h"
+
+namespace brisk {
+
+namespace {
+
+class NativeBackend final : public Backend {
+ public:
+  NativeBackend(std::unique_ptr<BertEncoder> encoder, std::optional<ClassificationHead> head, const ModelInfo& info,
+                const RuntimeOptions& options)
+      : encoder_(std::move(encoder)), head_(std::move(head)), model_(info), options_(options) {
+    info_.name = "native";
+    info_.device = info.device;
+    info_.activation_dtype = info.activation_dtype;
+    const BertConfig& c = encoder_->config();
+    info_.description = absl::StrCat(c.summary(), "; ", info.quantization.empty() ? "f32 weights" : info.quantization,
+                                     " on ", device_string({info.device, 0}), " in ", dtype_name(info.activation_dtype));
+    if (head_) {
+      info_.output = BackendOutput::kLogits;
+      info_.output_dim = head_->num_labels();
+      info_.labels = head_->labels;
+      info_.multi_label = head_->multi_label;
+      absl::StrAppend(&info_.description, "; classification head, ", head_->num_labels(), " labels");
+    } else {
+      info_.output = BackendOutput::kEmbedding;
+      info_.output_dim = encoder_->hidden_size();
+    }
+  }
+
+  const BackendInfo& info() const override { return info_; }
+
+  Status run(const PackedSequences& batch, std::span<float> out) const override {
+    const size_t rows = static_cast<size_t>(batch.size());
+    if (out.size() != rows * static_cast<size_t>(info_.output_dim)) {
+      return absl::InvalidArgumentError(absl::StrCat("native backend: output holds ", out.size(), " floats; expected ",
+                                                     rows, " x ", info_.output_dim));
+    }
+    const int64_t hidden = encoder_->hidden_size();
+    if (!head_) return encoder_->embed(batch, model_.pooling, model_.normalize, out.data());
+    std::vector<float> head_input(rows * static_cast<size_t>(hidden));
+    if (head_->input == ClassificationHead::Input::kSentenceEmbedding) {
+      BRISK_RETURN_IF_ERROR(encoder_->embed(batch, model_.pooling, model_.normalize, head_input.data()));
+    } else {
+      std::vector<float> states(static_cast<size_t>(batch.total_tokens() * hidden));
+      BRISK_RETURN_IF_ERROR(encoder_->forward(batch, states.data()));
+      for (size_t i = 0; i < rows; ++i) {
+        const float* first = states.data() + batch.offsets[i] * hidden;
+        std::copy(first, first + hidden, head_input.begin() + static_cast<ptrdiff_t>(i * hidden));
+      }
+    }
+    return head_->apply(head_input.data(), static_cast<int64_t>(rows), out.data());
+  }
+
+  size_t estimate_activation_bytes(const batch::BatchShape& shape) const override {
+    return brisk::estimate_activation_bytes(model_, options_, shape);
+  }
+
+ private:
+  std::unique_ptr<BertEncoder> encoder_;
+  std::optional<ClassificationHead> head_;
+  ModelInfo model_;
+  RuntimeOptions options_;
+  BackendInfo info_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> make_native_backend(std::unique_ptr<BertEncoder> encoder,
+                                                       std::optional<ClassificationHead> head, const ModelInfo& info,
+                                                       const RuntimeOptions& options) {
+  if (encoder == nullptr) return absl::InvalidArgumentError("native backend: the encoder is null");
+  if (head && head->input_size() != encoder->hidden_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the classification head takes ", head->input_size(),
+                                                   " inputs but the encoder's hidden size is ",
+                                                   encoder->hidden_size(), "; expected them equal"));
+  }
+  return std::unique_ptr<Backend>(new NativeBackend(std::move(encoder), std::move(head), info, options));
+}
+
+}  // namespace brisk
