@@ -112,8 +112,8 @@ brisk_status brisk_runtime_create_with_backend(const brisk_runtime_options* opti
                                               "; expected BRISK_OUTPUT_EMBEDDING (0) or BRISK_OUTPUT_LOGITS (1)");
     }
     if (b.multi_label != 0 && b.multi_label != 1) {
-      return fail(BRISK_INVALID_ARGUMENT,
-                  std::string(kFn) + ": backend->multi_label is " + std::to_string(b.multi_label) + "; expected 0 or 1");
+      return fail(BRISK_INVALID_ARGUMENT, std::string(kFn) + ": backend->multi_label is " +
+                                              std::to_string(b.multi_label) + "; expected 0 or 1");
     }
     brisk::BackendInfo info;
     info.name = b.name != nullptr && b.name[0] != '\0' ? b.name : "callback";
@@ -124,8 +124,8 @@ brisk_status brisk_runtime_create_with_backend(const brisk_runtime_options* opti
     if (info.output == brisk::BackendOutput::kLogits && info.output_dim <= (int64_t{1} << 20)) {
       for (size_t i = 0; i < b.output_dim; ++i) {
         if (b.labels != nullptr && b.labels[i] == nullptr) {
-          return fail(BRISK_INVALID_ARGUMENT, std::string(kFn) + ": backend->labels[" + std::to_string(i) +
-                                                  "] is NULL; expected a label name");
+          return fail(BRISK_INVALID_ARGUMENT,
+                      std::string(kFn) + ": backend->labels[" + std::to_string(i) + "] is NULL; expected a label name");
         }
         info.labels.push_back(b.labels != nullptr ? std::string(b.labels[i]) : absl::StrCat("LABEL_", i));
       }

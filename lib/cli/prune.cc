@@ -1,6 +1,8 @@
 // `brisk sensitivity` and `brisk prune`. See prune.h.
 #include "prune.h"
 
+#include "brisk/model/classification_head.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,14 +32,19 @@ struct Model {
   EncoderWeights weights;
   PoolingConfig pooling;
   WordPieceTokenizer tokenizer;
+  NamedTensors head_tensors;  // a classification model's head, carried into the pruned model unchanged
 };
 
 StatusOr<Model> load_model(const std::string& dir) {
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
+  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
+  BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(weights_file));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::from_tensors(tensors, config, weights_file));
+  weights.weights_file = weights_file;
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  return Model{std::move(config), std::move(weights), pooling, std::move(tok)};
+  return Model{std::move(config), std::move(weights), pooling, std::move(tok),
+               sequence_classification_head_tensors(tensors)};
 }
 
 StatusOr<std::vector<double>> parse_levels(const std::string& text) {
@@ -225,6 +232,7 @@ Status prune_cmd(const PruneFlags& f) {
     fmt::print("unstructured: {} of {} weights zeroed (the shapes stay; only structured pruning is faster)\n", r.pruned,
                r.total);
   }
+  pruned.head_tensors = m.head_tensors;
   if (f.out.ends_with(".safetensors")) {
     BRISK_RETURN_IF_ERROR(save_pruned_model_file(pruned, f.model, m.weights.weights_file, f.out));
   } else {

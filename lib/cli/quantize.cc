@@ -1,6 +1,8 @@
 // `brisk quantize`. See quantize.h.
 #include "quantize.h"
 
+#include "brisk/model/classification_head.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -35,7 +37,10 @@ Status quantize(const QuantizeFlags& f) {
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights fp32, EncoderWeights::load(dir, config));
+  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
+  BRISK_ASSIGN_OR_RETURN(NamedTensors source_tensors, read_weights_file(weights_file));
+  BRISK_ASSIGN_OR_RETURN(EncoderWeights fp32, EncoderWeights::from_tensors(source_tensors, config, weights_file));
+  fp32.weights_file = weights_file;
   BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
                          read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));
@@ -90,6 +95,7 @@ Status quantize(const QuantizeFlags& f) {
   model.plan = smooth ? absl::StrCat(report.plan, " +smoothquant ", f.smoothquant) : report.plan;
   BRISK_ASSIGN_OR_RETURN(model.source_sha256, file_sha256_hex(fp32.weights_file));
   model.report_json = report.to_json();
+  model.head_tensors = sequence_classification_head_tensors(source_tensors);  // a classifier keeps its head in f32
   BRISK_RETURN_IF_ERROR(save_quantized_model(f.out, model));
 
   fmt::print("{:<44} {:<14} {:>10} {:>10} {:>10} {:>10} {:>11}\n", "layer", "precision", "w_error", "scale_min",

@@ -157,6 +157,18 @@ StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(co
   return std::optional<ClassificationHead>(std::move(head));
 }
 
+NamedTensors sequence_classification_head_tensors(const NamedTensors& tensors) {
+  NamedTensors head;
+  if (!tensors.contains("classifier.weight")) return head;
+  for (const char* layer : {"bert.pooler.dense", "pre_classifier", "classifier"}) {
+    for (const char* part : {".weight", ".bias"}) {
+      const std::string name = absl::StrCat(layer, part);
+      if (auto it = tensors.find(name); it != tensors.end()) head.emplace(name, it->second);
+    }
+  }
+  return head;
+}
+
 bool uses_sigmoid(bool multi_label, int64_t num_labels) { return multi_label || num_labels == 1; }
 
 std::vector<float> label_probabilities(std::span<const float> logits, int64_t num_labels, bool multi_label) {

@@ -22,6 +22,7 @@ std::vector<std::pair<std::string, Tensor>> named_tensors(const PrunedModel& m) 
     out.emplace_back(s.name + ".weight", *s.weight);
     out.emplace_back(s.name + ".bias", *s.bias);
   }
+  for (const auto& [name, t] : m.head_tensors) out.emplace_back(name, t);
   return out;
 }
 
@@ -78,6 +79,7 @@ Status save_pruned_model_file(const PrunedModel& model, const std::string& sourc
   BRISK_ASSIGN_OR_RETURN(q.model_files, quant::read_model_files(source_dir));
   BRISK_ASSIGN_OR_RETURN(q.model_files["config.json"], pruned_config_json(q.model_files["config.json"], model.config));
   q.weights = model.weights;
+  q.head_tensors = model.head_tensors;
   q.plan = "pruned";
   BRISK_ASSIGN_OR_RETURN(q.source_sha256, quant::file_sha256_hex(source_weights));
   return quant::save_quantized_model(path, q);

@@ -2,6 +2,8 @@
 // model_file_metadata.cc.
 #include "brisk/quant/model_file.h"
 
+#include "brisk/model/classification_head.h"
+
 #include <sys/stat.h>
 
 #include <cmath>
@@ -243,6 +245,10 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
     BRISK_ASSIGN_OR_RETURN(*t.tensor, r.take(t.name, DType::kF32, {t.shape}, "an f32 tensor of the encoder"));
   }
   for (const LinearInfo& l : lin) BRISK_RETURN_IF_ERROR(take_linear(r, file, l, precision_of(l.slot.name), m));
+  for (const auto& [name, t] : sequence_classification_head_tensors(tensors)) {
+    BRISK_ASSIGN_OR_RETURN(m.head_tensors[name],
+                           r.take(name, DType::kF32, {t.shape()}, "a classification head tensor"));
+  }
   BRISK_RETURN_IF_ERROR(r.check_all_taken([&](const std::string& tensor) -> std::string {
     const size_t dot = tensor.rfind('.');
     const std::string layer = dot == std::string::npos ? tensor : tensor.substr(0, dot);
@@ -275,6 +281,7 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
   if (w.embeddings.word_scale.defined()) out.emplace_back(word + ".weight_scale", w.embeddings.word_scale);
   if (w.embeddings.word_min.defined()) out.emplace_back(word + ".weight_min", w.embeddings.word_min);
   for (const F32TensorSlot& t : f32_tensors(w, c)) out.emplace_back(t.name, *t.tensor);
+  for (const auto& [name, t] : model.head_tensors) out.emplace_back(name, t);
   for (const LinearInfo& l : linears(w, c)) {
     const std::string& name = l.slot.name;
     const PrecisionSpec spec = spec_of(name);

@@ -7,10 +7,8 @@ namespace brisk {
 
 std::string_view backend_output_name(BackendOutput output) {
   switch (output) {
-    case BackendOutput::kEmbedding:
-      return "embedding";
-    case BackendOutput::kLogits:
-      return "logits";
+    case BackendOutput::kEmbedding: return "embedding";
+    case BackendOutput::kLogits: return "logits";
   }
   return "unknown";
 }
@@ -18,8 +16,8 @@ std::string_view backend_output_name(BackendOutput output) {
 Status validate_backend_info(const BackendInfo& info) {
   const std::string who = absl::StrCat("backend '", info.name, "'");
   if (info.output != BackendOutput::kEmbedding && info.output != BackendOutput::kLogits) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": output is ", static_cast<int>(info.output),
-                                                   "; expected embedding or logits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": output is ", static_cast<int>(info.output), "; expected embedding or logits"));
   }
   if (info.output_dim <= 0 || info.output_dim > (int64_t{1} << 20)) {
     return absl::InvalidArgumentError(

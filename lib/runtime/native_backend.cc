@@ -19,8 +19,9 @@ class NativeBackend final : public Backend {
     info_.device = info.device;
     info_.activation_dtype = info.activation_dtype;
     const BertConfig& c = encoder_->config();
-    info_.description = absl::StrCat(c.summary(), "; ", info.quantization.empty() ? "f32 weights" : info.quantization,
-                                     " on ", device_string({info.device, 0}), " in ", dtype_name(info.activation_dtype));
+    info_.description =
+        absl::StrCat(c.summary(), "; ", info.quantization.empty() ? "f32 weights" : info.quantization, " on ",
+                     device_string({info.device, 0}), " in ", dtype_name(info.activation_dtype));
     if (head_) {
       info_.output = BackendOutput::kLogits;
       info_.output_dim = head_->num_labels();
@@ -77,8 +78,8 @@ StatusOr<std::unique_ptr<Backend>> make_native_backend(std::unique_ptr<BertEncod
   if (encoder == nullptr) return absl::InvalidArgumentError("native backend: the encoder is null");
   if (head && head->input_size() != encoder->hidden_size()) {
     return absl::InvalidArgumentError(absl::StrCat("the classification head takes ", head->input_size(),
-                                                   " inputs but the encoder's hidden size is ",
-                                                   encoder->hidden_size(), "; expected them equal"));
+                                                   " inputs but the encoder's hidden size is ", encoder->hidden_size(),
+                                                   "; expected them equal"));
   }
   return std::unique_ptr<Backend>(new NativeBackend(std::move(encoder), std::move(head), info, options));
 }

@@ -62,8 +62,11 @@ StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_inva
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
                          WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
   q.weights.weights_file = path;
+  BRISK_ASSIGN_OR_RETURN(
+      std::optional<ClassificationHead> head,
+      read_sequence_classification_head(q.head_tensors, q.model_files.at("config.json"), q.config.family, path));
   return LoadedModel{std::move(q.config),  std::move(pooling), std::move(tokenizer),
-                     std::move(q.weights), std::nullopt,       q.plan.empty() ? std::string("quantized") : q.plan};
+                     std::move(q.weights), std::move(head),    q.plan.empty() ? std::string("quantized") : q.plan};
 }
 
 Status check_options(const RuntimeOptions& options) {

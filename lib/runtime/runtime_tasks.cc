@@ -13,8 +13,8 @@ namespace {
 
 Status check_top_k(int top_k, size_t num_labels, std::string_view call) {
   if (top_k < 1 || static_cast<size_t>(top_k) > num_labels) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(call), ": top_k is ", top_k, "; expected 1 to ", num_labels,
-                                                   " (the model's number of labels)"));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(call), ": top_k is ", top_k, "; expected 1 to ",
+                                                   num_labels, " (the model's number of labels)"));
   }
   return absl::OkStatus();
 }
@@ -71,13 +71,12 @@ StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const Classif
   BRISK_RETURN_IF_ERROR(check_top_k(options.top_k, impl_->output_dim, "Runtime::submit_classify"));
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
   const BackendInfo& backend = impl_->backend->info();
-  return impl_->submit_input(
-      TokenizedInput{std::move(ids), 0}, options,
-      [&backend, top_k = options.top_k, done = std::move(done)](uint64_t id,
-                                                                StatusOr<std::vector<float>> logits) mutable {
-        if (!logits.ok()) return done(id, logits.status());
-        done(id, top_labels(backend, *logits, top_k));
-      });
+  return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options,
+                             [&backend, top_k = options.top_k, done = std::move(done)](
+                                 uint64_t id, StatusOr<std::vector<float>> logits) mutable {
+                               if (!logits.ok()) return done(id, logits.status());
+                               done(id, top_labels(backend, *logits, top_k));
+                             });
 }
 
 StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std::span<const std::string_view> passages,

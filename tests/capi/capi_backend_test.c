@@ -21,7 +21,8 @@ typedef struct host {
   int mode;       /* 0: fill every value; 1: fail with a message; 2: leave row 0 unset */
 } host;
 
-/* A deterministic "model": value k of a sequence's row is (sum of its ids) mod 1000 + k, plus 0.5 per token of type 1. */
+/* A deterministic "model": value k of a sequence's row is (sum of its ids) mod 1000 + k, plus 0.5 per token of type 1.
+ */
 static brisk_status host_run(void* user_data, const brisk_batch* batch, float* out, size_t out_len, char* error,
                              size_t error_len) {
   host* h = (host*)user_data;
@@ -163,8 +164,8 @@ typedef struct stress {
 
 static stress g_stress;
 
-static void on_embedding(void* user_data, uint64_t request_id, brisk_status status, const float* embedding,
-                         size_t dim, const char* error) {
+static void on_embedding(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,
+                         const char* error) {
   size_t slot = (size_t)(uintptr_t)user_data;
   (void)request_id;
   (void)error;

@@ -87,7 +87,8 @@ TEST_CASE("runtime.single_flight: concurrent submits of one text share one forwa
   std::vector<std::promise<Outcome>> results(kCallers);
   std::vector<uint64_t> ids;
   for (int i = 0; i < kCallers; ++i) {
-    auto id = rt->submit("reset my pin", {}, [&, i](uint64_t, Outcome r) { results[static_cast<size_t>(i)].set_value(std::move(r)); });
+    auto id = rt->submit("reset my pin", {},
+                         [&, i](uint64_t, Outcome r) { results[static_cast<size_t>(i)].set_value(std::move(r)); });
     REQUIRE(id.ok());
     ids.push_back(*id);
   }

@@ -9,7 +9,14 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "brisk/model/classification_head.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/prune/structured.h"
+#include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
 #include "runtime_test_util.h"
 #include "test_util.h"
@@ -89,8 +96,10 @@ TEST_CASE("runtime.tasks: classification logits equal transformers', alone and i
       const json& want = g["single"][i]["logits"];
       std::vector<float> p(labels);
       float sum = 0;
-      for (size_t k = 0; k < labels; ++k) sum += (p[k] = multi ? sigmoid(want[k].get<float>()) : std::exp(want[k].get<float>()));
-      if (!multi) for (float& v : p) v /= sum;
+      for (size_t k = 0; k < labels; ++k)
+        sum += (p[k] = multi ? sigmoid(want[k].get<float>()) : std::exp(want[k].get<float>()));
+      if (!multi)
+        for (float& v : p) v /= sum;
       const auto& got = (*top)[i];
       REQUIRE(got.size() == labels);
       for (size_t k = 0; k < labels; ++k) {
@@ -181,7 +190,8 @@ TEST_CASE("runtime.tasks: bad input gets a clear error") {
     for (int k : {0, -1, 4}) {
       auto r = cls->classify(texts, k);
       REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
-      REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("top_k is") && Catch::Contains("expected 1 to 3"));
+      REQUIRE_THAT(std::string(r.status().message()),
+                   Catch::Contains("top_k is") && Catch::Contains("expected 1 to 3"));
     }
   }
   SECTION("embed on a classification model") {
@@ -229,4 +239,50 @@ TEST_CASE("runtime.tasks: bad input gets a clear error") {
     REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
     REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("passage 1"));
   }
+}
+
+TEST_CASE("runtime.tasks: a quantized model file and a pruned model directory keep the classification head") {
+  const json g = golden("bert_cls");
+  const std::string dir = task_dir("bert_cls");
+  auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
+  REQUIRE(config.ok());
+  auto tensors = brisk::read_weights_file(dir + "/model.safetensors");
+  REQUIRE(tensors.ok());
+  auto weights = brisk::EncoderWeights::from_tensors(*tensors, *config, "model.safetensors");
+  REQUIRE(weights.ok());
+  const brisk::NamedTensors head = brisk::sequence_classification_head_tensors(*tensors);
+  REQUIRE(head.size() == 4);
+  const auto tmp = std::filesystem::temp_directory_path() / ("brisk_tasks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+
+  // Every layer left in f32: the file must answer exactly as the directory does.
+  brisk::quant::QuantizedModel q;
+  q.config = *config;
+  auto files = brisk::quant::read_model_files(dir);
+  REQUIRE(files.ok());
+  q.model_files = *files;
+  q.weights = *weights;
+  q.head_tensors = head;
+  const std::string file = (tmp / "bert_cls.safetensors").string();
+  REQUIRE(brisk::quant::save_quantized_model(file, q).ok());
+
+  brisk::prune::PrunedModel p{*config, *weights, head};
+  const std::string pruned_dir = (tmp / "pruned").string();
+  REQUIRE(brisk::prune::save_pruned_model(p, dir, pruned_dir).ok());
+
+  for (const std::string& model : {file, pruned_dir}) {
+    INFO(model);
+    RuntimeOptions o = task_options("bert_cls", g["max_length"].get<int>());
+    o.model_dir = model;
+    auto rt = brisk::testing::make_runtime(o);
+    REQUIRE(rt->info().labels == std::vector<std::string>{"billing", "card_lost", "greeting"});
+    for (const json& item : g["single"]) {
+      const std::string text = item["text"].get<std::string>();
+      std::vector<std::string_view> one = {text};
+      auto logits = rt->logits(one);
+      REQUIRE(logits.ok());
+      require_close(*logits, item["logits"], text);
+    }
+  }
+  std::filesystem::remove_all(tmp);
 }

@@ -67,6 +67,11 @@ BRISK_API StatusOr<std::optional<ClassificationHead>> read_sequence_classificati
                                                                                         ModelFamily family,
                                                                                         const std::string& source);
 
+// The tensors of a sequence-classification head among a checkpoint's, under their Hugging Face names
+// (bert.pooler.dense.*, pre_classifier.*, classifier.*): what a file that carries a model (a quantized model file)
+// must carry for its head. Empty for an embedding model.
+BRISK_API NamedTensors sequence_classification_head_tensors(const NamedTensors& tensors);
+
 // config.json's labels: id2label by id (empty when config.json has none) and whether problem_type is
 // "multi_label_classification". Errors name `source`.
 struct BRISK_API LabelConfig {

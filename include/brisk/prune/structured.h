@@ -44,6 +44,9 @@ struct BRISK_API StructuredPlan {
 struct BRISK_API PrunedModel {
   BertConfig config;
   EncoderWeights weights;
+  // A sequence-classification model's head (sequence_classification_head_tensors), written unchanged: pruning keeps
+  // the hidden width it reads.
+  NamedTensors head_tensors;
 };
 
 // The original numbers of the heads a layer still has, in the order its weights hold them.

@@ -18,6 +18,7 @@
 //   embeddings.word_embeddings.weight (+ .weight_scale f32 [vocab] for int8, f16 [vocab, hidden/N] for int4, and
 //                           .weight_min for int4-gN-min), and every other tensor of the encoder in f32 (position and
 //                           token-type embeddings, LayerNorms).
+//   classifier.*, pre_classifier.*, bert.pooler.dense.*  a sequence-classification head, f32, as in the source.
 // Metadata (the safetensors "__metadata__", string to string):
 //   brisk.format         "brisk-quantized/1" (required; what is_quantized_model_file looks for)
 //   brisk.config         config.json's text (required)
@@ -64,6 +65,9 @@ struct BRISK_API QuantizedModel {
   std::string plan;                                 // the plan it was made with
   std::string source_sha256;                        // hex SHA-256 of the source weights file
   std::string report_json;                          // the per-layer report (opaque JSON text), may be empty
+  // A sequence-classification model's head, unquantized under its Hugging Face names
+  // (sequence_classification_head_tensors); empty for an embedding model. config.json gives its labels.
+  NamedTensors head_tensors;
 };
 
 // Reads the small files of a Hugging Face model directory (see QuantizedModel::model_files). config.json and one of
