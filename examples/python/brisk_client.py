@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""A ctypes client of libbrisk's C API: embeds texts and ranks them by similarity to the first.
+"""A ctypes client of libbrisk's C API: embeds texts and ranks them by similarity to the first; classifies; reranks.
 
     python3 examples/python/brisk_client.py --lib build/release/lib/libbrisk.so "reset my PIN" "forgot my PIN" "opening hours"
     python3 examples/python/brisk_client.py --submit ...   # one request per text through the dynamic batcher
+    python3 examples/python/brisk_client.py --model DIR --classify --top-k 2 "I lost my card"   # a classifier
+    python3 examples/python/brisk_client.py --head head.safetensors --classify "I lost my card"  # brisk fit-intents
+    python3 examples/python/brisk_client.py --model CROSS_ENCODER_DIR --rerank "reset my PIN" "passage" "passage"
+
+As a module: Brisk(lib, model_dir).embed / classify / rerank; Brisk(lib, model_dir, backend=HostBackend(fn, dim))
+runs a Python function as the model (brisk tokenizes, caches and batches around it; see HostBackend).
 """
 import argparse
 import concurrent.futures
@@ -26,7 +32,42 @@ class RuntimeOptions(ctypes.Structure):
                 ("redis_tls", ctypes.c_int32), ("replace_invalid_utf8", ctypes.c_int32),
                 # the GPU (appended in 0.5)
                 ("device_index", ctypes.c_int32), ("activation_dtype", ctypes.c_int32),
-                ("remove_padding", ctypes.c_int32), ("device_memory_limit", ctypes.c_int64)]
+                ("remove_padding", ctypes.c_int32), ("device_memory_limit", ctypes.c_int64),
+                # tasks and backends (appended in 0.6)
+                ("classification_head", ctypes.c_char_p), ("torchscript_module", ctypes.c_char_p),
+                ("torchscript_output", ctypes.c_int32)]
+
+
+class LabelScore(ctypes.Structure):
+    _fields_ = [("label_id", ctypes.c_int64), ("score", ctypes.c_float), ("label", ctypes.c_char_p)]
+
+
+class RerankResult(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_size_t), ("score", ctypes.c_float)]
+
+
+class Batch(ctypes.Structure):
+    _fields_ = [("num_sequences", ctypes.c_size_t), ("total_tokens", ctypes.c_size_t),
+                ("input_ids", ctypes.POINTER(ctypes.c_int32)), ("token_type_ids", ctypes.POINTER(ctypes.c_int32)),
+                ("offsets", ctypes.POINTER(ctypes.c_int64))]
+
+
+# brisk_status (*)(void* user_data, const brisk_batch* batch, float* out, size_t out_len, char* error,
+#                  size_t error_len); error is a buffer to write into, so a void pointer rather than c_char_p.
+BACKEND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Batch), ctypes.POINTER(ctypes.c_float),
+                              ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class BackendStruct(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("run", BACKEND_FN), ("user_data", ctypes.c_void_p),
+                ("output", ctypes.c_int32), ("output_dim", ctypes.c_size_t),
+                ("labels", ctypes.POINTER(ctypes.c_char_p)), ("multi_label", ctypes.c_int32),
+                ("bytes_per_token", ctypes.c_size_t), ("name", ctypes.c_char_p)]
+
+
+# brisk_torchscript_output and brisk_backend_output values.
+TORCHSCRIPT_OUTPUTS = {"auto": 0, "hidden": 1, "pooled": 2, "logits": 3}
+BACKEND_OUTPUTS = {"embedding": 0, "logits": 1}
 
 
 # brisk_device and brisk_dtype values.
@@ -38,6 +79,7 @@ STATUS_NAMES = {0: "BRISK_OK", 1: "BRISK_INVALID_ARGUMENT", 2: "BRISK_NOT_FOUND"
                 4: "BRISK_RESOURCE_EXHAUSTED", 5: "BRISK_UNIMPLEMENTED", 6: "BRISK_FAILED_PRECONDITION",
                 7: "BRISK_DATA_LOSS", 8: "BRISK_INTERNAL", 9: "BRISK_DEADLINE_EXCEEDED", 10: "BRISK_CANCELLED",
                 11: "BRISK_SHUTDOWN", 12: "BRISK_PERMISSION_DENIED", 13: "BRISK_OUT_OF_MEMORY"}
+BRISK_INTERNAL = 8
 BRISK_OUT_OF_MEMORY = 13
 
 
@@ -56,11 +98,61 @@ class BriskError(RuntimeError):
         self.status_name = STATUS_NAMES.get(status, f"brisk_status {status}")
 
 
+class HostBackend:
+    """A Python function as the model (brisk_runtime_create_with_backend): brisk tokenizes, caches and batches, and
+    calls fn(sequences) with one (input_ids, token_type_ids) pair of int lists per sequence, [CLS] and [SEP]
+    included. fn returns one row of output_dim floats per sequence: an embedding (output "embedding") or one logit per
+    label (output "logits", labels: their names, None for LABEL_0, LABEL_1, ...). A row that is shorter, or None,
+    leaves values unset, which brisk reports as BRISK_INTERNAL. To fail the batch, raise BriskError(status, message)
+    (the caller gets that status and message) or any other exception (BRISK_INTERNAL with its text).
+
+    fn runs on a brisk thread (the batcher's, or the caller's inside embed/classify/rerank), possibly on several at
+    once; ctypes takes the GIL around it. Pure Python: no numpy needed."""
+
+    def __init__(self, fn, output_dim: int, output: str = "embedding", labels=None, multi_label: bool = False,
+                 name: str = "python"):
+        if output not in BACKEND_OUTPUTS:
+            raise BriskError(1, f"output is {output!r}; expected one of {sorted(BACKEND_OUTPUTS)}")
+        self.fn, self.output_dim, self.output, self.labels = fn, output_dim, output, labels
+        self.multi_label, self.name = multi_label, name
+
+    def _run(self, user_data, batch_ptr, out, out_len, error, error_len):
+        """The brisk_backend_fn: never lets an exception through (ctypes would return 0, BRISK_OK)."""
+        try:
+            batch = batch_ptr.contents
+            offsets = [batch.offsets[i] for i in range(batch.num_sequences + 1)]
+            sequences = [(batch.input_ids[offsets[i]:offsets[i + 1]], batch.token_type_ids[offsets[i]:offsets[i + 1]])
+                         for i in range(batch.num_sequences)]
+            rows = self.fn(sequences)
+            if rows is None or len(rows) != batch.num_sequences:
+                raise BriskError(BRISK_INTERNAL, f"the backend returned {0 if rows is None else len(rows)} rows; "
+                                                 f"expected {batch.num_sequences}")
+            dim = self.output_dim
+            for i, row in enumerate(rows):
+                for j, value in enumerate((row or [])[:dim]):
+                    out[i * dim + j] = value
+            return 0
+        except BriskError as e:
+            status, message = e.status, str(e)
+        except Exception as e:  # noqa: BLE001 (every error must become a status)
+            status, message = BRISK_INTERNAL, f"{type(e).__name__}: {e}"
+        if error and error_len > 0:
+            encoded = message.encode(errors="replace")[:error_len - 1] + b"\0"
+            ctypes.memmove(error, encoded, len(encoded))
+        return status if status != 0 else BRISK_INTERNAL
+
+
 class Brisk:
-    """Owns one brisk_runtime; safe to share between Python threads (the C API is thread-safe)."""
+    """Owns one brisk_runtime; safe to share between Python threads (the C API is thread-safe).
+
+    classification_head: a head file from `brisk fit-intents` (classify over model_dir's embeddings);
+    torchscript_module: run a TorchScript file instead of brisk's encoder, torchscript_output naming its output
+    (auto, hidden, pooled, logits); backend: a HostBackend, the host's own model (model_dir gives the tokenizer)."""
 
     def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
-                 activation_dtype: str = "default", device_memory_limit: int = 0):
+                 activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
+                 torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
+                 max_seq_len: int = 0, cache_result_bytes: int = None):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -78,6 +170,16 @@ class Brisk:
                                          ctypes.POINTER(ctypes.c_size_t)]
         lib.brisk_cache_stats_json.argtypes = lib.brisk_stats_json.argtypes
         lib.brisk_cache_invalidate_tag.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]
+        lib.brisk_num_labels.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+        lib.brisk_label_name.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.brisk_label_name.restype = ctypes.c_char_p
+        lib.brisk_classify.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                       ctypes.c_int32, ctypes.POINTER(LabelScore), ctypes.c_size_t]
+        lib.brisk_rerank.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                     ctypes.c_int32, ctypes.POINTER(RerankResult), ctypes.c_size_t]
+        lib.brisk_backend_init.argtypes = [ctypes.POINTER(BackendStruct), ctypes.c_size_t]
+        lib.brisk_runtime_create_with_backend.argtypes = [ctypes.POINTER(RuntimeOptions), ctypes.POINTER(BackendStruct),
+                                                          ctypes.POINTER(ctypes.c_void_p)]
         # Futures of submitted requests by slot (the callback's user_data); registered before the submit call,
         # since the callback may run on a batcher thread before brisk_submit_embed returns.
         self._pending = {}
@@ -98,11 +200,44 @@ class Brisk:
         opts.device_index = int(index or 0)
         opts.activation_dtype = DTYPES[activation_dtype]
         opts.device_memory_limit = device_memory_limit
+        opts.max_seq_len = max_seq_len
+        if cache_result_bytes is not None:
+            opts.cache_result_bytes = cache_result_bytes
+        if torchscript_output not in TORCHSCRIPT_OUTPUTS:
+            raise BriskError(1, f"torchscript_output is {torchscript_output!r}; expected one of "
+                                f"{sorted(TORCHSCRIPT_OUTPUTS)}")
+        # Strings kept alive for the call (brisk copies them).
+        self._head = classification_head.encode() if classification_head else None
+        self._torchscript = torchscript_module.encode() if torchscript_module else None
+        opts.classification_head = self._head
+        opts.torchscript_module = self._torchscript
+        opts.torchscript_output = TORCHSCRIPT_OUTPUTS[torchscript_output]
         self._rt = ctypes.c_void_p()
-        self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
+        if backend is None:
+            self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
+        else:
+            # The callback object must outlive the runtime: brisk calls it until brisk_runtime_destroy returns.
+            self._host_backend = backend
+            self._backend_fn = BACKEND_FN(backend._run)
+            b = BackendStruct()
+            lib.brisk_backend_init(ctypes.byref(b), ctypes.sizeof(b))
+            b.run = self._backend_fn
+            b.output = BACKEND_OUTPUTS[backend.output]
+            b.output_dim = backend.output_dim
+            b.multi_label = 1 if backend.multi_label else 0
+            self._backend_name = backend.name.encode()
+            b.name = self._backend_name
+            if backend.labels is not None:
+                self._backend_labels = (ctypes.c_char_p * len(backend.labels))(*[l.encode() for l in backend.labels])
+                b.labels = self._backend_labels
+            self._check(lib.brisk_runtime_create_with_backend(ctypes.byref(opts), ctypes.byref(b),
+                                                              ctypes.byref(self._rt)))
         dim = ctypes.c_size_t()
         self._check(lib.brisk_embedding_dim(self._rt, ctypes.byref(dim)))
-        self.dim = dim.value
+        self.dim = dim.value  # 0 for a classification model
+        n = ctypes.c_size_t()
+        self._check(lib.brisk_num_labels(self._rt, ctypes.byref(n)))
+        self.labels = [lib.brisk_label_name(self._rt, i).decode(errors="replace") for i in range(n.value)]
 
     def _check(self, status: int) -> None:
         if status != 0:
@@ -114,6 +249,23 @@ class Brisk:
         out = (ctypes.c_float * (len(texts) * self.dim))()
         self._check(self._lib.brisk_embed(self._rt, encoded, len(texts), out, len(out)))
         return [list(out[i * self.dim:(i + 1) * self.dim]) for i in range(len(texts))]
+
+    def classify(self, texts, top_k: int = 1):
+        """Returns, per text, its top_k (label, score) pairs, best first (score: softmax, or sigmoid per label for
+        multi-label and one-label models)."""
+        encoded = (ctypes.c_char_p * len(texts))(*[t.encode() for t in texts])
+        out = (LabelScore * (len(texts) * max(top_k, 1)))()
+        self._check(self._lib.brisk_classify(self._rt, encoded, len(texts), top_k, out, len(out)))
+        return [[(out[i * top_k + j].label.decode(errors="replace"), out[i * top_k + j].score) for j in range(top_k)]
+                for i in range(len(texts))]
+
+    def rerank(self, query: str, passages, raw_scores: bool = False):
+        """Scores each passage against query with a cross-encoder; returns (index, score) pairs, best first."""
+        encoded = (ctypes.c_char_p * max(len(passages), 1))(*[p.encode() for p in passages])
+        out = (RerankResult * max(len(passages), 1))()
+        self._check(self._lib.brisk_rerank(self._rt, query.encode(), encoded, len(passages), 1 if raw_scores else 0,
+                                           out, len(out)))
+        return [(out[i].index, out[i].score) for i in range(len(passages))]
 
     def submit(self, text: str, priority: int = 0, deadline_ms: int = 0) -> concurrent.futures.Future:
         """Queues one text for the batcher; the future resolves to its embedding or raises BriskError."""
@@ -177,11 +329,25 @@ def main() -> int:
     p.add_argument("--dtype", default="default", choices=sorted(DTYPES), help="activation dtype (cuda)")
     p.add_argument("--device-memory-limit", type=int, default=0, help="bytes brisk may hold on the GPU (0: no cap)")
     p.add_argument("--cache-stats", action="store_true", help="print the caches' statistics (JSON) at the end")
+    p.add_argument("--head", help="a classification head file written by brisk fit-intents")
+    p.add_argument("--torchscript", help="run this TorchScript module instead of brisk's encoder")
+    p.add_argument("--classify", action="store_true", help="print each text's top labels instead of a ranking")
+    p.add_argument("--top-k", type=int, default=1, help="--classify: labels per text")
+    p.add_argument("--rerank", metavar="QUERY", help="rank the texts against QUERY with a cross-encoder")
     p.add_argument("texts", nargs="+")
     args = p.parse_args()
     try:
         with Brisk(args.lib, args.model, device=args.device, activation_dtype=args.dtype,
-                   device_memory_limit=args.device_memory_limit) as brisk:
+                   device_memory_limit=args.device_memory_limit, classification_head=args.head,
+                   torchscript_module=args.torchscript) as brisk:
+            if args.classify:
+                for text, labels in zip(args.texts, brisk.classify(args.texts, args.top_k)):
+                    print("  ".join(f"{label} {score:.4f}" for label, score in labels) + f"  {text}")
+                return 0
+            if args.rerank is not None:
+                for index, score in brisk.rerank(args.rerank, args.texts):
+                    print(f"{score:.4f}  {args.texts[index]}")
+                return 0
             if args.submit:
                 futures = [brisk.submit(t) for t in args.texts]
                 vectors = [f.result(timeout=60) for f in futures]

@@ -1,12 +1,17 @@
 // brisk: the command-line tool over the C++ API (brisk::Runtime).
 //
 //   brisk embed [--model DIR] [--max-seq-len N] [--pooling mean|cls] [--no-normalize] [--replace-invalid-utf8]
-//               [--threads N] [DEVICE FLAGS] [TEXT...]
+//               [--torchscript FILE [--torchscript-output auto|hidden|pooled]] [--threads N] [DEVICE FLAGS] [TEXT...]
 //       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin in
 //       batches, so it also works as a filter over a large file: output line N belongs to input line N (an empty
 //       line is an empty text); a line that cannot be embedded gets {"line":N,"error":...} and exit code 1.
-//   brisk info [--model DIR] [DEVICE FLAGS]
-//       The model's ModelInfo as one JSON object, plus embedding_dim and brisk_version.
+//   brisk info [--model DIR] [--head FILE] [--torchscript FILE [--torchscript-output O]] [DEVICE FLAGS]
+//       The model's ModelInfo as one JSON object (with its backend, task, labels, multi_label and
+//       classification_head), plus embedding_dim (0 for a classification model) and brisk_version.
+//   brisk classify [--model DIR] [--head FILE] [--top-k K] [--logits] [--torchscript FILE] [TEXT...]
+//       One JSON line {"text","labels":[{"label","id","score"}...]} per text, top K labels best first (tasks.h).
+//   brisk rerank [--model DIR] --query Q [--raw-scores] [--top-k K] [PASSAGE...]
+//       One JSON object {"query","results":[{"index","score","passage"}...]}, best first (tasks.h).
 //   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
 //       Writes one quantized model file and prints the per-layer report and the sizes (see quantize.h).
 //   brisk sensitivity --model DIR|model.pt --texts FILE --mode sweep|zero --out DIR
@@ -24,10 +29,14 @@
 //       --json prints one JSON object instead ({"batch","seq","device","dtype","seq_per_s","p50_ms",...});
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
 //
-// DEVICE FLAGS (embed, info, bench): --device cpu|cuda|cuda:N (default cpu); --dtype f32|f16|bf16, the
-// activations' dtype (default: the device's, f32 on cpu and f16 on cuda); --no-remove-padding (pad every text
-// to the batch's longest instead of running the dense layers on real tokens only); --device-memory-limit
-// BYTES (cuda: the most GPU memory brisk may hold, e.g. 512M or 2G; 0 = no cap).
+// --torchscript (embed, info, classify, rerank) runs a TorchScript module instead of brisk's encoder; --model then
+// gives the tokenizer, config.json (labels) and the pooling files. --max-seq-len and --replace-invalid-utf8 also apply
+// to classify and rerank.
+//
+// DEVICE FLAGS (embed, info, bench, classify, rerank): --device cpu|cuda|cuda:N (default cpu); --dtype f32|f16|bf16,
+// the activations' dtype (default: the device's, f32 on cpu and f16 on cuda); --no-remove-padding (pad every text to
+// the batch's longest instead of running the dense layers on real tokens only); --device-memory-limit BYTES (cuda: the
+// most GPU memory brisk may hold, e.g. 512M or 2G; 0 = no cap).
 //
 // --model is a model directory or a quantized model file (brisk quantize's output); it defaults to $BRISK_MODEL_DIR,
 // else ~/.cache/brisk/models/all-MiniLM-L6-v2. Exit codes: 0 success; 1 an error (printed as "brisk: error: <message>"
@@ -60,9 +69,11 @@
 #include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
+#include "model_flags.h"
 #include "printable.h"
 #include "prune.h"
 #include "quantize.h"
+#include "tasks.h"
 
 namespace {
 
@@ -81,128 +92,9 @@ int report_error(const Status& status) {
   return kExitError;
 }
 
-// "1048576", "512K", "512M", "2G", "1T" -> bytes. K, M, G and T are binary multiples (2G = 2 GiB, as the memory
-// a GPU reports); "KB", "KiB", "MB", "MiB"... and a plain trailing "B" are accepted, in any case.
-StatusOr<size_t> parse_bytes(std::string_view flag, std::string_view text) {
-  // std:: only: Debian's abseil has its own string_view, which std::string_view does not convert to.
-  std::string_view trimmed = text;
-  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front()))) trimmed.remove_prefix(1);
-  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back()))) trimmed.remove_suffix(1);
-  uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), n);
-  std::string unit(end, trimmed.data() + trimmed.size());
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  uint64_t scale = 0;
-  for (const auto& [name, shift] :
-       {std::pair<std::string, int>{"", 0}, {"B", 0}, {"K", 10}, {"M", 20}, {"G", 30}, {"T", 40}}) {
-    if (unit == name || (shift > 0 && (unit == name + "B" || unit == name + "IB"))) scale = uint64_t{1} << shift;
-  }
-  if (ec == std::errc::result_out_of_range ||
-      (ec == std::errc() && scale != 0 && n > std::numeric_limits<size_t>::max() / scale)) {
-    return absl::InvalidArgumentError(
-        fmt::format("{} '{}' is too large; expected at most {} bytes", flag, text, std::numeric_limits<size_t>::max()));
-  }
-  if (ec != std::errc() || end == trimmed.data() || scale == 0) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} '{}' is not a size in bytes; expected a whole number with an optional K, M, G or T suffix (512M, 2G)", flag,
-        text));
-  }
-  return static_cast<size_t>(n * scale);
-}
-
-// Where the encoder runs and in what precision: every subcommand that creates a Runtime takes these.
-struct DeviceFlags {
-  std::string device = "cpu";
-  std::string dtype;  // "", "f32", "f16" or "bf16"; "": the device's default
-  bool no_remove_padding = false;
-  std::string device_memory_limit = "0";
-
-  // Checked after parsing, so that a bad value gets brisk's own message (and exit code 2), not a crash.
-  brisk::DeviceSpec spec;
-  size_t memory_limit_bytes = 0;
-
-  void add_to(CLI::App& cmd) {
-    cmd.add_option("--device", device, "where the encoder runs: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
-    cmd.add_option("--dtype", dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
-        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-    cmd.add_flag("--no-remove-padding", no_remove_padding,
-                 "pad every text to the batch's longest instead of running the dense layers on real tokens only");
-    cmd.add_option("--device-memory-limit", device_memory_limit,
-                   "cuda: the most GPU memory brisk may hold, in bytes (suffixes K, M, G, T: 512M, 2G); 0 = no cap")
-        ->capture_default_str();
-  }
-
-  Status validate() {
-    StatusOr<brisk::DeviceSpec> d = brisk::parse_device(device);
-    if (!d.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("--device '{}' is not a device; expected cpu, cuda or cuda:N", device));
-    }
-    spec = *d;
-    if (spec.type == brisk::Device::kCPU && !dtype.empty() && dtype != "f32") {
-      return absl::InvalidArgumentError(fmt::format(
-          "--dtype {} is for cuda; expected f32 (the cpu's only activation dtype) or --device cuda", dtype));
-    }
-    BRISK_ASSIGN_OR_RETURN(memory_limit_bytes, parse_bytes("--device-memory-limit", device_memory_limit));
-    return absl::OkStatus();
-  }
-
-  void apply(brisk::RuntimeOptions& o) const {
-    o.device = spec.type;
-    o.device_index = spec.index;
-    if (dtype == "f32") o.activation_dtype = brisk::DType::kF32;
-    if (dtype == "f16") o.activation_dtype = brisk::DType::kF16;
-    if (dtype == "bf16") o.activation_dtype = brisk::DType::kBF16;
-    o.remove_padding = !no_remove_padding;
-    o.device_memory_limit = memory_limit_bytes;
-  }
-};
-
-// Options shared by every subcommand that loads a model.
-struct ModelFlags {
-  std::string model_dir = brisk::default_model_dir();
-  int threads = 0;
-  int max_seq_len = 0;
-  std::string pooling;  // "", "mean" or "cls"
-  bool no_normalize = false;
-  bool replace_invalid_utf8 = false;
-  DeviceFlags device;
-
-  void add_to(CLI::App& cmd, bool with_embedding_flags) {
-    cmd.add_option("--model", model_dir, "Hugging Face model directory, or a quantized model file")
-        ->capture_default_str();
-    // Explicit ranges: CLI11's NonNegativeNumber would print its bound, DBL_MAX, in 309 digits.
-    cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
-        ->check(CLI::Range(0, brisk::kMaxThreads))
-        ->capture_default_str();
-    device.add_to(cmd);
-    if (!with_embedding_flags) return;
-    cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
-        ->check(CLI::Range(0, std::numeric_limits<int>::max()))
-        ->capture_default_str();
-    cmd.add_option("--pooling", pooling, "mean or cls (default: the model's Pooling config, else mean)")
-        ->check(CLI::IsMember({"mean", "cls"}));
-    cmd.add_flag("--no-normalize", no_normalize, "do not L2-normalise the embeddings");
-    cmd.add_flag("--replace-invalid-utf8", replace_invalid_utf8,
-                 "drop bytes that are not valid UTF-8 instead of failing on them");
-  }
-
-  Status validate() { return device.validate(); }
-
-  brisk::RuntimeOptions runtime_options() const {
-    brisk::RuntimeOptions o;
-    o.model_dir = model_dir;
-    o.num_threads = threads;
-    o.max_seq_len = max_seq_len;
-    o.pooling = pooling == "mean"  ? brisk::Pooling::kMean
-                : pooling == "cls" ? brisk::Pooling::kCls
-                                   : brisk::Pooling::kModelDefault;
-    if (no_normalize) o.normalize = false;
-    o.replace_invalid_utf8 = replace_invalid_utf8;
-    device.apply(o);
-    return o;
-  }
-};
+using brisk::cli::DeviceFlags;
+using brisk::cli::ModelFlags;
+using namespace brisk::cli::model_flag_groups;
 
 // ---------------------------------------------------------------------------------------------------------------
 // embed
@@ -315,6 +207,12 @@ int run_info(const ModelFlags& flags) {
       {"activation_dtype", brisk::dtype_name(m.activation_dtype)},
       {"quantization", m.quantization.empty() ? "fp32" : m.quantization},
       {"embedding_dim", (*rt)->embedding_dim()},
+      {"backend", m.backend},
+      {"backend_description", (*rt)->backend_info().description},
+      {"task", m.task},
+      {"labels", m.labels},
+      {"multi_label", m.multi_label},
+      {"classification_head", m.classification_head},
       {"brisk_version", brisk_version_string()},
   };
   fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
@@ -491,7 +389,9 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"brisk: fast transformer-encoder inference (embeddings) from the command line", "brisk"};
+  CLI::App app{
+      "brisk: fast transformer-encoder inference (embeddings, classification, reranking) from the command line",
+      "brisk"};
   app.require_subcommand(1);
   // CLI11 quotes the offending arguments in its errors: through printable() like every other message.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
@@ -499,19 +399,31 @@ int main(int argc, char** argv) {
   });
   app.set_version_flag("--version", std::string(brisk_version_string()));
 
-  ModelFlags embed_flags, info_flags, bench_flags;
+  ModelFlags embed_flags, info_flags, bench_flags, classify_flags, rerank_flags;
   std::vector<std::string> embed_texts;
   BenchFlags bench;
 
   CLI::App* embed = app.add_subcommand("embed", "print one JSON line {\"text\",\"embedding\"} per text");
-  embed_flags.add_to(*embed, /*with_embedding_flags=*/true);
+  embed_flags.add_to(*embed, kTextFlags | kPoolingFlags | kTorchScriptFlags);
   embed->add_option("TEXT", embed_texts, "texts to embed; none: read one text per line from stdin");
 
   CLI::App* info = app.add_subcommand("info", "print the model's configuration as JSON");
-  info_flags.add_to(*info, /*with_embedding_flags=*/false);
+  info_flags.add_to(*info, kHeadFlag | kTorchScriptFlags);
+
+  brisk::cli::ClassifyFlags classify;
+  CLI::App* classify_cmd = app.add_subcommand(
+      "classify", "print one JSON line {\"text\",\"labels\"} per text: its top labels with probabilities");
+  classify_flags.add_to(*classify_cmd, kTextFlags | kHeadFlag | kTorchScriptFlags);
+  classify.add_to(*classify_cmd);
+
+  brisk::cli::RerankFlags rerank;
+  CLI::App* rerank_cmd = app.add_subcommand(
+      "rerank", "score passages against a query with a cross-encoder; print them sorted, best first, as JSON");
+  rerank_flags.add_to(*rerank_cmd, kTextFlags | kTorchScriptFlags);
+  rerank.add_to(*rerank_cmd);
 
   CLI::App* bench_cmd = app.add_subcommand("bench", "measure embed throughput and latency on synthetic texts");
-  bench_flags.add_to(*bench_cmd, /*with_embedding_flags=*/false);
+  bench_flags.add_to(*bench_cmd, 0);
   bench_cmd->add_option("--batch", bench.batch, "texts per embed call")->check(CLI::Range(1, 4096))->required();
   bench_cmd->add_option("--seq", bench.seq, "tokens per text, [CLS] and [SEP] included")
       ->check(CLI::Range(2, 8192))
@@ -554,9 +466,19 @@ int main(int argc, char** argv) {
   }
 
   // Values CLI11 cannot check (the device, sizes), with brisk's own message; bad flags exit 2 as CLI11's do.
-  for (auto [cmd, flags] : {std::pair{embed, &embed_flags}, {info, &info_flags}, {bench_cmd, &bench_flags}}) {
+  for (auto [cmd, flags] : {std::pair{embed, &embed_flags},
+                            {info, &info_flags},
+                            {bench_cmd, &bench_flags},
+                            {classify_cmd, &classify_flags},
+                            {rerank_cmd, &rerank_flags}}) {
     if (!cmd->parsed()) continue;
     if (Status s = flags->validate(); !s.ok()) {
+      report_error(s);
+      return kExitUsage;
+    }
+  }
+  for (auto [cmd, s] : {std::pair{classify_cmd, classify.validate()}, {rerank_cmd, rerank.validate()}}) {
+    if (cmd->parsed() && !s.ok()) {
       report_error(s);
       return kExitUsage;
     }
@@ -566,6 +488,8 @@ int main(int argc, char** argv) {
     if (embed->parsed()) return run_embed(embed_flags, embed_texts);
     if (info->parsed()) return run_info(info_flags);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
+    if (classify_cmd->parsed()) return brisk::cli::run_classify(classify_flags.runtime_options(), classify);
+    if (rerank_cmd->parsed()) return brisk::cli::run_rerank(rerank_flags.runtime_options(), rerank);
     if (quantize_cmd->parsed()) return brisk::cli::run_quantize(quantize_flags);
     if (sensitivity_cmd->parsed()) return brisk::cli::run_sensitivity(sensitivity_flags);
     if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The Python ctypes client (examples/python/brisk_client.py) on the task surface of the C API: classify against
+tests/data/tasks/bert_cls's (and bert_multilabel's) transformers goldens, rerank with cross_encoder's, and a runtime
+over a Python callback backend (HostBackend): its exact values, its errors and values it leaves unset.
+
+    python_client_test.py LIBBRISK_SO
+Prints 'N passed, N failed' and exits non-zero on any failure. Expected values come from the golden files (softmax /
+sigmoid in plain Python) or from the test's own callback, never from brisk."""
+import json
+import math
+import os
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+import brisk_client  # noqa: E402
+from brisk_client import Brisk, BriskError, HostBackend  # noqa: E402
+
+TASKS = os.path.join(ROOT, "tests", "data", "tasks")
+MAX_LEN = 24  # the goldens' max_length
+TOL = 1e-4
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def golden(model):
+    with open(os.path.join(TASKS, model, "golden.json")) as f:
+        return json.load(f)
+
+
+def softmax(xs):
+    m = max(xs)
+    e = [math.exp(x - m) for x in xs]
+    return [v / sum(e) for v in e]
+
+
+def sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def raises(fn):
+    """The BriskError fn raises, or None."""
+    try:
+        fn()
+    except BriskError as e:
+        return e
+    return None
+
+
+def test_classify(lib):
+    g = golden("bert_cls")
+    names = ["billing", "card_lost", "greeting"]
+    texts = [s["text"] for s in g["single"]]
+    with Brisk(lib, os.path.join(TASKS, "bert_cls"), num_threads=2, max_seq_len=MAX_LEN) as b:
+        check(b.labels == names and b.dim == 0, f"a classifier has its labels and no embedding ({b.labels}, {b.dim})")
+        rows = b.classify(texts, top_k=3)
+        for s, row in zip(g["single"], rows):
+            want = softmax(s["logits"])
+            best = max(range(3), key=lambda i: s["logits"][i])
+            check(row[0][0] == names[best], f"classify({s['text']!r}): the golden argmax {names[best]} (got {row})")
+            check(len(row) == 3 and all(abs(score - want[names.index(label)]) < TOL for label, score in row),
+                  f"classify({s['text']!r}): the softmax of the golden logits ({want}; got {row})")
+        check([len(r) for r in b.classify(texts[:2])] == [1, 1], "the default top_k is 1")
+        e = raises(lambda: b.classify(["x"], top_k=4))
+        check(e is not None and e.status == 1 and "top_k" in str(e), f"top_k past the labels raises ({e})")
+        e = raises(lambda: b.embed(["x"]))
+        check(e is not None and e.status == 6, f"embed on a classifier is BRISK_FAILED_PRECONDITION ({e})")
+    with Brisk(lib, os.path.join(TASKS, "bert_multilabel"), num_threads=2, max_seq_len=MAX_LEN) as b:
+        gm = golden("bert_multilabel")
+        rows = b.classify([s["text"] for s in gm["single"]], top_k=4)
+        check(all(abs(score - sigmoid(s["logits"][b.labels.index(label)])) < TOL
+                  for s, row in zip(gm["single"], rows) for label, score in row),
+              "multi-label scores are sigmoids of the golden logits")
+
+
+def test_rerank(lib):
+    g = golden("cross_encoder")
+    with Brisk(lib, os.path.join(TASKS, "cross_encoder"), num_threads=2, max_seq_len=MAX_LEN) as b:
+        for i, p in enumerate(g["pairs"]):  # distinct queries: one pair per call
+            (index, raw), = b.rerank(p["query"], [p["passage"]], raw_scores=True)
+            (_, prob), = b.rerank(p["query"], [p["passage"]])
+            check(index == 0 and abs(raw - p["logits"][0]) < TOL and abs(prob - sigmoid(p["logits"][0])) < TOL,
+                  f"rerank pair {i}: the golden logit {p['logits'][0]} (got raw {raw}, sigmoid {prob})")
+        passages = [p["passage"] for p in g["pairs"]]
+        ranked = b.rerank(g["pairs"][0]["query"], passages, raw_scores=True)
+        scores = [s for _, s in ranked]
+        check(sorted(i for i, _ in ranked) == list(range(len(passages))) and scores == sorted(scores, reverse=True),
+              "rerank returns every passage once, best first")
+        e = raises(lambda: b.rerank("q", []))
+        check(e is not None and e.status == 1, f"rerank with no passages raises BRISK_INVALID_ARGUMENT ({e})")
+
+
+def features(ids):
+    """The test backend's embedding of a token sequence: computed here, so embed() must return exactly these."""
+    return [float(len(ids)), float(sum(ids) % 1000), float(ids[0]), float(ids[-1])]
+
+
+def test_host_backend(lib):
+    g = golden("bert_cls")
+    model = os.path.join(TASKS, "bert_cls")  # its tokenizer; the weights are not read
+    seen = []
+    mode = {"value": "ok"}
+
+    def fn(sequences):
+        seen.extend(ids for ids, _ in sequences)
+        if mode["value"] == "error":
+            raise BriskError(1, "the host refuses this batch")
+        if mode["value"] == "exception":
+            raise ValueError("host bug")
+        if mode["value"] == "unset":
+            return [features(ids)[:3] for ids, _ in sequences]  # the last value of every row left unset
+        return [features(ids) for ids, _ in sequences]
+
+    backend = HostBackend(fn, 4, name="pyhost")
+    with Brisk(lib, model, num_threads=2, max_seq_len=MAX_LEN, backend=backend, cache_result_bytes=0) as b:
+        check(b.dim == 4 and b.labels == [], f"the host backend's embedding width is 4 ({b.dim})")
+        texts = [s["text"] for s in g["single"]]
+        rows = b.embed(texts)
+        for s, row in zip(g["single"], rows):
+            check(row == features(s["ids"]), f"embed({s['text']!r}) is the callback's row for the golden ids "
+                                             f"{s['ids']} (want {features(s['ids'])}, got {row})")
+        check(sorted(map(tuple, seen)) == sorted(tuple(s["ids"]) for s in g["single"]),
+              "the callback saw exactly the golden token ids")
+        future = b.submit("hello, i lost my card!")
+        check(future.result(timeout=60) == features(g["single"][0]["ids"]), "submit goes through the callback too")
+
+        mode["value"] = "error"
+        e = raises(lambda: b.embed(["a text the host refuses"]))
+        check(e is not None and e.status == 1 and "the host refuses this batch" in str(e) and "pyhost" in str(e),
+              f"an error status from the callback comes back with its message ({e})")
+        mode["value"] = "exception"
+        e = raises(lambda: b.embed(["another text"]))
+        check(e is not None and e.status == brisk_client.BRISK_INTERNAL and "ValueError: host bug" in str(e),
+              f"a Python exception in the callback is BRISK_INTERNAL with its text ({e})")
+        mode["value"] = "unset"
+        e = raises(lambda: b.embed(["a third text"]))
+        check(e is not None and e.status == brisk_client.BRISK_INTERNAL and "unset" in str(e)
+              and "unset" in b._lib.brisk_last_error().decode(),
+              f"values left unset are BRISK_INTERNAL with 'unset' in brisk_last_error ({e})")
+        mode["value"] = "ok"
+        check(b.embed(["hello"]) == [features([2, 11, 3])], "the runtime works again after failed batches")
+
+    # Logits from the host: classify applies the softmax over its labels.
+    logits = lambda ids: [0.5, float(len(ids) % 3), -1.0]
+    backend = HostBackend(lambda seqs: [logits(ids) for ids, _ in seqs], 3, output="logits",
+                          labels=["a", "b", "c"])
+    with Brisk(lib, model, num_threads=2, max_seq_len=MAX_LEN, backend=backend) as b:
+        s = g["single"][0]
+        row = b.classify([s["text"]], top_k=3)[0]
+        want = softmax(logits(s["ids"]))
+        check(b.labels == ["a", "b", "c"] and all(abs(score - want["abc".index(label)]) < 1e-6 for label, score in row),
+              f"classify over host logits is their softmax ({want}; got {row})")
+    e = raises(lambda: Brisk(lib, model, backend=HostBackend(fn, 0)))
+    check(e is not None and e.status == 1, f"a host backend of width 0 is refused ({e})")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    lib = sys.argv[1]
+    test_classify(lib)
+    test_rerank(lib)
+    test_host_backend(lib)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
