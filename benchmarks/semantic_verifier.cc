@@ -49,15 +49,23 @@ int main(int argc, char** argv) {
   float floor = 0.5f, min_score = 0.5f;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--pairs") tsv = value;
-    else if (flag == "--model-dir") model_dir = value;
-    else if (flag == "--cross-encoder") cross_encoder = value;
-    else if (flag == "--intent-head") intent_head = value;
-    else if (flag == "--floor") floor = std::stof(value);
-    else if (flag == "--min-score") min_score = std::stof(value);
-    else return fail("unknown flag " + flag);
+    if (flag == "--pairs")
+      tsv = value;
+    else if (flag == "--model-dir")
+      model_dir = value;
+    else if (flag == "--cross-encoder")
+      cross_encoder = value;
+    else if (flag == "--intent-head")
+      intent_head = value;
+    else if (flag == "--floor")
+      floor = std::stof(value);
+    else if (flag == "--min-score")
+      min_score = std::stof(value);
+    else
+      return fail("unknown flag " + flag);
   }
-  if (cross_encoder.empty() == intent_head.empty()) return fail("give one of --cross-encoder DIR or --intent-head FILE");
+  if (cross_encoder.empty() == intent_head.empty())
+    return fail("give one of --cross-encoder DIR or --intent-head FILE");
   std::ifstream in(tsv);
   if (!in) return fail("cannot open " + tsv);
   std::vector<Pair> pairs;
@@ -86,8 +94,8 @@ int main(int argc, char** argv) {
   vo.classification_head = intent_head;
   auto judge = brisk::Runtime::create(vo);
   if (!judge.ok()) return fail(std::string(judge.status().message()));
-  auto verifier = cross_encoder.empty() ? brisk::intent_agreement_verifier(**judge)
-                                        : brisk::cross_encoder_verifier(**judge);
+  auto verifier =
+      cross_encoder.empty() ? brisk::intent_agreement_verifier(**judge) : brisk::cross_encoder_verifier(**judge);
   if (!verifier.ok()) return fail(std::string(verifier.status().message()));
 
   const brisk::cache::SemanticCacheOptions defaults;
@@ -96,10 +104,10 @@ int main(int argc, char** argv) {
     bool verify;
     float cosine_floor;
   };
-  const std::vector<Setup> setups = {{fmt::format("cosine + guards at {:.2f}", defaults.threshold), false, 0},
-                                     {fmt::format("+ verifier, at {:.2f}", defaults.threshold), true,
-                                      defaults.threshold},
-                                     {fmt::format("+ verifier, cosine floor {:.2f}", floor), true, floor}};
+  const std::vector<Setup> setups = {
+      {fmt::format("cosine + guards at {:.2f}", defaults.threshold), false, 0},
+      {fmt::format("+ verifier, at {:.2f}", defaults.threshold), true, defaults.threshold},
+      {fmt::format("+ verifier, cosine floor {:.2f}", floor), true, floor}};
   fmt::print("| setup | paraphrases hit | false hits on negatives |");
   std::map<std::string, int> category_sizes;
   for (const Pair& p : pairs) category_sizes[p.category]++;

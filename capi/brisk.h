@@ -293,7 +293,8 @@ typedef struct brisk_backend {
   const char* const* labels; /* BRISK_OUTPUT_LOGITS: output_dim names; NULL: "LABEL_0", "LABEL_1", ... */
   int32_t multi_label;       /* 1: a sigmoid per label instead of a softmax */
   size_t bytes_per_token;    /* the host's memory per token, for the batcher's memory budget (0: none) */
-  const char* name;          /* in stats and info; NULL: "callback" */
+  const char* name;          /* in stats and info; NULL: "callback". With a Redis tier it also keys the shared
+                                results (with config.json, output and labels): give each host model its own name */
 } brisk_backend;
 
 BRISK_C_API brisk_status brisk_backend_init(brisk_backend* backend, size_t struct_size);

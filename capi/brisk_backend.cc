@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk.h"
 #include "brisk_internal.h"
+#include "brisk/core/allocator.h"
 
 using namespace brisk_capi;
 
@@ -32,8 +33,8 @@ class CallbackBackend final : public brisk::Backend {
     const brisk_status s = run_(user_data_, &c, out.data(), out.size(), error, sizeof error);
     error[sizeof error - 1] = '\0';
     if (s != BRISK_OK) {
-      return absl::Status(to_absl(s), absl::StrCat("backend '", info_.name, "' returned ", brisk_status_string(s),
-                                                   error[0] != '\0' ? ": " : "", error));
+      return to_absl(s, absl::StrCat("backend '", info_.name, "' returned ", brisk_status_string(s),
+                                     error[0] != '\0' ? ": " : "", error));
     }
     const size_t dim = static_cast<size_t>(info_.output_dim);
     for (size_t i = 0; i < out.size(); ++i) {
@@ -48,21 +49,29 @@ class CallbackBackend final : public brisk::Backend {
   }
 
   size_t estimate_activation_bytes(const brisk::batch::BatchShape& shape) const override {
+    if (bytes_per_token_ > 0 && shape.total_cost > std::numeric_limits<size_t>::max() / bytes_per_token_) {
+      return std::numeric_limits<size_t>::max();  // saturate: past any budget
+    }
     return shape.total_cost * bytes_per_token_;
   }
 
  private:
-  static absl::StatusCode to_absl(brisk_status s) {
+  // The host's status as the C++ one that code_of() maps back to it.
+  static absl::Status to_absl(brisk_status s, std::string message) {
     switch (s) {
-      case BRISK_INVALID_ARGUMENT: return absl::StatusCode::kInvalidArgument;
-      case BRISK_NOT_FOUND: return absl::StatusCode::kNotFound;
-      case BRISK_RESOURCE_EXHAUSTED: return absl::StatusCode::kResourceExhausted;
-      case BRISK_UNIMPLEMENTED: return absl::StatusCode::kUnimplemented;
-      case BRISK_FAILED_PRECONDITION: return absl::StatusCode::kFailedPrecondition;
-      case BRISK_DEADLINE_EXCEEDED: return absl::StatusCode::kDeadlineExceeded;
-      case BRISK_CANCELLED: return absl::StatusCode::kCancelled;
-      case BRISK_PERMISSION_DENIED: return absl::StatusCode::kPermissionDenied;
-      default: return absl::StatusCode::kInternal;
+      case BRISK_INVALID_ARGUMENT: return absl::InvalidArgumentError(message);
+      case BRISK_NOT_FOUND: return absl::NotFoundError(message);
+      case BRISK_OUT_OF_RANGE: return absl::OutOfRangeError(message);
+      case BRISK_RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(message);
+      case BRISK_UNIMPLEMENTED: return absl::UnimplementedError(message);
+      case BRISK_FAILED_PRECONDITION: return absl::FailedPreconditionError(message);
+      case BRISK_DATA_LOSS: return absl::DataLossError(message);
+      case BRISK_DEADLINE_EXCEEDED: return absl::DeadlineExceededError(message);
+      case BRISK_CANCELLED: return absl::CancelledError(message);
+      case BRISK_SHUTDOWN: return absl::UnavailableError(message);
+      case BRISK_PERMISSION_DENIED: return absl::PermissionDeniedError(message);
+      case BRISK_OUT_OF_MEMORY: return brisk::out_of_memory_error(message);
+      default: return absl::InternalError(message);
     }
   }
 

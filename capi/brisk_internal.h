@@ -13,10 +13,11 @@
 #include "brisk/runtime/runtime.h"
 
 // The C handle: a Runtime, and the label names brisk_label_score points at (NUL-terminated, alive with it).
+// labels is declared first so that it outlives the Runtime, whose destructor still answers pending submits.
 struct brisk_runtime {
-  explicit brisk_runtime(std::unique_ptr<brisk::Runtime> rt) : runtime(std::move(rt)), labels(runtime->info().labels) {}
-  std::unique_ptr<brisk::Runtime> runtime;
+  explicit brisk_runtime(std::unique_ptr<brisk::Runtime> rt) : labels(rt->info().labels), runtime(std::move(rt)) {}
   std::vector<std::string> labels;
+  std::unique_ptr<brisk::Runtime> runtime;
 };
 
 namespace brisk_capi {

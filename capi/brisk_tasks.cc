@@ -90,7 +90,7 @@ brisk_status brisk_request_options_init(brisk_request_options* options, size_t s
 
 brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, const brisk_request_options* options,
                                    brisk_embed_callback callback, void* user_data, uint64_t* request_id) {
-  constexpr const char* kFn = "brisk_submit_embed";
+  constexpr const char* kFn = "brisk_submit_embed_ex";
   return guarded(kFn, [&]() -> brisk_status {
     if (request_id != nullptr) *request_id = 0;
     if (runtime == nullptr) return null_argument(kFn, "runtime");
@@ -139,6 +139,7 @@ brisk_status brisk_classify(brisk_runtime* runtime, const char* const* texts, si
   constexpr const char* kFn = "brisk_classify";
   return guarded(kFn, [&]() -> brisk_status {
     if (runtime == nullptr) return null_argument(kFn, "runtime");
+    if (runtime->labels.empty()) return from_status(runtime->runtime->classify({}, top_k).status());  // says why
     std::vector<std::string_view> views;
     if (n > 0) {
       if (brisk_status s = text_views(kFn, "texts", texts, n, views); s != BRISK_OK) return s;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/kernels/vector_math.h"
 
@@ -49,21 +50,21 @@ StatusOr<LabelConfig> read_label_config(const std::string& config_json, const st
   if (it == config.end()) return out;
   if (!it->is_object() || it->size() > (size_t{1} << 20)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ": id2label is ", it->type_name(), "; expected an object {\"0\": \"label\", ...}"));
+        absl::StrCat(source, ": id2label is ", it->is_object() ? "an object of more than 2^20 labels" : it->type_name(),
+                     "; expected an object {\"0\": \"label\", ...}"));
   }
   const int64_t n = static_cast<int64_t>(it->size());
   out.labels.resize(it->size());
   for (const auto& [key, value] : it->items()) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(key, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != key.size() || id < 0 || id >= n) {
+    int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || !absl::SimpleAtoi(key, &id) || id >= n || (key.size() > 1 && key[0] == '0')) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": id2label has the key '", key, "'; expected label ids 0..", n - 1));
+    }
+    if (!out.labels[static_cast<size_t>(id)].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": id2label names label ", id, " twice"));
     }
     if (!value.is_string() || value.get<std::string>().empty()) {
       return absl::InvalidArgumentError(
@@ -74,7 +75,9 @@ StatusOr<LabelConfig> read_label_config(const std::string& config_json, const st
   return out;
 }
 
-int64_t ClassificationHead::input_size() const { return layers.empty() ? 0 : layers.front().weight.dim(1); }
+int64_t ClassificationHead::input_size() const {
+  return layers.empty() || layers.front().weight.rank() != 2 ? 0 : layers.front().weight.dim(1);
+}
 
 Status ClassificationHead::validate(const std::string& source) const {
   if (layers.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": the head has no layers"));
@@ -82,8 +85,8 @@ Status ClassificationHead::validate(const std::string& source) const {
   for (size_t i = 0; i < layers.size(); ++i) {
     const DenseLayer& l = layers[i];
     if (l.weight.dtype() != DType::kF32 || l.bias.dtype() != DType::kF32 || l.weight.rank() != 2 ||
-        l.bias.rank() != 1 || l.weight.dim(1) != width || l.bias.dim(0) != l.weight.dim(0) || l.weight.dim(0) <= 0 ||
-        !l.weight.is_contiguous() || !l.bias.is_contiguous()) {
+        l.bias.rank() != 1 || width <= 0 || l.weight.dim(1) != width || l.bias.dim(0) != l.weight.dim(0) ||
+        l.weight.dim(0) <= 0 || !l.weight.is_contiguous() || !l.bias.is_contiguous()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": head layer ", i, " has weight ",
                                                      dtype_name(l.weight.dtype()), l.weight.shape_string(),
                                                      " and bias ", dtype_name(l.bias.dtype()), l.bias.shape_string(),
@@ -103,6 +106,7 @@ Status ClassificationHead::apply(const float* in, int64_t rows, float* logits) c
   if (rows > 0 && (in == nullptr || logits == nullptr)) {
     return absl::InvalidArgumentError("ClassificationHead::apply: in or logits is null; expected host arrays");
   }
+  BRISK_RETURN_IF_ERROR(validate("ClassificationHead::apply"));
   std::vector<float> current(in, in + rows * input_size());
   std::vector<float> next;
   for (const DenseLayer& l : layers) {
@@ -163,7 +167,12 @@ NamedTensors sequence_classification_head_tensors(const NamedTensors& tensors) {
   for (const char* layer : {"bert.pooler.dense", "pre_classifier", "classifier"}) {
     for (const char* part : {".weight", ".bias"}) {
       const std::string name = absl::StrCat(layer, part);
-      if (auto it = tensors.find(name); it != tensors.end()) head.emplace(name, it->second);
+      if (auto it = tensors.find(name); it != tensors.end()) {
+        // f32 whatever the checkpoint stores (f16, bf16), as the head is read; a tensor that cannot convert is left
+        // for read_sequence_classification_head to name.
+        StatusOr<Tensor> f32 = to_float32(it->second);
+        head.emplace(name, f32.ok() ? *f32 : it->second);
+      }
     }
   }
   return head;

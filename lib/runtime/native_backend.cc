@@ -42,6 +42,12 @@ class NativeBackend final : public Backend {
       return absl::InvalidArgumentError(absl::StrCat("native backend: output holds ", out.size(), " floats; expected ",
                                                      rows, " x ", info_.output_dim));
     }
+    // A model without token types (DistilBERT) ignores a pair's segments, as Hugging Face's does.
+    if (!batch.token_type_ids.empty() && encoder_->config().type_vocab_size < 2) {
+      PackedSequences untyped = batch;
+      untyped.token_type_ids.clear();
+      return run(untyped, out);
+    }
     const int64_t hidden = encoder_->hidden_size();
     if (!head_) return encoder_->embed(batch, model_.pooling, model_.normalize, out.data());
     std::vector<float> head_input(rows * static_cast<size_t>(hidden));

@@ -47,6 +47,7 @@ struct Runtime::Impl {
   size_t output_dim = 0;                    // backend->info().output_dim: floats per row
   metrics::Histogram tokenize_ns;           // per text, both paths, token-cache hits excluded
   mutable metrics::Counter forward_passes;  // compute() is const
+  metrics::Counter callback_exceptions;     // thrown by single-flight callbacks (the batcher counts its own)
   std::unique_ptr<RuntimeCaches> caches;
   std::atomic<uint64_t> next_cached_request_id{0};
   // Concurrent submits of one uncached input, keyed by result_cache_key: one forward pass answers them all.
@@ -77,6 +78,8 @@ struct Runtime::Impl {
   // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own.
   StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options,
                                   absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done);
+  // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
+  void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.
   void answer_follower(Flights::Follower& follower, const TokenizedInput& input,
                        const StatusOr<std::vector<float>>& leader);

@@ -235,57 +235,70 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
     return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", request.timeout.count(),
                                                    " ns); expected >= 0 (0: none)"));
   }
+  const int levels = static_cast<int>(options.batching.levels.size());
+  if (request.priority < 0 || request.priority >= levels) {
+    return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: priority ", request.priority,
+                                                   " is out of range; expected 0..", levels - 1,
+                                                   " (0 is the most urgent)"));
+  }
   if (std::optional<std::vector<float>> hit = caches->lookup(result_cache_key(input))) {
-    // A hit refuses what the batcher would refuse on a miss.
-    const int levels = static_cast<int>(options.batching.levels.size());
-    if (request.priority < 0 || request.priority >= levels) {
-      return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: priority ", request.priority,
-                                                     " is out of range; expected 0..", levels - 1,
-                                                     " (0 is the most urgent)"));
-    }
     // Ids of cache hits have the top bit set, so they never name a batcher request.
     const uint64_t id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
     done(id, std::move(*hit));
     return id;
   }
+  const TimePoint now = batcher->clock().now();
   batch::SubmitOptions so;
   so.priority = request.priority;
-  if (request.timeout > std::chrono::nanoseconds::zero()) {
-    so.deadline = deadline_after(batcher->clock().now(), request.timeout);
-  }
+  if (request.timeout > std::chrono::nanoseconds::zero()) so.deadline = deadline_after(now, request.timeout);
   if (!request.cache_tags.empty()) {
     return batcher->submit(TaskRequest{std::move(input), request.cache_tags}, so, std::move(done));
   }
+  // The deadline the batcher will hold the request to: its own, else its level's default.
+  const Duration level_timeout = options.batching.levels[static_cast<size_t>(request.priority)].default_timeout;
+  const TimePoint deadline = so.deadline != kNoDeadline || level_timeout <= Duration::zero()
+                                 ? so.deadline
+                                 : deadline_after(now, level_timeout);
   std::vector<int32_t> key = result_cache_key(input);
   bool lead = false;
-  if (std::optional<uint64_t> id = flights.join_or_lead(key, so.deadline, so.priority, done, &lead)) return *id;
+  if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, &lead)) return *id;
   if (!lead) return batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(done));
   auto leader_done = [this, key, input, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
     for (auto& follower : flights.finish(key)) answer_follower(follower, input, r);
-    done(id, std::move(r));
+    call_guarded(done, id, std::move(r));
   };
   StatusOr<uint64_t> id = batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(leader_done));
   if (!id.ok()) {
-    for (auto& follower : flights.finish(key)) follower.done(follower.id, id.status());
+    for (auto& follower : flights.finish(key)) call_guarded(follower.done, follower.id, id.status());
   }
   return id;
+}
+
+void Runtime::Impl::call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result) {
+  try {
+    done(id, std::move(result));
+  } catch (...) {  // a callback must not throw; the others are still answered
+    callback_exceptions.add(1);
+  }
 }
 
 void Runtime::Impl::answer_follower(Flights::Follower& follower, const TokenizedInput& input,
                                     const StatusOr<std::vector<float>>& leader) {
   const absl::StatusCode code = leader.status().code();
   if (code != absl::StatusCode::kCancelled && code != absl::StatusCode::kDeadlineExceeded) {
-    return follower.done(follower.id, leader);
+    return call_guarded(follower.done, follower.id, leader);
   }
-  // The leader was cancelled or expired, which says nothing about this request: it runs alone.
+  // The leader was cancelled or expired, which says nothing about this request: it runs alone (cancel() no longer
+  // reaches it under its follower id).
   batch::SubmitOptions so;
   so.priority = follower.priority;
   so.deadline = follower.deadline;
-  auto done = [id = follower.id, done = std::move(follower.done)](uint64_t, StatusOr<std::vector<float>> r) mutable {
-    done(id, std::move(r));
+  auto shared = std::make_shared<Flights::Done>(std::move(follower.done));
+  auto done = [this, id = follower.id, shared](uint64_t, StatusOr<std::vector<float>> r) {
+    call_guarded(*shared, id, std::move(r));
   };
   StatusOr<uint64_t> alone = batcher->submit(TaskRequest{input, {}}, so, std::move(done));
-  if (!alone.ok()) follower.done(follower.id, alone.status());
+  if (!alone.ok()) call_guarded(*shared, follower.id, alone.status());
 }
 
 StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
@@ -300,7 +313,8 @@ Status Runtime::cancel(uint64_t request_id) const {
   if (Flights::is_follower_id(request_id)) {
     std::optional<Flights::Done> done = impl_->flights.cancel(request_id);
     if (!done) return absl::NotFoundError(absl::StrCat("request ", request_id, " is not pending"));
-    (*done)(request_id, absl::CancelledError(absl::StrCat("request ", request_id, " was cancelled")));
+    impl_->call_guarded(*done, request_id,
+                        absl::CancelledError(absl::StrCat("request ", request_id, " was cancelled")));
     return absl::OkStatus();
   }
   return impl_->batcher->cancel(request_id);
@@ -314,6 +328,7 @@ std::string Runtime::stats_json() const {
   j["model"] = impl_->info.model_dir;
   j["forward_passes"] = forward_passes();
   j["single_flight_joined"] = impl_->flights.joined();
+  j["callback_exceptions"] = impl_->callback_exceptions.value();
   j["tokenize_ms"] = latency_json(impl_->tokenize_ns.snapshot());
   j["cache"] = nlohmann::json::parse(impl_->caches->stats_json());
   j["batcher"] = {

@@ -2,6 +2,7 @@
 // (query, passage) pairs by a one-label cross-encoder. Both share embed()'s caches and batching (runtime_submit.cc).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "brisk/model/classification_head.h"
@@ -19,6 +20,9 @@ Status check_top_k(int top_k, size_t num_labels, std::string_view call) {
   return absl::OkStatus();
 }
 
+// A strict weak order on scores, best first, with NaN (a model that overflowed) after every number.
+bool better_score(float a, float b) { return std::isnan(b) ? !std::isnan(a) : a > b; }
+
 // The top_k labels of one row of logits, by probability, best first (ties: the lower id first).
 std::vector<LabelScore> top_labels(const BackendInfo& backend, std::span<const float> logits, int top_k) {
   const std::vector<float> p = label_probabilities(logits, backend.output_dim, backend.multi_label);
@@ -26,8 +30,8 @@ std::vector<LabelScore> top_labels(const BackendInfo& backend, std::span<const f
   std::iota(order.begin(), order.end(), 0);
   const auto k = static_cast<ptrdiff_t>(std::min<size_t>(static_cast<size_t>(top_k), p.size()));
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
-    return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)] ||
-           (p[static_cast<size_t>(a)] == p[static_cast<size_t>(b)] && a < b);
+    const float pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
+    return better_score(pa, pb) || (!better_score(pb, pa) && a < b);
   });
   std::vector<LabelScore> out;
   out.reserve(static_cast<size_t>(k));
@@ -108,7 +112,7 @@ StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std:
   std::vector<RerankResult> ranked(passages.size());
   for (size_t i = 0; i < passages.size(); ++i) ranked[i] = RerankResult{i, scores[i]};
   std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const RerankResult& a, const RerankResult& b) { return a.score > b.score; });
+                   [](const RerankResult& a, const RerankResult& b) { return better_score(a.score, b.score); });
   if (options.top_k > 0 && options.top_k < ranked.size()) ranked.resize(options.top_k);
   return ranked;
 }

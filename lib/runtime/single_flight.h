@@ -1,7 +1,7 @@
 // SingleFlight: concurrent requests for the same uncached input share one computation. The first request for a key
 // leads (it goes to the batcher); later ones follow it and are answered with its result, as Go's singleflight and
-// Caffeine's AsyncLoadingCache do. A follower joins only a leader whose deadline is no later than its own, so
-// following never makes a request later than it asked for.
+// Caffeine's AsyncLoadingCache do. A follower joins only a leader whose deadline is no later than its own and whose
+// priority is at least as urgent, so following never makes a request later or less urgent than it asked for.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,8 @@ class SingleFlight {
   static constexpr uint64_t kFollowerBit = uint64_t{1} << 62;
   static bool is_follower_id(uint64_t id) { return (id >> 62) == 1; }
 
-  // Joins the leader in flight for `key` when there is one whose deadline is no later than `deadline`: takes
+  // Joins the leader in flight for `key` when there is one whose deadline is no later than `deadline` and whose
+  // priority is no larger (0 is the most urgent): takes
   // `done` and returns the follower's id. Otherwise, when no leader is in flight, makes the caller the leader
   // (returns nullopt, `done` untouched; the caller must call finish(key) exactly once later). With a leader whose
   // deadline is later, returns nullopt and sets *lead = false: the caller runs alone.
@@ -42,12 +43,12 @@ class SingleFlight {
     std::lock_guard lock(mu_);
     auto it = flights_.find(key);
     if (it == flights_.end()) {
-      flights_.emplace(key, Flight{deadline, {}});
+      flights_.emplace(key, Flight{deadline, priority, {}});
       *lead = true;
       return std::nullopt;
     }
     *lead = false;
-    if (it->second.deadline > deadline) return std::nullopt;
+    if (it->second.deadline > deadline || it->second.priority > priority) return std::nullopt;
     const uint64_t id = kFollowerBit | next_id_++;
     it->second.followers.push_back(Follower{id, std::move(done), deadline, priority});
     follower_keys_.emplace(id, key);
@@ -91,6 +92,7 @@ class SingleFlight {
  private:
   struct Flight {
     TimePoint deadline;
+    int priority = 0;
     std::vector<Follower> followers;
   };
   mutable std::mutex mu_;

@@ -75,7 +75,7 @@ using Outcome = brisk::StatusOr<std::vector<float>>;
 
 }  // namespace
 
-TEST_CASE("runtime.single_flight: concurrent submits of one text share one forward pass") {
+TEST_CASE("single_flight: concurrent submits of one text share one forward pass") {
   const GateBackend* backend = nullptr;
   auto rt = runtime_over(backend);
   REQUIRE(rt->info().backend == "gate");
@@ -106,7 +106,7 @@ TEST_CASE("runtime.single_flight: concurrent submits of one text share one forwa
   REQUIRE(backend->sequences() == 2);  // the blocker and one "reset my pin"
 }
 
-TEST_CASE("runtime.single_flight: followers of a cancelled leader run on their own") {
+TEST_CASE("single_flight: followers of a cancelled leader run on their own") {
   const GateBackend* backend = nullptr;
   auto rt = runtime_over(backend);
   std::promise<Outcome> blocker, leader, follower;
@@ -125,7 +125,7 @@ TEST_CASE("runtime.single_flight: followers of a cancelled leader run on their o
   REQUIRE(*r == std::vector<float>{4, 5, 6, 7});
 }
 
-TEST_CASE("runtime.single_flight: a follower with an earlier deadline than the leader runs on its own") {
+TEST_CASE("single_flight: a follower with an earlier deadline than the leader runs on its own") {
   const GateBackend* backend = nullptr;
   auto rt = runtime_over(backend);
   std::promise<Outcome> blocker, a, b;

@@ -41,7 +41,7 @@ RuntimeOptions task_options(const std::string& model, int max_seq_len) {
   RuntimeOptions o;
   o.model_dir = task_dir(model);
   o.max_seq_len = max_seq_len;
-  o.num_threads = 2;
+  o.num_threads = brisk::testing::compute_threads();
   o.cache.result_cache_bytes = 0;  // every answer from the model
   return o;
 }
@@ -56,7 +56,7 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 }  // namespace
 
-TEST_CASE("runtime.tasks: classification logits equal transformers', alone and in one mixed-length batch") {
+TEST_CASE("tasks: classification logits equal transformers', alone and in one mixed-length batch") {
   for (const std::string model : {"bert_cls", "bert_multilabel", "distilbert_cls", "distilbert_multilabel"}) {
     INFO(model);
     const json g = golden(model);
@@ -111,7 +111,7 @@ TEST_CASE("runtime.tasks: classification logits equal transformers', alone and i
   }
 }
 
-TEST_CASE("runtime.tasks: labels come from config.json's id2label") {
+TEST_CASE("tasks: labels come from config.json's id2label") {
   auto rt = brisk::testing::make_runtime(task_options("bert_cls", 24));
   REQUIRE(rt->info().labels == std::vector<std::string>{"billing", "card_lost", "greeting"});
   std::vector<std::string_view> texts = {"my card is lost"};
@@ -120,7 +120,7 @@ TEST_CASE("runtime.tasks: labels come from config.json's id2label") {
   REQUIRE((*top)[0].size() == 1);
 }
 
-TEST_CASE("runtime.tasks: cross-encoder pairs equal transformers' token ids and logits, and rerank sorts them") {
+TEST_CASE("tasks: cross-encoder pairs equal transformers' token ids and logits, and rerank sorts them") {
   const json g = golden("cross_encoder");
   const int max_len = g["max_length"].get<int>();
   auto rt = brisk::testing::make_runtime(task_options("cross_encoder", max_len));
@@ -162,7 +162,7 @@ TEST_CASE("runtime.tasks: cross-encoder pairs equal transformers' token ids and 
   }
 }
 
-TEST_CASE("runtime.tasks: a pair and a single text with the same ids do not share a cache entry") {
+TEST_CASE("tasks: a pair and a single text with the same ids do not share a cache entry") {
   RuntimeOptions o = task_options("cross_encoder", 24);
   o.cache.result_cache_bytes = 1 << 20;
   auto cached = brisk::testing::make_runtime(o);
@@ -183,7 +183,7 @@ TEST_CASE("runtime.tasks: a pair and a single text with the same ids do not shar
   REQUIRE(std::abs((*pair)[0].score - (*from_model)[0]) > 1e-4f);  // token types matter: not served the single's
 }
 
-TEST_CASE("runtime.tasks: bad input gets a clear error") {
+TEST_CASE("tasks: bad input gets a clear error") {
   auto cls = brisk::testing::make_runtime(task_options("bert_cls", 24));
   std::vector<std::string_view> texts = {"hello"};
   SECTION("top_k out of range") {
@@ -241,7 +241,7 @@ TEST_CASE("runtime.tasks: bad input gets a clear error") {
   }
 }
 
-TEST_CASE("runtime.tasks: a quantized model file and a pruned model directory keep the classification head") {
+TEST_CASE("tasks: a quantized model file and a pruned model directory keep the classification head") {
   const json g = golden("bert_cls");
   const std::string dir = task_dir("bert_cls");
   auto config = brisk::BertConfig::from_json_file(dir + "/config.json");

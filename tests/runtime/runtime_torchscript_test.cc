@@ -31,7 +31,7 @@ RuntimeOptions ts_options(const std::string& module, TorchScriptOutput output = 
   RuntimeOptions o;
   o.model_dir = ts_dir();
   o.max_seq_len = 24;
-  o.num_threads = 2;
+  o.num_threads = brisk::testing::compute_threads();
   o.cache.result_cache_bytes = 0;
   o.torchscript.emplace();
   o.torchscript->module = ts_dir() + "/" + module;
@@ -54,7 +54,7 @@ std::unique_ptr<Runtime> create(const RuntimeOptions& o) {
 
 }  // namespace
 
-TEST_CASE("runtime.torchscript: embeddings and logits equal Python torch through the runtime") {
+TEST_CASE("torchscript: embeddings and logits equal Python torch through the runtime") {
   const nlohmann::json g = golden();
   std::vector<std::string> texts;
   for (const auto& item : g["items"]) texts.push_back(item["text"].get<std::string>());
@@ -87,7 +87,7 @@ TEST_CASE("runtime.torchscript: embeddings and logits equal Python torch through
   }
 }
 
-TEST_CASE("runtime.torchscript: concurrent submits through the batcher equal the synchronous results") {
+TEST_CASE("torchscript: concurrent submits through the batcher equal the synchronous results") {
   auto rt = create(ts_options("classifier.pt", TorchScriptOutput::kLogits));
   if (rt == nullptr) return;
   const nlohmann::json g = golden();
@@ -121,7 +121,7 @@ TEST_CASE("runtime.torchscript: concurrent submits through the batcher equal the
   REQUIRE(rt->batch_stats().batches < static_cast<uint64_t>(kThreads * kPerThread));
 }
 
-TEST_CASE("runtime.torchscript: a bad module is refused with a clear error") {
+TEST_CASE("torchscript: a bad module is refused with a clear error") {
   for (const char* module : {"not_a_module.pt", "wrong_inputs.pt", "missing.pt"}) {
     INFO(module);
     auto rt = Runtime::create(ts_options(module));

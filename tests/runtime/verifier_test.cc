@@ -14,13 +14,13 @@ brisk::RuntimeOptions tiny(const std::string& model) {
   brisk::RuntimeOptions o;
   o.model_dir = (brisk::testing::test_data_dir() / "tasks" / model).string();
   o.max_seq_len = 24;
-  o.num_threads = 2;
+  o.num_threads = brisk::testing::compute_threads();
   return o;
 }
 
 }  // namespace
 
-TEST_CASE("runtime.verifier: the cross-encoder verifier scores a pair as rerank does, and gates a cache hit") {
+TEST_CASE("verifier: the cross-encoder verifier scores a pair as rerank does, and gates a cache hit") {
   auto ce = brisk::testing::make_runtime(tiny("cross_encoder"));
   auto verifier = brisk::cross_encoder_verifier(*ce);
   REQUIRE(verifier.ok());
@@ -47,7 +47,7 @@ TEST_CASE("runtime.verifier: the cross-encoder verifier scores a pair as rerank 
   }
 }
 
-TEST_CASE("runtime.verifier: intent agreement is the incoming question's probability of the cached one's intent") {
+TEST_CASE("verifier: intent agreement is the incoming question's probability of the cached one's intent") {
   auto cls = brisk::testing::make_runtime(tiny("bert_cls"));
   auto verifier = brisk::intent_agreement_verifier(*cls);
   REQUIRE(verifier.ok());
@@ -64,7 +64,7 @@ TEST_CASE("runtime.verifier: intent agreement is the incoming question's probabi
   REQUIRE(*score == Approx(want).margin(1e-6));
 }
 
-TEST_CASE("runtime.verifier: a runtime of the wrong task is refused") {
+TEST_CASE("verifier: a runtime of the wrong task is refused") {
   auto cls = brisk::testing::make_runtime(tiny("bert_cls"));
   auto ce = brisk::testing::make_runtime(tiny("cross_encoder"));
   auto a = brisk::cross_encoder_verifier(*cls);
