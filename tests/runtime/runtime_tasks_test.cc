@@ -13,6 +13,7 @@
 
 #include <filesystem>
 
+#include "brisk/core/allocator.h"
 #include "brisk/model/classification_head.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/prune/structured.h"
@@ -285,4 +286,28 @@ TEST_CASE("tasks: a quantized model file and a pruned model directory keep the c
     }
   }
   std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("tasks: on cuda:0 the classification head serves the GPU encoder's output", "[runtime][cuda]") {
+  if (brisk::cuda_device_count() == 0) {
+    WARN("no CUDA device (or a build without CUDA): skipping");
+    return;
+  }
+  const json g = golden("bert_cls");
+  for (const brisk::DType dtype : {brisk::DType::kF32, brisk::DType::kF16}) {
+    RuntimeOptions o = task_options("bert_cls", g["max_length"].get<int>());
+    o.device = brisk::Device::kCUDA;
+    o.activation_dtype = dtype;
+    auto rt = brisk::testing::make_runtime(o);
+    const float tolerance = dtype == brisk::DType::kF32 ? 1e-4f : 2e-2f;
+    for (const json& item : g["single"]) {
+      const std::string text = item["text"].get<std::string>();
+      std::vector<std::string_view> one = {text};
+      auto logits = rt->logits(one);
+      REQUIRE(logits.ok());
+      for (size_t k = 0; k < logits->size(); ++k) {
+        REQUIRE(std::abs((*logits)[k] - item["logits"][k].get<float>()) <= tolerance);
+      }
+    }
+  }
 }
