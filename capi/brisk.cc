@@ -181,9 +181,7 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
                                             "brisk_runtime_options_init");
   }
   // Copy the prefix the caller knows about over our defaults.
-  brisk_runtime_options o;
-  brisk_runtime_options_init(&o, sizeof o);
-  std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+  brisk_runtime_options o = over_defaults(*options, brisk_runtime_options_init);
   // Callers built before the caches existed keep their behaviour: no result cache, so every submit still
   // calls back from a batcher thread.
   if (options->struct_size < offsetof(brisk_runtime_options, cache_result_bytes) + sizeof(int64_t)) {
@@ -302,9 +300,7 @@ brisk_status brisk_runtime_options_init(brisk_runtime_options* options, size_t s
   defaults.remove_padding = cpp.remove_padding ? 1 : 0;
   defaults.device_memory_limit = static_cast<int64_t>(cpp.device_memory_limit);
   // Exactly the caller's bytes: zero what a newer caller has beyond our struct, our defaults for the rest.
-  std::memset(options, 0, struct_size);
-  std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
-  options->struct_size = struct_size;
+  write_defaults(options, struct_size, defaults);
   return BRISK_OK;
 }
 

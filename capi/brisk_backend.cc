@@ -94,9 +94,7 @@ brisk_status brisk_backend_init(brisk_backend* backend, size_t struct_size) {
   brisk_backend defaults;
   std::memset(&defaults, 0, sizeof defaults);
   defaults.output = BRISK_OUTPUT_EMBEDDING;
-  std::memset(backend, 0, struct_size);
-  std::memcpy(backend, &defaults, std::min(struct_size, sizeof defaults));
-  backend->struct_size = struct_size;
+  write_defaults(backend, struct_size, defaults);
   return BRISK_OK;
 }
 
@@ -112,9 +110,7 @@ brisk_status brisk_runtime_create_with_backend(const brisk_runtime_options* opti
                                               std::to_string(backend->struct_size) +
                                               "; expected sizeof(brisk_backend), set by brisk_backend_init");
     }
-    brisk_backend b;
-    brisk_backend_init(&b, sizeof b);
-    std::memcpy(&b, backend, std::min(backend->struct_size, sizeof b));
+    const brisk_backend b = over_defaults(*backend, brisk_backend_init);
     if (b.run == nullptr) return null_argument(kFn, "backend->run");
     if (b.output != BRISK_OUTPUT_EMBEDDING && b.output != BRISK_OUTPUT_LOGITS) {
       return fail(BRISK_INVALID_ARGUMENT, std::string(kFn) + ": backend->output is " + std::to_string(b.output) +

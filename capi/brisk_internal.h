@@ -2,6 +2,8 @@
 // and the catch-all that keeps C++ exceptions out of C. Not installed; hidden in libbrisk.so.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <memory>
@@ -34,6 +36,23 @@ brisk_status null_argument(const char* function, const char* argument);
 // The C++ options from the C struct (a prefix of it, per struct_size, over the defaults); errors name `function`
 // and the field.
 brisk_status runtime_options(const char* function, const brisk_runtime_options* options, brisk::RuntimeOptions& ro);
+
+// The ABI rule of the C structs with a struct_size field: the caller knows the first struct_size bytes.
+// write_defaults fills exactly those with `defaults` (zeroing any the caller has past ours) and records the size;
+// over_defaults copies the caller's prefix over `init`'s defaults, so fields an older caller lacks take theirs.
+template <typename T>
+void write_defaults(T* out, size_t struct_size, const T& defaults) {
+  std::memset(out, 0, struct_size);
+  std::memcpy(out, &defaults, std::min(struct_size, sizeof defaults));
+  out->struct_size = struct_size;
+}
+template <typename T, typename Init>
+T over_defaults(const T& in, Init init) {
+  T out;
+  init(&out, sizeof out);
+  std::memcpy(&out, &in, std::min(in.struct_size, sizeof out));
+  return out;
+}
 
 // Runs body, turning any exception into a status and message.
 template <typename F>

@@ -27,7 +27,7 @@ brisk_status request_options(const char* function, const brisk_request_options* 
                                               "; expected sizeof(brisk_request_options), set by "
                                               "brisk_request_options_init");
     }
-    std::memcpy(&o, in, std::min(in->struct_size, sizeof o));
+    o = over_defaults(*in, brisk_request_options_init);
   }
   if (o.deadline_ms < 0) {
     return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": deadline_ms is " + std::to_string(o.deadline_ms) +
@@ -82,9 +82,7 @@ brisk_status brisk_request_options_init(brisk_request_options* options, size_t s
   brisk_request_options defaults;
   std::memset(&defaults, 0, sizeof defaults);
   defaults.top_k = brisk::ClassifyRequestOptions{}.top_k;
-  std::memset(options, 0, struct_size);
-  std::memcpy(options, &defaults, std::min(struct_size, sizeof defaults));
-  options->struct_size = struct_size;
+  write_defaults(options, struct_size, defaults);
   return BRISK_OK;
 }
 

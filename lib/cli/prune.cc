@@ -37,10 +37,9 @@ struct Model {
 
 StatusOr<Model> load_model(const std::string& dir) {
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
-  BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(weights_file));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::from_tensors(tensors, config, weights_file));
-  weights.weights_file = weights_file;
+  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors loaded, load_weights_with_tensors(dir, config));
+  EncoderWeights& weights = loaded.weights;
+  const NamedTensors& tensors = loaded.tensors;
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
   return Model{std::move(config), std::move(weights), pooling, std::move(tok),

@@ -37,10 +37,9 @@ Status quantize(const QuantizeFlags& f) {
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
-  BRISK_ASSIGN_OR_RETURN(NamedTensors source_tensors, read_weights_file(weights_file));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights fp32, EncoderWeights::from_tensors(source_tensors, config, weights_file));
-  fp32.weights_file = weights_file;
+  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors source, load_weights_with_tensors(dir, config));
+  const EncoderWeights& fp32 = source.weights;
+  const NamedTensors& source_tensors = source.tensors;
   BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
                          read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));

@@ -360,6 +360,15 @@ StatusOr<EncoderWeights> EncoderWeights::load_file(const std::string& path, cons
   return w;
 }
 
+StatusOr<WeightsWithTensors> load_weights_with_tensors(const std::string& model_dir, const BertConfig& config) {
+  WeightsWithTensors out;
+  BRISK_ASSIGN_OR_RETURN(std::string path, find_weights_file(model_dir));
+  BRISK_ASSIGN_OR_RETURN(out.tensors, read_weights_file(path));
+  BRISK_ASSIGN_OR_RETURN(out.weights, EncoderWeights::from_tensors(out.tensors, config, display_name(path)));
+  out.weights.weights_file = path;
+  return out;
+}
+
 StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, const BertConfig& config) {
   BRISK_ASSIGN_OR_RETURN(std::string path, find_weights_file(model_dir));
   return load_file(path, config);

@@ -46,14 +46,12 @@ StatusOr<LoadedModel> load_model_dir(const std::string& dir, bool replace_invali
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_string(config_text, dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
-  BRISK_ASSIGN_OR_RETURN(std::string weights_file, find_weights_file(dir));
-  BRISK_ASSIGN_OR_RETURN(NamedTensors tensors, read_weights_file(weights_file));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::from_tensors(tensors, config, weights_file));
-  weights.weights_file = weights_file;
-  BRISK_ASSIGN_OR_RETURN(std::optional<ClassificationHead> head,
-                         read_sequence_classification_head(tensors, config_text, config.family, weights_file));
-  return LoadedModel{std::move(config),  std::move(pooling), std::move(tokenizer),
-                     std::move(weights), std::move(head),    ""};
+  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors loaded, load_weights_with_tensors(dir, config));
+  BRISK_ASSIGN_OR_RETURN(
+      std::optional<ClassificationHead> head,
+      read_sequence_classification_head(loaded.tensors, config_text, config.family, loaded.weights.weights_file));
+  return LoadedModel{std::move(config),         std::move(pooling), std::move(tokenizer),
+                     std::move(loaded.weights), std::move(head),    ""};
 }
 
 StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_invalid_utf8) {

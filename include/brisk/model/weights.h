@@ -110,6 +110,13 @@ BRISK_API StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path);
 BRISK_API StatusOr<NamedTensors> read_weights_file(const std::string& path);
 // A model directory's weights file: model.safetensors, else pytorch_model.bin; NotFound naming the directory.
 BRISK_API StatusOr<std::string> find_weights_file(const std::string& model_dir);
+// A model directory's encoder weights and every tensor of its weights file (a task head's among them), read once.
+struct BRISK_API WeightsWithTensors {
+  EncoderWeights weights;
+  NamedTensors tensors;
+};
+BRISK_API StatusOr<WeightsWithTensors> load_weights_with_tensors(const std::string& model_dir,
+                                                                 const BertConfig& config);
 BRISK_API bool torch_checkpoints_supported();
 
 // A contiguous f32 copy of a f16/bf16 tensor; an f32 tensor is returned as is (no copy). Other dtypes: error.
