@@ -355,6 +355,11 @@ std::vector<int32_t> result_cache_key(const TokenizedInput& input) {
   return key;
 }
 
+TokenizedInput input_of_cache_key(std::span<const int32_t> key) {
+  if (key.empty() || key.back() >= 0) return TokenizedInput{{key.begin(), key.end()}, 0};
+  return TokenizedInput{{key.begin(), key.end() - 1}, -1 - key.back()};
+}
+
 Status Runtime::Impl::require_output(BackendOutput output, std::string_view call) const {
   const BackendInfo& b = backend->info();
   if (b.output == output) return absl::OkStatus();

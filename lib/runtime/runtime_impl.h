@@ -29,6 +29,8 @@ struct TokenizedInput {
 // The result cache's key: the ids, and for a pair also where its second text begins (as -1 - second_start, which no
 // token id can be), so that a pair never shares an entry with a single text of the same ids.
 std::vector<int32_t> result_cache_key(const TokenizedInput& input);
+// The input a result_cache_key was made from (a follower rerun from its flight's key).
+TokenizedInput input_of_cache_key(std::span<const int32_t> key);
 
 // One submitted input, tokenized at submit().
 struct TaskRequest {
@@ -81,7 +83,7 @@ struct Runtime::Impl {
   // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
   void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.
-  void answer_follower(Flights::Follower& follower, const TokenizedInput& input,
+  void answer_follower(Flights::Follower& follower, const std::vector<int32_t>& key,
                        const StatusOr<std::vector<float>>& leader);
   // FAILED_PRECONDITION naming `call` unless the backend's output is `output`.
   Status require_output(BackendOutput output, std::string_view call) const;

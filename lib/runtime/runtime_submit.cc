@@ -263,8 +263,8 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
   bool lead = false;
   if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, &lead)) return *id;
   if (!lead) return batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(done));
-  auto leader_done = [this, key, input, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
-    for (auto& follower : flights.finish(key)) answer_follower(follower, input, r);
+  auto leader_done = [this, key, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
+    for (auto& follower : flights.finish(key)) answer_follower(follower, key, r);
     call_guarded(done, id, std::move(r));
   };
   StatusOr<uint64_t> id = batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(leader_done));
@@ -282,7 +282,7 @@ void Runtime::Impl::call_guarded(Flights::Done& done, uint64_t id, StatusOr<std:
   }
 }
 
-void Runtime::Impl::answer_follower(Flights::Follower& follower, const TokenizedInput& input,
+void Runtime::Impl::answer_follower(Flights::Follower& follower, const std::vector<int32_t>& key,
                                     const StatusOr<std::vector<float>>& leader) {
   const absl::StatusCode code = leader.status().code();
   if (code != absl::StatusCode::kCancelled && code != absl::StatusCode::kDeadlineExceeded) {
@@ -297,7 +297,7 @@ void Runtime::Impl::answer_follower(Flights::Follower& follower, const Tokenized
   auto done = [this, id = follower.id, shared](uint64_t, StatusOr<std::vector<float>> r) {
     call_guarded(*shared, id, std::move(r));
   };
-  StatusOr<uint64_t> alone = batcher->submit(TaskRequest{input, {}}, so, std::move(done));
+  StatusOr<uint64_t> alone = batcher->submit(TaskRequest{input_of_cache_key(key), {}}, so, std::move(done));
   if (!alone.ok()) call_guarded(*shared, follower.id, alone.status());
 }
 
