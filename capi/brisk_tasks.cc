@@ -50,6 +50,24 @@ brisk_status request_options(const char* function, const brisk_request_options* 
   return BRISK_OK;
 }
 
+// The checks of a submit before it queues: *request_id cleared, runtime, text and callback given, options parsed.
+brisk_status submit_arguments(const char* function, const brisk_runtime* runtime, const char* text, bool has_callback,
+                              const brisk_request_options* options, uint64_t* request_id,
+                              brisk::ClassifyRequestOptions& out) {
+  if (request_id != nullptr) *request_id = 0;
+  if (runtime == nullptr) return null_argument(function, "runtime");
+  if (text == nullptr) return null_argument(function, "text");
+  if (!has_callback) return null_argument(function, "callback");
+  return request_options(function, options, out);
+}
+
+// A submit's outcome: its id into *request_id (when given), or its error.
+brisk_status submitted(const brisk::StatusOr<uint64_t>& id, uint64_t* request_id) {
+  if (!id.ok()) return from_status(id.status());
+  if (request_id != nullptr) *request_id = *id;
+  return BRISK_OK;
+}
+
 // texts[0..n) as views; an error naming the NULL entry.
 brisk_status text_views(const char* function, const char* what, const char* const* texts, size_t n,
                         std::vector<std::string_view>& views) {
@@ -90,12 +108,11 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
                                    brisk_embed_callback callback, void* user_data, uint64_t* request_id) {
   constexpr const char* kFn = "brisk_submit_embed_ex";
   return guarded(kFn, [&]() -> brisk_status {
-    if (request_id != nullptr) *request_id = 0;
-    if (runtime == nullptr) return null_argument(kFn, "runtime");
-    if (text == nullptr) return null_argument(kFn, "text");
-    if (callback == nullptr) return null_argument(kFn, "callback");
     brisk::ClassifyRequestOptions ro;
-    if (brisk_status s = request_options(kFn, options, ro); s != BRISK_OK) return s;
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro);
+        s != BRISK_OK) {
+      return s;
+    }
     auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r) {
       if (r.ok()) {
         callback(user_data, id, BRISK_OK, r->data(), r->size(), "");
@@ -104,10 +121,7 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
         callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());
       }
     };
-    auto id = runtime->runtime->submit(text, ro, std::move(done));
-    if (!id.ok()) return from_status(id.status());
-    if (request_id != nullptr) *request_id = *id;
-    return BRISK_OK;
+    return submitted(runtime->runtime->submit(text, ro, std::move(done)), request_id);
   });
 }
 
@@ -163,12 +177,11 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
                                    brisk_classify_callback callback, void* user_data, uint64_t* request_id) {
   constexpr const char* kFn = "brisk_submit_classify";
   return guarded(kFn, [&]() -> brisk_status {
-    if (request_id != nullptr) *request_id = 0;
-    if (runtime == nullptr) return null_argument(kFn, "runtime");
-    if (text == nullptr) return null_argument(kFn, "text");
-    if (callback == nullptr) return null_argument(kFn, "callback");
     brisk::ClassifyRequestOptions ro;
-    if (brisk_status s = request_options(kFn, options, ro); s != BRISK_OK) return s;
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro);
+        s != BRISK_OK) {
+      return s;
+    }
     auto done = [runtime, callback, user_data](uint64_t id, brisk::StatusOr<std::vector<brisk::LabelScore>> r) {
       if (!r.ok()) {
         const std::string message(r.status().message());
@@ -179,10 +192,7 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
       for (const brisk::LabelScore& s : *r) labels.push_back(to_c(*runtime, s));
       callback(user_data, id, BRISK_OK, labels.data(), labels.size(), "");
     };
-    auto id = runtime->runtime->submit_classify(text, ro, std::move(done));
-    if (!id.ok()) return from_status(id.status());
-    if (request_id != nullptr) *request_id = *id;
-    return BRISK_OK;
+    return submitted(runtime->runtime->submit_classify(text, ro, std::move(done)), request_id);
   });
 }
 

@@ -386,19 +386,25 @@ Status check_mget_reply(const redisReply* r, size_t n, const std::string& addres
   return absl::OkStatus();
 }
 
+// One round trip for `keys`: full receives them as stored, replies[0] the checked MGET array and, with_ttl,
+// replies[1 + i] key i's PTTL.
+Status call_mget(RedisTier::Impl& impl, std::span<const std::string> keys, bool with_ttl,
+                 std::vector<std::string>& full, std::vector<Reply>& replies) {
+  full.reserve(keys.size());
+  for (const std::string& k : keys) full.push_back(impl.value_key(k));
+  BRISK_RETURN_IF_ERROR(impl.call(many_commands(full, with_ttl), &replies));
+  return check_mget_reply(replies[0].get(), keys.size(), impl.address);
+}
+
 }  // namespace
 
 StatusOr<std::vector<std::optional<std::string>>> RedisTier::get_many(std::span<const std::string> keys) {
   std::vector<std::optional<std::string>> out;
   if (keys.empty()) return out;
   std::vector<std::string> full;
-  full.reserve(keys.size());
-  for (const std::string& k : keys) full.push_back(impl_->value_key(k));
-  const std::vector<Command> cmds = many_commands(full, /*with_ttl=*/false);
   std::vector<Reply> replies;
-  BRISK_RETURN_IF_ERROR(impl_->call(cmds, &replies));
+  BRISK_RETURN_IF_ERROR(call_mget(*impl_, keys, /*with_ttl=*/false, full, replies));
   const redisReply* r = replies[0].get();
-  BRISK_RETURN_IF_ERROR(check_mget_reply(r, keys.size(), impl_->address));
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     const redisReply* e = r->element[i];
@@ -412,13 +418,9 @@ StatusOr<std::vector<std::optional<RedisTier::ValueWithTtl>>> RedisTier::get_man
   std::vector<std::optional<ValueWithTtl>> out;
   if (keys.empty()) return out;
   std::vector<std::string> full;
-  full.reserve(keys.size());
-  for (const std::string& k : keys) full.push_back(impl_->value_key(k));
-  const std::vector<Command> cmds = many_commands(full, /*with_ttl=*/true);
   std::vector<Reply> replies;
-  BRISK_RETURN_IF_ERROR(impl_->call(cmds, &replies));
+  BRISK_RETURN_IF_ERROR(call_mget(*impl_, keys, /*with_ttl=*/true, full, replies));
   const redisReply* r = replies[0].get();
-  BRISK_RETURN_IF_ERROR(check_mget_reply(r, keys.size(), impl_->address));
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     const redisReply* e = r->element[i];

@@ -70,6 +70,7 @@
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
 #include "model_flags.h"
+#include "output.h"
 #include "printable.h"
 #include "prune.h"
 #include "quantize.h"
@@ -82,15 +83,10 @@ using brisk::StatusOr;
 using brisk::cli::printable;
 using json = nlohmann::json;
 
-// Exit codes.
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
-
-int report_error(const Status& status) {
-  fmt::print(stderr, "brisk: error: {}\n", printable(std::string(status.message())));
-  return kExitError;
-}
+using brisk::cli::kExitError;
+using brisk::cli::kExitOk;
+using brisk::cli::kExitUsage;
+using brisk::cli::report_error;
 
 using brisk::cli::DeviceFlags;
 using brisk::cli::ModelFlags;
@@ -103,11 +99,11 @@ using namespace brisk::cli::model_flag_groups;
 void print_embedding_line(std::string_view text, std::span<const float> row, std::string& buf) {
   buf.clear();
   buf += R"({"text":)";
-  buf += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+  buf += brisk::cli::json_string(text);
   buf += R"(,"embedding":[)";
   for (size_t i = 0; i < row.size(); ++i) {
     if (i > 0) buf += ',';
-    fmt::format_to(std::back_inserter(buf), "{}", row[i]);
+    brisk::cli::append_float(buf, row[i]);
   }
   buf += "]}\n";
   std::fwrite(buf.data(), 1, buf.size(), stdout);
@@ -137,49 +133,9 @@ int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
     Status s = embed_and_print(**rt, args, buf);
     return s.ok() ? kExitOk : report_error(s);
   }
-  // stdin: one text per line, embedded in chunks so that output streams and memory stays bounded. Every input line
-  // gets one output line, so that output line N belongs to input line N.
-  constexpr size_t kChunk = 64;
-  std::vector<std::string> chunk;
-  std::string line;
-  size_t line_no = 0;
-  size_t first_line_of_chunk = 1;
-  size_t failed_lines = 0;
-  auto flush = [&]() -> Status {
-    Status s = embed_and_print(**rt, chunk, buf);
-    if (absl::IsInvalidArgument(s)) {  // a text the runtime refuses (invalid UTF-8): find it, line by line
-      s = absl::OkStatus();
-      for (size_t i = 0; i < chunk.size() && s.ok(); ++i) {
-        Status one = embed_and_print(**rt, std::span<const std::string>(&chunk[i], 1), buf);
-        if (!absl::IsInvalidArgument(one)) {
-          s = one;
-          continue;
-        }
-        const size_t at = first_line_of_chunk + i;
-        // The runtime numbers texts within a call; this call had one, the line number says more.
-        const std::string why(absl::StripPrefix(one.message(), "text 0: "));
-        fmt::print("{}\n", json{{"line", at}, {"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace));
-        std::fflush(stdout);
-        report_error(absl::InvalidArgumentError(fmt::format("stdin line {}: {}", at, why)));
-        ++failed_lines;
-      }
-    }
-    chunk.clear();
-    if (s.ok()) return s;
-    return absl::Status(s.code(),
-                        fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no, std::string(s.message())));
-  };
-  while (std::getline(std::cin, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (chunk.empty()) first_line_of_chunk = line_no;
-    chunk.push_back(std::move(line));  // an empty line too: its embedding is that of [CLS] [SEP]
-    if (chunk.size() == kChunk) {
-      if (Status s = flush(); !s.ok()) return report_error(s);
-    }
-  }
-  if (Status s = flush(); !s.ok()) return report_error(s);
-  return failed_lines == 0 ? kExitOk : kExitError;
+  // stdin: one text per line (an empty line too: its embedding is that of [CLS] [SEP]).
+  return brisk::cli::run_over_stdin_lines(
+      [&](std::span<const std::string> texts) { return embed_and_print(**rt, texts, buf); });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

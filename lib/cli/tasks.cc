@@ -12,29 +12,10 @@
 #include <string_view>
 
 #include "absl/strings/strip.h"
-#include "printable.h"
+#include "output.h"
 
 namespace brisk::cli {
 namespace {
-
-using json = nlohmann::json;
-
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-
-int report_error(const Status& status) {
-  fmt::print(stderr, "brisk: error: {}\n", printable(std::string(status.message())));
-  return kExitError;
-}
-
-// A JSON string; bytes that are not UTF-8 (only with --replace-invalid-utf8 can such a text get this far) become
-// U+FFFD.
-std::string json_string(std::string_view s) {
-  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// Floats in their shortest form that round-trips (nlohmann would print the double nearest the float, in 17 digits).
-void append_float(std::string& buf, float v) { fmt::format_to(std::back_inserter(buf), "{}", v); }
 
 // The runtime's task must be classification: an embedding model is refused naming what the CLI user can change.
 Status require_classifier(const Runtime& rt, std::string_view command, std::string_view expected) {
@@ -99,49 +80,6 @@ Status classify_and_print(const Runtime& rt, const ClassifyFlags& f, std::span<c
   return absl::OkStatus();
 }
 
-// Classifies stdin in chunks, one output line per input line; a line the runtime refuses (invalid UTF-8) gets its
-// error in place, as `brisk embed` does.
-int classify_stdin(const Runtime& rt, const ClassifyFlags& f) {
-  constexpr size_t kChunk = 64;
-  std::vector<std::string> chunk;
-  std::string line, buf;
-  size_t line_no = 0, first_line_of_chunk = 1, failed_lines = 0;
-  auto flush = [&]() -> Status {
-    Status s = classify_and_print(rt, f, chunk, buf);
-    if (absl::IsInvalidArgument(s)) {
-      s = absl::OkStatus();
-      for (size_t i = 0; i < chunk.size() && s.ok(); ++i) {
-        Status one = classify_and_print(rt, f, std::span<const std::string>(&chunk[i], 1), buf);
-        if (!absl::IsInvalidArgument(one)) {
-          s = one;
-          continue;
-        }
-        const size_t at = first_line_of_chunk + i;
-        const std::string why(absl::StripPrefix(one.message(), "text 0: "));
-        fmt::print("{}\n", json{{"line", at}, {"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace));
-        std::fflush(stdout);
-        report_error(absl::InvalidArgumentError(fmt::format("stdin line {}: {}", at, why)));
-        ++failed_lines;
-      }
-    }
-    chunk.clear();
-    if (s.ok()) return s;
-    return absl::Status(s.code(),
-                        fmt::format("stdin lines {}..{}: {}", first_line_of_chunk, line_no, std::string(s.message())));
-  };
-  while (std::getline(std::cin, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (chunk.empty()) first_line_of_chunk = line_no;
-    chunk.push_back(std::move(line));
-    if (chunk.size() == kChunk) {
-      if (Status s = flush(); !s.ok()) return report_error(s);
-    }
-  }
-  if (Status s = flush(); !s.ok()) return report_error(s);
-  return failed_lines == 0 ? kExitOk : kExitError;
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // rerank
 
@@ -202,8 +140,11 @@ int run_classify(const RuntimeOptions& options, const ClassifyFlags& flags) {
         absl::InvalidArgumentError(fmt::format("--top-k {} is more than the {} labels of model '{}'; expected 1 to {}",
                                                flags.top_k, num_labels, (*rt)->info().model_dir, num_labels)));
   }
-  if (flags.texts.empty()) return classify_stdin(**rt, flags);
   std::string buf;
+  if (flags.texts.empty()) {
+    return run_over_stdin_lines(
+        [&](std::span<const std::string> texts) { return classify_and_print(**rt, flags, texts, buf); });
+  }
   const Status s = classify_and_print(**rt, flags, flags.texts, buf);
   return s.ok() ? kExitOk : report_error(s);
 }
