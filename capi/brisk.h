@@ -141,6 +141,14 @@ typedef struct brisk_runtime_options {
   const char* torchscript_module;  /* non-NULL and not "": run this TorchScript file (torch.jit.save) instead of
                                       brisk's encoder; model_dir gives its tokenizer and config.json */
   int32_t torchscript_output;      /* a brisk_torchscript_output: which output of the module is the result */
+  /* Degradation (appended in 0.7; a struct from before gets the defaults: no fallback, nothing kept stale). */
+  const char* fallback_model; /* non-NULL and not "": a lighter model (brisk quantize's file, a pruned directory) of
+                                 the same tokenizer and output; a submit the queue refuses for overload (full, or
+                                 predicted past its deadline) is answered by it instead (BRISK_ANSWER_FALLBACK) */
+  int32_t fallback_threads;   /* the fallback's compute threads (default 0: num_threads) */
+  int32_t cache_stale_ttl_ms; /* how long past cache_ttl_ms a result is kept, to answer a request with allow_stale
+                                 when the model fails (BRISK_ANSWER_STALE; default 0: none kept; not with
+                                 redis_host) */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {
@@ -217,7 +225,21 @@ typedef struct brisk_request_options {
   const char* const* cache_tags; /* the result is cached with these tags (brisk_cache_invalidate_tag drops it) */
   size_t num_cache_tags;
   int32_t top_k; /* brisk_submit_classify: labels returned, best first (default 1) */
+  /* Appended in 0.7. */
+  int32_t allow_stale; /* 1: when the model cannot answer (overload, deadline, a failed pass), answer with a result
+                          that expired at most cache_stale_ttl_ms ago, if this process has one (default 0) */
 } brisk_request_options;
+
+/* Which path answered a request. */
+typedef enum brisk_answer_path {
+  BRISK_ANSWER_MODEL = 0,    /* a forward pass of the model */
+  BRISK_ANSWER_CACHE = 1,    /* the result cache */
+  BRISK_ANSWER_FALLBACK = 2, /* the fallback model (fallback_model), because the model's queue was overloaded */
+  BRISK_ANSWER_STALE = 3     /* an expired cached result, because the model failed (allow_stale) */
+} brisk_answer_path;
+/* Inside a brisk_embed_callback or brisk_classify_callback: the path that answered the request being completed
+ * (thread-local; BRISK_ANSWER_MODEL outside a callback). */
+BRISK_C_API brisk_answer_path brisk_callback_answer_path(void);
 
 BRISK_C_API brisk_status brisk_request_options_init(brisk_request_options* options, size_t struct_size);
 /* brisk_submit_embed with per-request options (options may be NULL: the defaults). */

@@ -15,6 +15,28 @@ using namespace brisk_capi;
 
 namespace {
 
+// The path that answered the request whose callback runs on this thread (brisk_callback_answer_path).
+thread_local brisk_answer_path g_answer_path = BRISK_ANSWER_MODEL;
+
+class AnswerPathScope {
+ public:
+  explicit AnswerPathScope(brisk::AnswerPath path)
+      : previous_(g_answer_path) {  // a callback may submit, and so complete another request, inside its own
+    g_answer_path = static_cast<brisk_answer_path>(path);
+  }
+  ~AnswerPathScope() { g_answer_path = previous_; }
+  AnswerPathScope(const AnswerPathScope&) = delete;
+  AnswerPathScope& operator=(const AnswerPathScope&) = delete;
+
+ private:
+  brisk_answer_path previous_;
+};
+
+static_assert(static_cast<int>(brisk::AnswerPath::kModel) == BRISK_ANSWER_MODEL &&
+              static_cast<int>(brisk::AnswerPath::kCache) == BRISK_ANSWER_CACHE &&
+              static_cast<int>(brisk::AnswerPath::kFallback) == BRISK_ANSWER_FALLBACK &&
+              static_cast<int>(brisk::AnswerPath::kStaleCache) == BRISK_ANSWER_STALE);
+
 // The C request options (a prefix of them, per struct_size, over the defaults; NULL: the defaults) as C++ ones.
 brisk_status request_options(const char* function, const brisk_request_options* in,
                              brisk::ClassifyRequestOptions& out) {
@@ -47,6 +69,11 @@ brisk_status request_options(const char* function, const brisk_request_options* 
     out.cache_tags.emplace_back(o.cache_tags[i]);
   }
   out.top_k = o.top_k;
+  if (o.allow_stale != 0 && o.allow_stale != 1) {
+    return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->allow_stale is " +
+                                            std::to_string(o.allow_stale) + "; expected 0 or 1");
+  }
+  out.allow_stale = o.allow_stale == 1;
   return BRISK_OK;
 }
 
@@ -104,6 +131,8 @@ brisk_status brisk_request_options_init(brisk_request_options* options, size_t s
   return BRISK_OK;
 }
 
+brisk_answer_path brisk_callback_answer_path(void) { return g_answer_path; }
+
 brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, const brisk_request_options* options,
                                    brisk_embed_callback callback, void* user_data, uint64_t* request_id) {
   constexpr const char* kFn = "brisk_submit_embed_ex";
@@ -113,7 +142,8 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
         s != BRISK_OK) {
       return s;
     }
-    auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r) {
+    auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r, brisk::AnswerPath path) {
+      const AnswerPathScope scope(path);
       if (r.ok()) {
         callback(user_data, id, BRISK_OK, r->data(), r->size(), "");
       } else {
@@ -182,7 +212,9 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
         s != BRISK_OK) {
       return s;
     }
-    auto done = [runtime, callback, user_data](uint64_t id, brisk::StatusOr<std::vector<brisk::LabelScore>> r) {
+    auto done = [runtime, callback, user_data](uint64_t id, brisk::StatusOr<std::vector<brisk::LabelScore>> r,
+                                               brisk::AnswerPath path) {
+      const AnswerPathScope scope(path);
       if (!r.ok()) {
         const std::string message(r.status().message());
         return callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());

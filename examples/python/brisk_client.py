@@ -35,7 +35,9 @@ class RuntimeOptions(ctypes.Structure):
                 ("remove_padding", ctypes.c_int32), ("device_memory_limit", ctypes.c_int64),
                 # tasks and backends (appended in 0.6)
                 ("classification_head", ctypes.c_char_p), ("torchscript_module", ctypes.c_char_p),
-                ("torchscript_output", ctypes.c_int32)]
+                ("torchscript_output", ctypes.c_int32),
+                ("fallback_model", ctypes.c_char_p), ("fallback_threads", ctypes.c_int32),
+                ("cache_stale_ttl_ms", ctypes.c_int32)]
 
 
 class LabelScore(ctypes.Structure):
@@ -147,12 +149,15 @@ class Brisk:
 
     classification_head: a head file from `brisk fit-intents` (classify over model_dir's embeddings);
     torchscript_module: run a TorchScript file instead of brisk's encoder, torchscript_output naming its output
-    (auto, hidden, pooled, logits); backend: a HostBackend, the host's own model (model_dir gives the tokenizer)."""
+    (auto, hidden, pooled, logits); backend: a HostBackend, the host's own model (model_dir gives the tokenizer);
+    fallback_model: a lighter model (a quantized file, a pruned directory) that answers submits the queue refuses for
+    overload; cache_stale_ttl_ms: how long past the result TTL a result is kept for stale-if-error."""
 
     def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
                  activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
                  torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
-                 max_seq_len: int = 0, cache_result_bytes: int = None):
+                 max_seq_len: int = 0, cache_result_bytes: int = None, fallback_model: str = None,
+                 cache_stale_ttl_ms: int = 0):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -212,6 +217,9 @@ class Brisk:
         opts.classification_head = self._head
         opts.torchscript_module = self._torchscript
         opts.torchscript_output = TORCHSCRIPT_OUTPUTS[torchscript_output]
+        self._fallback = fallback_model.encode() if fallback_model else None
+        opts.fallback_model = self._fallback
+        opts.cache_stale_ttl_ms = cache_stale_ttl_ms
         self._rt = ctypes.c_void_p()
         if backend is None:
             self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))

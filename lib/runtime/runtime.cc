@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "brisk/core/allocator.h"
 #include "brisk/core/device.h"
 #include "brisk/core/parallel.h"
@@ -91,6 +92,11 @@ Status check_options(const RuntimeOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.token_cache_entries is ",
                                                    options.cache.token_cache_entries, "; expected 0 (off) to ",
                                                    kMaxTokenCacheEntries));
+  }
+  if (options.fallback && options.fallback->model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "RuntimeOptions::fallback.model_dir is empty; expected a lighter model (a quantized file or a pruned model "
+        "directory), or no fallback");
   }
   return absl::OkStatus();
 }
@@ -314,7 +320,65 @@ Status finish_create(Runtime::Impl& impl) {
   impl.output_dim = static_cast<size_t>(backend.output_dim);
   BRISK_ASSIGN_OR_RETURN(impl.caches,
                          RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim));
+  BRISK_RETURN_IF_ERROR(create_fallback(impl));
   return start_batcher(impl);
+}
+
+Status create_fallback(Runtime::Impl& impl) {
+  if (!impl.options.fallback) return absl::OkStatus();
+  const FallbackOptions& f = *impl.options.fallback;
+  const ModelInfo& primary = impl.info;
+  RuntimeOptions o = impl.options;  // the device, pooling, normalisation, sequence length and UTF-8 handling
+  o.model_dir = f.model_dir;
+  if (!f.classification_head.empty()) o.classification_head = f.classification_head;
+  if (f.num_threads != 0) o.num_threads = f.num_threads;
+  o.batching = f.batching;
+  o.cache = RuntimeCacheOptions{};
+  o.cache.result_cache_bytes = 0;
+  o.torchscript.reset();
+  o.fallback.reset();
+  StatusOr<std::unique_ptr<Runtime>> fallback = Runtime::create(o);
+  if (!fallback.ok()) {
+    return Status(fallback.status().code(), absl::StrCat("RuntimeOptions::fallback: ", fallback.status().message()));
+  }
+  const ModelInfo& light = (*fallback)->info();
+  const BackendInfo& light_backend = (*fallback)->backend_info();
+  const BackendInfo& backend = impl.backend->info();
+  auto mismatch = [&](const char* what, const std::string& got, const std::string& want) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::fallback: model '", f.model_dir, "' has ", what,
+                                                   " ", got, "; expected ", want, " as model '", primary.model_dir,
+                                                   "' has (the fallback must answer the same task)"));
+  };
+  if (light_backend.output != backend.output) {
+    return mismatch("output", std::string(backend_output_name(light_backend.output)),
+                    std::string(backend_output_name(backend.output)));
+  }
+  if (light_backend.output_dim != backend.output_dim) {
+    return mismatch("output width", absl::StrCat(light_backend.output_dim), absl::StrCat(backend.output_dim));
+  }
+  if (light_backend.labels != backend.labels) {
+    return mismatch("labels", absl::StrJoin(light_backend.labels, ","), absl::StrJoin(backend.labels, ","));
+  }
+  // The fallback is given the primary's token ids.
+  if (light.vocab_size != primary.vocab_size) {
+    return mismatch("vocab_size", absl::StrCat(light.vocab_size), absl::StrCat(primary.vocab_size));
+  }
+  if (light.max_seq_len != primary.max_seq_len) {
+    return mismatch("max_seq_len", absl::StrCat(light.max_seq_len), absl::StrCat(primary.max_seq_len));
+  }
+  impl.info.fallback = f.model_dir;
+  impl.fallback = std::move(*fallback);
+  return absl::OkStatus();
+}
+
+std::string_view answer_path_name(AnswerPath path) {
+  switch (path) {
+    case AnswerPath::kModel: return "model";
+    case AnswerPath::kCache: return "cache";
+    case AnswerPath::kFallback: return "fallback";
+    case AnswerPath::kStaleCache: return "stale";
+  }
+  return "unknown";
 }
 
 int Runtime::embedding_dim() const {

@@ -71,6 +71,24 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
         "RuntimeOptions::cache.redis is set but result_cache_bytes is 0; expected a result cache for the Redis "
         "tier to sit behind (result_cache_bytes > 0)");
   }
+  if (options.stale_ttl < std::chrono::nanoseconds::zero()) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.stale_ttl is negative (",
+                                                   options.stale_ttl.count(), " ns); expected >= 0 (0: none kept)"));
+  }
+  if (options.stale_ttl > std::chrono::nanoseconds::zero()) {
+    if (options.result_cache_bytes == 0 || options.result_ttl == std::chrono::nanoseconds::zero()) {
+      return absl::InvalidArgumentError(
+          "RuntimeOptions::cache.stale_ttl is set but results are not cached with an expiry (result_cache_bytes "
+          "or result_ttl is 0); expected both > 0, or stale_ttl 0");
+    }
+    // Another process's tag invalidation reaches the L1 through Redis but not the stale copies, which could then
+    // answer with knowledge that was withdrawn.
+    if (options.redis) {
+      return absl::InvalidArgumentError(
+          "RuntimeOptions::cache.stale_ttl is set with a Redis tier; expected one or the other (other processes' "
+          "invalidations do not reach the stale copies)");
+    }
+  }
   auto caches = std::unique_ptr<RuntimeCaches>(new RuntimeCaches());
   caches->model_id_ = std::move(model_id);
   caches->dim_ = dim;
@@ -99,6 +117,18 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
     caches->result_cache_ = std::move(*c);
   }
   caches->result_put_.ttl = options.result_ttl;
+  if (options.stale_ttl > std::chrono::nanoseconds::zero()) {
+    cache::CacheOptions<std::string, std::vector<float>> o;
+    o.max_weight = options.result_cache_bytes;
+    o.weigher = [](const std::string& key, const std::vector<float>& v) {
+      return uint64_t{key.size() + v.size() * sizeof(float) + 96};
+    };
+    o.expire_after_write = options.result_ttl + options.stale_ttl;
+    auto c = cache::Cache<std::string, std::vector<float>>::create(std::move(o));
+    if (!c.ok())
+      return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.stale_ttl: ", c.status().message()));
+    caches->stale_cache_ = std::move(*c);
+  }
   return caches;
 }
 
@@ -139,13 +169,24 @@ void RuntimeCaches::drop_if_wrong_length(const std::string& key, std::optional<s
   hit.reset();
 }
 
+std::optional<std::vector<float>> RuntimeCaches::lookup_stale(std::span<const int32_t> ids) {
+  if (!stale_cache_) return std::nullopt;
+  return stale_cache_->get(hex128(ids.data(), ids.size_bytes()));
+}
+
 void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> embedding,
                           std::span<const std::string> tags) {
   if (!result_cache_) return;
   cache::PutOptions put = result_put_;
   put.tags.insert(put.tags.end(), tags.begin(), tags.end());
-  result_cache_->put("", hex128(ids.data(), ids.size_bytes()), std::vector<float>(embedding.begin(), embedding.end()),
-                     put);
+  const std::string key = hex128(ids.data(), ids.size_bytes());
+  std::vector<float> value(embedding.begin(), embedding.end());
+  if (stale_cache_) {
+    cache::PutOptions stale_put;
+    stale_put.tags = put.tags;
+    stale_cache_->put(key, value, stale_put);
+  }
+  result_cache_->put("", key, std::move(value), put);
 }
 
 StatusOr<size_t> RuntimeCaches::invalidate_tag(std::string_view tag) {
@@ -156,8 +197,11 @@ StatusOr<size_t> RuntimeCaches::invalidate_tag(std::string_view tag) {
     // go; the shared ones are namespaced by the model's contents and expire after result_ttl.
     const size_t n = result_cache_->l1().size();
     result_cache_->l1().invalidate_all();
+    if (stale_cache_) stale_cache_->invalidate_all();
     return n;
   }
+  // Withdrawn knowledge is never served stale either.
+  if (stale_cache_) stale_cache_->invalidate_tag(tag);
   // A Redis failure leaves its copies to their TTL; it shows in the stats (l2 errors), not here.
   return result_cache_->invalidate_tag(tag).l1_removed;
 }
@@ -188,6 +232,7 @@ std::string RuntimeCaches::stats_json() const {
   j["token"] = token_cache_ ? cache_json(token_cache_->stats()) : nlohmann::json();
   j["result"] = nlohmann::json();
   j["redis"] = nlohmann::json();
+  j["stale"] = stale_cache_ ? cache_json(stale_cache_->stats()) : nlohmann::json();
   if (result_cache_) {
     const cache::TieredCacheStats s = result_cache_->stats();
     j["result"] = cache_json(s.l1);
@@ -224,6 +269,8 @@ void RuntimeCaches::write_prometheus(metrics::PrometheusWriter& w, const std::st
   if (token_cache_)
     cache::write_prometheus(w, token_cache_->stats(), "brisk_cache", {{"model", model}, {"cache", "token"}});
   if (!result_cache_) return;
+  if (stale_cache_)
+    cache::write_prometheus(w, stale_cache_->stats(), "brisk_cache", {{"model", model}, {"cache", "stale"}});
   const cache::MetricLabels labels = {{"model", model}, {"cache", "result"}};
   if (result_cache_->redis() != nullptr) {
     cache::write_prometheus(w, result_cache_->stats(), "brisk_cache", labels);

@@ -41,7 +41,10 @@ class BRISK_API RuntimeCaches {
   // exactly as that many lookup() calls would (hits, misses, wrong lengths), except that a failed Redis call
   // is one l2 error (see TieredCache::get_many).
   std::vector<std::optional<std::vector<float>>> lookup_many(std::span<const std::span<const int32_t>> ids);
-  // Caches an embedding under its token ids with `tags`.
+  // The result for these token ids that expired at most RuntimeCacheOptions::stale_ttl ago (or is still fresh), for
+  // stale-if-error; nullopt when stale_ttl is 0 or none was kept.
+  std::optional<std::vector<float>> lookup_stale(std::span<const int32_t> ids);
+  // Caches an embedding under its token ids with `tags` (and keeps a stale copy when stale_ttl > 0).
   void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {});
   // "model:<model id>" drops every result in this process's L1 (the Redis copies expire with result_ttl).
   StatusOr<size_t> invalidate_tag(std::string_view tag);
@@ -65,6 +68,8 @@ class BRISK_API RuntimeCaches {
   cache::PutOptions result_put_;
   std::unique_ptr<cache::Cache<std::string, TokenIds>> token_cache_;
   std::unique_ptr<ResultCache> result_cache_;
+  // Results kept result_ttl + stale_ttl, for lookup_stale(); null when stale_ttl is 0.
+  std::unique_ptr<cache::Cache<std::string, std::vector<float>>> stale_cache_;
 };
 
 // "<model directory name>-<hash>-<pooling><-n if normalised>", the hash over config.json, the weights file, the

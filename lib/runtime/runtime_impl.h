@@ -2,6 +2,7 @@
 // runtime_submit.cc (the batched path).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <span>
@@ -39,6 +40,9 @@ struct TaskRequest {
 };
 
 using TaskBatcher = batch::Batcher<TaskRequest, std::vector<float>>;
+// Completes one submitted input with its output row (embedding or logits) and the path that answered.
+using AnswerCallback = absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>, AnswerPath)>;
+inline constexpr size_t kAnswerPaths = 4;
 using Flights = SingleFlight<std::vector<int32_t>, std::vector<float>>;
 
 struct Runtime::Impl {
@@ -46,14 +50,19 @@ struct Runtime::Impl {
   ModelInfo info;
   std::unique_ptr<WordPieceTokenizer> tokenizer;
   std::unique_ptr<Backend> backend;
-  size_t output_dim = 0;                    // backend->info().output_dim: floats per row
-  metrics::Histogram tokenize_ns;           // per text, both paths, token-cache hits excluded
-  mutable metrics::Counter forward_passes;  // compute() is const
-  metrics::Counter callback_exceptions;     // thrown by single-flight callbacks (the batcher counts its own)
+  size_t output_dim = 0;                               // backend->info().output_dim: floats per row
+  metrics::Histogram tokenize_ns;                      // per text, both paths, token-cache hits excluded
+  mutable metrics::Counter forward_passes;             // compute() is const
+  metrics::Counter callback_exceptions;                // thrown by single-flight callbacks (the batcher counts its own)
+  std::array<metrics::Counter, kAnswerPaths> answers;  // submitted inputs answered, by AnswerPath
   std::unique_ptr<RuntimeCaches> caches;
   std::atomic<uint64_t> next_cached_request_id{0};
   // Concurrent submits of one uncached input, keyed by result_cache_key: one forward pass answers them all.
   Flights flights;
+  // RuntimeOptions::fallback; its request ids carry kFallbackIdBit. Destroyed after the batcher and before the
+  // caches its requests' stale answers read.
+  std::unique_ptr<Runtime> fallback;
+  static constexpr uint64_t kFallbackIdBit = uint64_t{1} << 61;
   // Declared last: destroyed first, so its threads stop before the backend they call goes away.
   std::unique_ptr<TaskBatcher> batcher;
 
@@ -77,9 +86,14 @@ struct Runtime::Impl {
   // Runs inputs on the calling thread in passes of at most batching.max_batch_size.
   Status compute_here(std::span<const TokenizedInput> inputs, std::span<float* const> rows);
   // Queues one tokenized input (submit, submit_classify): a result-cache hit calls done at once; an input already
-  // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own.
-  StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options,
-                                  absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done);
+  // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own. One the
+  // model's queue refuses for overload goes to the fallback model; with options.allow_stale, one the model cannot
+  // answer is answered from the stale copies.
+  StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options, AnswerCallback done);
+  // The model's part of submit_input: single flight and the batcher; `answer` completes the request unless the
+  // batcher refuses it.
+  StatusOr<uint64_t> submit_to_model(TokenizedInput input, const EmbedRequestOptions& options,
+                                     const std::shared_ptr<AnswerCallback>& answer);
   // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
   void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.
@@ -92,6 +106,9 @@ struct Runtime::Impl {
 // Completes a Runtime once impl.backend, tokenizer, options and info are set: checks the backend's info, records the
 // task in info, creates the caches and starts the batcher.
 Status finish_create(Runtime::Impl& impl);
+
+// Creates impl.fallback from impl.options.fallback and checks that it serves the same task and output.
+Status create_fallback(Runtime::Impl& impl);
 
 // Builds impl.batcher from impl.options.batching around impl.backend; on CUDA with a device_memory_limit, with the
 // memory budget device_memory_budget() gives.

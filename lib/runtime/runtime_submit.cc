@@ -229,8 +229,23 @@ Status Runtime::Impl::compute_rows(std::span<const TokenizedInput> inputs, std::
   return first_error.ok() ? here : first_error;
 }
 
+namespace {
+
+// Overload, not a quota: the queue is full or predicts the request late. A rate-limited request is not rerouted.
+bool fallback_may_answer(const Status& refused) {
+  return refused.code() == absl::StatusCode::kResourceExhausted && !batch::is_rate_limited(refused);
+}
+
+// What the model failing means for a request that allows a stale answer: anything but the caller's own doing (a
+// cancel) or a bad request.
+bool stale_may_answer(const Status& failure) {
+  return failure.code() != absl::StatusCode::kCancelled && failure.code() != absl::StatusCode::kInvalidArgument;
+}
+
+}  // namespace
+
 StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const EmbedRequestOptions& request,
-                                               absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done) {
+                                               AnswerCallback done) {
   if (request.timeout < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", request.timeout.count(),
                                                    " ns); expected >= 0 (0: none)"));
@@ -241,12 +256,63 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
                                                    " is out of range; expected 0..", levels - 1,
                                                    " (0 is the most urgent)"));
   }
-  if (std::optional<std::vector<float>> hit = caches->lookup(result_cache_key(input))) {
-    // Ids of cache hits have the top bit set, so they never name a batcher request.
+  // Every answer is counted by its path, here and nowhere else.
+  AnswerCallback counted = [this, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> row,
+                                                          AnswerPath path) mutable {
+    if (row.ok()) answers[static_cast<size_t>(path)].add(1);
+    done(id, std::move(row), path);
+  };
+  std::vector<int32_t> key = result_cache_key(input);
+  // Ids of answers that never reach a batcher have the top bit set, so they never name a batcher request.
+  auto answer_here = [&](std::vector<float> row, AnswerPath path) {
     const uint64_t id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
-    done(id, std::move(*hit));
+    counted(id, std::move(row), path);
     return id;
+  };
+  if (std::optional<std::vector<float>> hit = caches->lookup(key))
+    return answer_here(std::move(*hit), AnswerPath::kCache);
+  std::optional<TokenizedInput> for_fallback;
+  if (fallback) for_fallback = input;
+  // Shared, so that a request the model's queue refuses can still be handed on with it.
+  auto answer = std::make_shared<AnswerCallback>(std::move(counted));
+  if (request.allow_stale) {
+    *answer = [this, key, next = std::move(*answer)](uint64_t id, StatusOr<std::vector<float>> row,
+                                                     AnswerPath path) mutable {
+      if (!row.ok() && stale_may_answer(row.status())) {
+        if (std::optional<std::vector<float>> stale = caches->lookup_stale(key)) {
+          return next(id, std::move(*stale), AnswerPath::kStaleCache);
+        }
+      }
+      next(id, std::move(row), path);
+    };
   }
+  StatusOr<uint64_t> id = submit_to_model(std::move(input), request, answer);
+  if (id.ok()) return id;
+  if (fallback && fallback_may_answer(id.status())) {
+    EmbedRequestOptions to_fallback = request;
+    to_fallback.allow_stale = false;  // this runtime's stale copies answer a failed fallback too, through `answer`
+    to_fallback.cache_tags.clear();   // the fallback's results are not cached
+    StatusOr<uint64_t> fallback_id = fallback->impl_->submit_input(
+        std::move(*for_fallback), to_fallback, [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
+          (*answer)(id | kFallbackIdBit, std::move(row), AnswerPath::kFallback);
+        });
+    if (fallback_id.ok()) return *fallback_id | kFallbackIdBit;
+  }
+  if (request.allow_stale && stale_may_answer(id.status())) {
+    if (std::optional<std::vector<float>> stale = caches->lookup_stale(key)) {
+      const uint64_t stale_id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+      (*answer)(stale_id, std::move(*stale), AnswerPath::kStaleCache);
+      return stale_id;
+    }
+  }
+  return id;
+}
+
+StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const EmbedRequestOptions& request,
+                                                  const std::shared_ptr<AnswerCallback>& answer) {
+  Flights::Done done = [answer](uint64_t id, StatusOr<std::vector<float>> row) {
+    (*answer)(id, std::move(row), AnswerPath::kModel);
+  };
   const TimePoint now = batcher->clock().now();
   batch::SubmitOptions so;
   so.priority = request.priority;
@@ -304,12 +370,24 @@ void Runtime::Impl::answer_follower(Flights::Follower& follower, const std::vect
 StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
                                    EmbeddingCallback done) const {
   if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
+  return submit(text, options,
+                [done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> embedding, AnswerPath) mutable {
+                  done(id, std::move(embedding));
+                });
+}
+
+StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,
+                                   EmbeddingAnswerCallback done) const {
+  if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
   BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kEmbedding, "Runtime::submit"));
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
   return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options, std::move(done));
 }
 
 Status Runtime::cancel(uint64_t request_id) const {
+  if (impl_->fallback && (request_id & Impl::kFallbackIdBit) != 0 && (request_id >> 63) == 0) {
+    return impl_->fallback->cancel(request_id & ~Impl::kFallbackIdBit);
+  }
   if (Flights::is_follower_id(request_id)) {
     std::optional<Flights::Done> done = impl_->flights.cancel(request_id);
     if (!done) return absl::NotFoundError(absl::StrCat("request ", request_id, " is not pending"));
@@ -329,6 +407,12 @@ std::string Runtime::stats_json() const {
   j["forward_passes"] = forward_passes();
   j["single_flight_joined"] = impl_->flights.joined();
   j["callback_exceptions"] = impl_->callback_exceptions.value();
+  nlohmann::json answers;
+  for (size_t p = 0; p < kAnswerPaths; ++p) {
+    answers[std::string(answer_path_name(static_cast<AnswerPath>(p)))] = impl_->answers[p].value();
+  }
+  j["answers"] = answers;
+  if (impl_->fallback) j["fallback"] = nlohmann::json::parse(impl_->fallback->stats_json());
   j["tokenize_ms"] = latency_json(impl_->tokenize_ns.snapshot());
   j["cache"] = nlohmann::json::parse(impl_->caches->stats_json());
   j["batcher"] = {
@@ -371,7 +455,19 @@ std::string Runtime::metrics_prometheus() const {
             forward_passes());
   w.summary("brisk_runtime_tokenize_seconds", "Tokenization time per text.", {&model_label_pair, 1},
             impl_->tokenize_ns.snapshot(), 1e-9);
+  for (size_t p = 0; p < kAnswerPaths; ++p) {
+    const metrics::Label labels[] = {{"model", model}, {"path", answer_path_name(static_cast<AnswerPath>(p))}};
+    w.counter("brisk_runtime_answers_total",
+              "Submitted requests answered, by path: model, cache, fallback (the lighter model) or stale.", labels,
+              impl_->answers[p].value());
+  }
   batch::write_prometheus(w, batch_stats(), impl_->options.batching, "brisk_batcher", {{"model", model}});
+  if (impl_->fallback) {
+    std::string light = model_label(impl_->fallback->info());
+    if (light == model) light += "-fallback";
+    batch::write_prometheus(w, impl_->fallback->batch_stats(), impl_->fallback->impl_->options.batching,
+                            "brisk_batcher", {{"model", light}});
+  }
   impl_->caches->write_prometheus(w, model);
   if (!w.status().ok()) return absl::StrCat("# error: ", w.status().message(), "\n");
   return w.str();

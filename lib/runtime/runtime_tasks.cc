@@ -71,15 +71,23 @@ StatusOr<std::vector<std::vector<LabelScore>>> Runtime::classify(std::span<const
 StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const ClassifyRequestOptions& options,
                                             ClassifyCallback done) const {
   if (!done) return absl::InvalidArgumentError("Runtime::submit_classify: the callback is empty; expected a callable");
+  return submit_classify(text, options,
+                         [done = std::move(done)](uint64_t id, StatusOr<std::vector<LabelScore>> labels,
+                                                  AnswerPath) mutable { done(id, std::move(labels)); });
+}
+
+StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const ClassifyRequestOptions& options,
+                                            ClassifyAnswerCallback done) const {
+  if (!done) return absl::InvalidArgumentError("Runtime::submit_classify: the callback is empty; expected a callable");
   BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kLogits, "Runtime::submit_classify"));
   BRISK_RETURN_IF_ERROR(check_top_k(options.top_k, impl_->output_dim, "Runtime::submit_classify"));
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
   const BackendInfo& backend = impl_->backend->info();
   return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options,
                              [&backend, top_k = options.top_k, done = std::move(done)](
-                                 uint64_t id, StatusOr<std::vector<float>> logits) mutable {
-                               if (!logits.ok()) return done(id, logits.status());
-                               done(id, top_labels(backend, *logits, top_k));
+                                 uint64_t id, StatusOr<std::vector<float>> logits, AnswerPath path) mutable {
+                               if (!logits.ok()) return done(id, logits.status(), path);
+                               done(id, top_labels(backend, *logits, top_k), path);
                              });
 }
 

@@ -320,6 +320,7 @@ TEST_CASE("Per-level token buckets reject with RESOURCE_EXHAUSTED and refill wit
   CHECK(over.status().code() == absl::StatusCode::kResourceExhausted);
   CHECK(contains(over.status(), "priority 1 (async)"));
   CHECK(contains(over.status(), "rate limit of 10 requests/s"));
+  CHECK(brisk::batch::is_rate_limited(over.status()));
   for (int i = 0; i < 5; ++i) CHECK(h.try_submit(0, {.priority = 0}).ok());  // other levels are unlimited
   h.advance(50ms);                                                           // half a token
   CHECK(h.try_submit(1, {.priority = 1}).status().code() == absl::StatusCode::kResourceExhausted);

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 /* The host-callback backend from C99: brisk_runtime_create_with_backend, the host's function filling embeddings and
  * logits, its errors and unset outputs, classify / rerank over it, and exactly-once callbacks for 200,000 submits from
  * four threads. The tokenizer is the default model's; no weights are read. */
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "brisk.h"
 #include "check.h"
@@ -230,6 +232,100 @@ static void test_exactly_once_stress(void) {
   free(g_stress.calls);
 }
 
+/* One submit's outcome and the path brisk_callback_answer_path named inside its callback. */
+typedef struct answer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  brisk_status status;
+  brisk_answer_path path;
+  float first;
+} answer;
+
+static void on_answer(void* user_data, uint64_t request_id, brisk_status status, const float* embedding, size_t dim,
+                      const char* error) {
+  answer* a = (answer*)user_data;
+  (void)request_id;
+  (void)dim;
+  (void)error;
+  pthread_mutex_lock(&a->mu);
+  a->status = status;
+  a->path = brisk_callback_answer_path();
+  a->first = embedding ? embedding[0] : -1.0f;
+  a->done = 1;
+  pthread_cond_broadcast(&a->cv);
+  pthread_mutex_unlock(&a->mu);
+}
+
+static answer submit_and_wait(brisk_runtime* rt, const char* text, int allow_stale) {
+  answer a;
+  brisk_request_options o;
+  uint64_t id = 0;
+  brisk_status s;
+  memset(&a, 0, sizeof a);
+  pthread_mutex_init(&a.mu, NULL);
+  pthread_cond_init(&a.cv, NULL);
+  brisk_request_options_init(&o, sizeof o);
+  o.allow_stale = allow_stale;
+  s = brisk_submit_embed_ex(rt, text, &o, on_answer, &a, &id);
+  if (s != BRISK_OK) {
+    a.status = s;
+    a.done = 1;
+  }
+  pthread_mutex_lock(&a.mu);
+  while (!a.done) pthread_cond_wait(&a.cv, &a.mu);
+  pthread_mutex_unlock(&a.mu);
+  pthread_mutex_destroy(&a.mu);
+  pthread_cond_destroy(&a.cv);
+  return a;
+}
+
+/* cache_stale_ttl_ms and allow_stale: an expired result answers when the host model fails, and the callback learns
+ * which path answered. */
+static void test_answer_paths_and_stale(void) {
+  brisk_runtime_options opts;
+  brisk_backend backend;
+  brisk_runtime* rt = NULL;
+  answer model, cached, failed, stale;
+  struct timespec past_ttl = {0, 150 * 1000 * 1000};
+  brisk_request_options bad;
+  uint64_t id = 0;
+  brisk_runtime_options_init(&opts, sizeof opts);
+  opts.model_dir = brisk_default_model_dir();
+  opts.cache_result_bytes = 1 << 20;
+  opts.cache_ttl_ms = 50;
+  opts.cache_stale_ttl_ms = 600000;
+  brisk_backend_init(&backend, sizeof backend);
+  backend.run = host_run;
+  backend.user_data = &g_host;
+  backend.output = BRISK_OUTPUT_EMBEDDING;
+  backend.output_dim = DIM;
+  backend.name = "host-stale";
+  g_host.mode = 0;
+  CHECK(brisk_runtime_create_with_backend(&opts, &backend, &rt) == BRISK_OK);
+  if (rt == NULL) return;
+  model = submit_and_wait(rt, "card blocked", 0);
+  CHECK(model.status == BRISK_OK && model.path == BRISK_ANSWER_MODEL);
+  cached = submit_and_wait(rt, "card blocked", 0);
+  CHECK(cached.status == BRISK_OK && cached.path == BRISK_ANSWER_CACHE);
+  nanosleep(&past_ttl, NULL);
+  g_host.mode = 1; /* the host model fails */
+  failed = submit_and_wait(rt, "card blocked", 0);
+  CHECK(failed.status == BRISK_FAILED_PRECONDITION);
+  stale = submit_and_wait(rt, "card blocked", 1);
+  CHECK(stale.status == BRISK_OK && stale.path == BRISK_ANSWER_STALE);
+  CHECK(stale.first == model.first);
+  g_host.mode = 0;
+  brisk_request_options_init(&bad, sizeof bad);
+  bad.allow_stale = 2;
+  CHECK(brisk_submit_embed_ex(rt, "x", &bad, on_answer, NULL, &id) == BRISK_INVALID_ARGUMENT);
+  CHECK(strstr(brisk_last_error(), "allow_stale is 2") != NULL);
+  brisk_runtime_destroy(rt);
+  opts.cache_stale_ttl_ms = -1;
+  CHECK(brisk_runtime_create_with_backend(&opts, &backend, &rt) == BRISK_INVALID_ARGUMENT);
+  CHECK(strstr(brisk_last_error(), "cache_stale_ttl_ms") != NULL);
+}
+
 int main(void) {
   pthread_mutex_init(&g_host.mu, NULL);
   pthread_mutex_init(&g_stress.mu, NULL);
@@ -237,6 +333,7 @@ int main(void) {
   test_embed_and_errors();
   test_bad_backends();
   test_classify_and_rerank();
+  test_answer_paths_and_stale();
   test_exactly_once_stress();
   printf("%d checks passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

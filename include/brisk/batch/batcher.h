@@ -347,11 +347,11 @@ class Batcher {
       }
     }
     if (!rates_[options.priority].try_take(now, static_cast<double>(n))) {
-      return reject(metrics_.rejected_overloaded,
-                    absl::ResourceExhaustedError(absl::StrCat("overloaded: priority ", options.priority, " (",
-                                                              level.name, ") is over its rate limit of ",
-                                                              level.rate_limit, " requests/s", group_note)),
-                    n);
+      return reject(
+          metrics_.rejected_overloaded,
+          rate_limited_error(absl::StrCat("overloaded: priority ", options.priority, " (", level.name,
+                                          ") is over its rate limit of ", level.rate_limit, " requests/s", group_note)),
+          n);
     }
     std::unique_ptr<Entry> evicted;
     if (victim != nullptr) evicted = unlink_and_take(victim);

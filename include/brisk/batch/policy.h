@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "brisk/batch/adaptive.h"
 #include "brisk/core/clock.h"
 #include "brisk/core/status.h"
@@ -98,6 +99,18 @@ struct BatchShape {
   size_t max_cost = 0;    // the largest request cost (e.g. tokens)
   size_t total_cost = 0;  // the sum of request costs
 };
+
+// A submit refused by its level's rate limit is RESOURCE_EXHAUSTED with this payload, so that a caller can tell a
+// quota (PriorityLevel::rate_limit) from overload; rate_limited_error() makes one, is_rate_limited() tests for it.
+inline constexpr char kRateLimitedPayload[] = "brisk.batch.rate_limited";
+inline Status rate_limited_error(const std::string& message) {
+  Status s = absl::ResourceExhaustedError(message);
+  s.SetPayload(kRateLimitedPayload, absl::Cord("1"));
+  return s;
+}
+inline bool is_rate_limited(const Status& s) {
+  return s.code() == absl::StatusCode::kResourceExhausted && s.GetPayload(kRateLimitedPayload).has_value();
+}
 
 struct SubmitOptions {
   int priority = 0;                  // an index into BatchPolicy::levels

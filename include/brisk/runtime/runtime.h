@@ -74,6 +74,22 @@ struct RuntimeCacheOptions {
   std::chrono::nanoseconds result_ttl = std::chrono::minutes(5);  // a cached embedding is served this long at most
   size_t token_cache_entries = 16384;        // texts of up to 1 KiB; 0: no token cache; at most kMaxTokenCacheEntries
   std::optional<cache::RedisOptions> redis;  // the shared L2 tier; none by default
+  // Stale-if-error: how long past result_ttl a result is kept (in process, up to result_cache_bytes more) to answer
+  // a request that allows it (EmbedRequestOptions::allow_stale) when the model cannot: overload, an expired deadline,
+  // a failed forward pass. 0: nothing is kept.
+  std::chrono::nanoseconds stale_ttl{0};
+};
+
+// A second, lighter model that answers what the primary's queue cannot answer in time: a request refused at
+// submit for overload (the queue is full, or it predicts the request late: BatchPolicy::reject_predicted_late) goes
+// to the fallback instead, when the fallback's own queue accepts it. A rate-limited request is not rerouted. The
+// fallback must tokenize as the primary does and give the same output (width, labels); its results are never cached.
+struct FallbackOptions {
+  // A quantized model file (`brisk quantize`), a pruned model directory (`brisk prune`) or any model directory.
+  std::string model_dir;
+  std::string classification_head;  // as RuntimeOptions::classification_head; empty: the primary's
+  int num_threads = 0;              // 0: the primary's num_threads
+  batch::BatchPolicy batching = default_runtime_batching();
 };
 
 // Upper bounds of the count options: past them a value is refused at create(), so that no option can make the
@@ -124,6 +140,9 @@ struct RuntimeOptions {
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
+  // Degradation under overload: the lighter model submit() and submit_classify() reroute to (see FallbackOptions).
+  // The same device, pooling, normalisation, sequence length and UTF-8 handling as this model.
+  std::optional<FallbackOptions> fallback;
 };
 
 struct EmbedRequestOptions {
@@ -132,10 +151,26 @@ struct EmbedRequestOptions {
   // clock's range (nanoseconds::max()) means no deadline.
   std::chrono::nanoseconds timeout{0};
   std::vector<std::string> cache_tags = {};  // the result is cached with these tags (cache_invalidate_tag drops it)
+  // When the model cannot answer (overload, an expired deadline, a failed forward pass), answer with a result
+  // that expired at most RuntimeCacheOptions::stale_ttl ago instead of the error, when this process has one.
+  bool allow_stale = false;
 };
+
+// Which path answered a request.
+enum class AnswerPath : uint8_t {
+  kModel,       // a forward pass of the model (this request's, or one it joined: single flight)
+  kCache,       // the result cache
+  kFallback,    // RuntimeOptions::fallback, because the model's queue could not take the request in time
+  kStaleCache,  // an expired cached result, because the model failed (EmbedRequestOptions::allow_stale)
+};
+// "model", "cache", "fallback" or "stale".
+BRISK_API std::string_view answer_path_name(AnswerPath path);
 
 // Receives a submitted request's embedding (embedding_dim() floats) or why it has none.
 using EmbeddingCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<float>> embedding)>;
+// The same, also told which path answered (meaningless when there is no embedding).
+using EmbeddingAnswerCallback =
+    absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<float>> embedding, AnswerPath path)>;
 
 // One label of classify(): its id (the model's id2label order), its name and its probability: a softmax over the
 // labels, or a sigmoid per label for multi-label and single-logit models (as Hugging Face's text-classification
@@ -152,6 +187,8 @@ struct ClassifyRequestOptions : EmbedRequestOptions {
 
 // Receives a submitted text's top_k labels, best first, or why it has none.
 using ClassifyCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<LabelScore>> labels)>;
+using ClassifyAnswerCallback =
+    absl::AnyInvocable<void(uint64_t request_id, StatusOr<std::vector<LabelScore>> labels, AnswerPath path)>;
 
 struct RerankOptions {
   // The model's logits as they are; false: a sigmoid of them, in [0, 1] (sentence-transformers' CrossEncoder default
@@ -183,6 +220,7 @@ struct ModelInfo {
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
   std::string quantization;              // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
   std::string classification_head;       // RuntimeOptions::classification_head's file, when one was loaded
+  std::string fallback;                  // RuntimeOptions::fallback's model, when one was loaded
   std::string backend = "native";        // BackendInfo::name
   std::string task = "embedding";        // "embedding" or "classification" (classify; rerank with one label)
   std::vector<std::string> labels;       // classification: by label id
@@ -227,6 +265,9 @@ class BRISK_API Runtime {
   // if that request is cancelled or expires, the joined ones are run on their own. Requests with cache_tags always
   // run on their own.
   StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options, EmbeddingCallback done) const;
+  // The same, telling `done` which path answered: the model, the cache, the fallback model or a stale result.
+  StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options,
+                            EmbeddingAnswerCallback done) const;
 
   // Classifies texts with the model's head: for each text its top_k labels, best first. FAILED_PRECONDITION on an
   // embedding model; top_k outside 1..number of labels is INVALID_ARGUMENT. Batched and cached as embed() is
@@ -237,6 +278,8 @@ class BRISK_API Runtime {
   // classify() of one text through the batcher, as submit() is for embed().
   StatusOr<uint64_t> submit_classify(std::string_view text, const ClassifyRequestOptions& options,
                                      ClassifyCallback done) const;
+  StatusOr<uint64_t> submit_classify(std::string_view text, const ClassifyRequestOptions& options,
+                                     ClassifyAnswerCallback done) const;
   // Scores each (query, passage) pair with a cross-encoder (a classification model with one label) and returns the
   // passages sorted by score, best first, with their indices (sentence-transformers' CrossEncoder.rank). Pairs are
   // encoded [CLS] query [SEP] passage [SEP] with token types 0 then 1, truncated longest-first to max_seq_len as
