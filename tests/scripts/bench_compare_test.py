@@ -206,6 +206,12 @@ class Extract(unittest.TestCase):
         self.assertNotIn("attention_32x128_fraction_of_fp32_peak", figs)  # its only run was skipped (error)
         self.assertEqual(figs["encoder_32x128_fraction_of_fp32_peak"]["denominator_values"], [210.0])
 
+    def test_a_cpu_without_avx512_gives_no_figures_and_no_error(self):
+        r = run("--extract", DATA / "gbench_peak_skipped.json", DATA / "gbench_encoder_1.json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("lacks AVX-512", r.stderr)
+        self.assertEqual(json.loads(r.stdout)["figures"], {})
+
     def test_extracted_figures_compare_cleanly_with_themselves(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "figures.json"
