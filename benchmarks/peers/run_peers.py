@@ -18,6 +18,7 @@ benchmarks/RESULTS.md (the file is created when absent).
   scripts/peers --shapes 32x128,1x16 --brisk-model fp32=DIR --brisk-model int8=FILE.safetensors
   scripts/peers --iters 5 --shapes 32x128,1x16 --no-write            # a quick check of every engine
   python benchmarks/peers/run_peers.py --only ort,torch --no-write   # peers only, print the table
+  scripts/peers --json-out run.json && scripts/bench-compare --extract run.json   # key figures for regression alerts
 """
 
 from __future__ import annotations
@@ -171,6 +172,15 @@ def load_average() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
+        return "unknown"
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty", "--abbrev=10"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
@@ -341,12 +351,15 @@ def run(args) -> dict:
             rounds = min(args.rounds, iters)
             per_round = [iters // rounds + (1 if r < iters % rounds else 0) for r in range(rounds)]
             samples: dict[str, list[float]] = {n: [] for n in live}
+            round_p50: dict[str, list[float]] = {n: [] for n in live}  # scripts/bench-compare's per-round samples
             spent: dict[str, float] = {n: 0.0 for n in live}
             for n_round in per_round:
                 for name in list(live):
                     t0 = time.perf_counter()
                     try:
-                        samples[name] += built[name].samples(n_round)
+                        this_round = built[name].samples(n_round)
+                        samples[name] += this_round
+                        round_p50[name].append(float(np.median(this_round)) * 1e3)
                     except Exception as e:  # noqa: BLE001
                         results["notes"].append(f"{label(name)} B={b} T={t} failed: {e}")
                         log(f"{label(name)} B={b} T={t} failed: {e}")
@@ -355,6 +368,7 @@ def run(args) -> dict:
             row = {}
             for name in live:
                 r = row[name] = engines.summarize(samples[name], b)
+                r["round_p50_ms"] = round_p50[name]
                 if name.startswith("brisk_"):
                     r["passes_per_call"] = max(built[name].passes_per_call)
                 log(f"{label(name):24s} B={b:<3d} T={t:<4d} {r['seq_per_s']:9.1f} seq/s  p50 {r['p50_ms']:8.2f} ms  "
@@ -491,7 +505,9 @@ def main() -> int:
     section = render(args, results, machine, vers, time.perf_counter() - t0, command)
     print(section)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"machine": machine, "versions": vers, **results}, indent=2))
+        meta = {"date": dt.datetime.now().strftime("%Y-%m-%dT%H:%M"), "threads": args.threads, "command": command,
+                "commit": git_commit()}
+        Path(args.json_out).write_text(json.dumps({"machine": machine, "versions": vers, **meta, **results}, indent=2))
     if not args.no_write:
         write_section(Path(args.results), section)
         log(f"updated {args.results}")
