@@ -34,6 +34,8 @@ struct Flags {
   size_t max_batch_size = 32;
   size_t max_queue = 4096;
   bool no_cache = false;
+  bool reject_late = true;  // BatchPolicy::reject_predicted_late
+  int max_seq_len = 0;
   int read_timeout_s = 5;
   int write_timeout_s = 5;
   int keep_alive_s = 5;
@@ -63,6 +65,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-batch-size", f.max_batch_size, "texts per forward pass")->capture_default_str();
   app.add_option("--max-queue", f.max_queue, "queued texts; past it requests get 429")->capture_default_str();
   app.add_flag("--no-cache", f.no_cache, "no result or token cache");
+  app.add_flag("--reject-late,!--no-reject-late", f.reject_late,
+               "refuse (429) a request whose deadline the queue ahead cannot meet, instead of letting it expire (504)")
+      ->capture_default_str();
+  app.add_option("--max-seq-len", f.max_seq_len, "tokens per text; 0: the model's");
   app.add_option("--read-timeout-s", f.read_timeout_s, "a request head must arrive within it (body: twice it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
@@ -88,6 +94,8 @@ int main(int argc, char** argv) {
   opts.normalize = false;  // TEI's normalize is per request: the service normalizes
   opts.batching.max_batch_size = f.max_batch_size;
   opts.batching.max_queue_size = f.max_queue;
+  opts.batching.reject_predicted_late = f.reject_late;
+  opts.max_seq_len = f.max_seq_len;
   if (f.no_cache) {
     opts.cache.result_cache_bytes = 0;
     opts.cache.token_cache_entries = 0;
