@@ -391,6 +391,15 @@ StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const {
 }
 std::string Runtime::cache_stats_json() const { return impl_->caches->stats_json(); }
 const ModelInfo& Runtime::info() const { return impl_->info; }
+
+StatusOr<size_t> Runtime::count_tokens(std::string_view text) const {
+  // Through the token cache first (submit() reuses the entry); only a text that filled max_seq_len may have been
+  // cut, and only that one is encoded again without the limit.
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
+  if (ids.size() < static_cast<size_t>(impl_->info.max_seq_len)) return ids.size();
+  BRISK_ASSIGN_OR_RETURN(std::vector<std::string> pieces, impl_->tokenizer->tokenize(text));
+  return pieces.size() + 2;
+}
 const BackendInfo& Runtime::backend_info() const { return impl_->backend->info(); }
 
 StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> texts) const {

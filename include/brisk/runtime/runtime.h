@@ -287,6 +287,11 @@ class BRISK_API Runtime {
   StatusOr<std::vector<RerankResult>> rerank(std::string_view query, std::span<const std::string_view> passages,
                                              const RerankOptions& options = {}) const;
 
+  // The tokens the model would see for `text` before truncation, [CLS] and [SEP] included: a text longer than
+  // info().max_seq_len is truncated to it by embed() and submit(). Invalid UTF-8 is an error as in submit(). For a
+  // service's usage accounting and its refusal of over-long inputs (TEI's truncate=false).
+  StatusOr<size_t> count_tokens(std::string_view text) const;
+
   // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
   Status cancel(uint64_t request_id) const;
 

@@ -1,0 +1,148 @@
+// http_server: brisk behind HTTP, compatible with Hugging Face TEI clients (/embed, /predict, /rerank, /info, /health,
+// /metrics) and OpenAI's embeddings API (/v1/embeddings). A thin layer over brisk::Runtime (service.h).
+//
+//   http_server --model ~/.cache/brisk/models/all-MiniLM-L6-v2 --port 8080
+//   http_server --port 0 --api-key secret --timeout-ms 2000 --max-queue 512   # port 0: a free one, printed
+//   curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{"inputs": "lost my card"}'
+//
+// It prints "listening on http://HOST:PORT" once ready. SIGTERM or SIGINT: it stops accepting connections, lets the
+// requests in flight finish, and exits 0.
+#include <httplib.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "brisk/runtime/runtime.h"
+#include "service.h"
+
+namespace {
+
+struct Flags {
+  std::string model_dir = brisk::default_model_dir();
+  std::string head;  // a `brisk fit-intents` classification head
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;
+  int http_threads = 16;
+  std::string api_key;
+  int timeout_ms = 30000;
+  size_t max_body_bytes = size_t{2} << 20;
+  size_t max_batch_inputs = 256;
+  size_t max_batch_size = 32;
+  size_t max_queue = 4096;
+  bool no_cache = false;
+  bool reject_late = true;  // BatchPolicy::reject_predicted_late
+  int max_seq_len = 0;
+  int read_timeout_s = 5;
+  int write_timeout_s = 5;
+  int keep_alive_s = 5;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"brisk HTTP server: TEI- and OpenAI-compatible embeddings, classification and reranking"};
+  app.add_option("--model", f.model_dir, "model directory or `brisk quantize` file");
+  app.add_option("--head", f.head, "classification head from `brisk fit-intents` (classify with --model)");
+  app.add_option("--host", f.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", f.port, "port; 0 picks a free one (printed)")->capture_default_str();
+  app.add_option("--threads", f.threads, "compute threads; 0: one per core");
+  app.add_option("--http-threads", f.http_threads, "HTTP worker threads (one per open connection)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--api-key", f.api_key, "require Authorization: Bearer KEY (all but /health)");
+  app.add_option("--timeout-ms", f.timeout_ms, "deadline of a request without the X-Request-Timeout-Ms header")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--max-body-bytes", f.max_body_bytes, "larger bodies get 413")->capture_default_str();
+  app.add_option("--max-batch-inputs", f.max_batch_inputs, "more inputs in one request get 413")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-batch-size", f.max_batch_size, "texts per forward pass")->capture_default_str();
+  app.add_option("--max-queue", f.max_queue, "queued texts; past it requests get 429")->capture_default_str();
+  app.add_flag("--no-cache", f.no_cache, "no result or token cache");
+  app.add_flag("--reject-late,!--no-reject-late", f.reject_late,
+               "refuse (429) a request whose deadline the queue ahead cannot meet, instead of letting it expire (504)")
+      ->capture_default_str();
+  app.add_option("--max-seq-len", f.max_seq_len, "tokens per text; 0: the model's");
+  app.add_option("--read-timeout-s", f.read_timeout_s, "a request head must arrive within it (body: twice it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--write-timeout-s", f.write_timeout_s, "per send() of a response")->capture_default_str();
+  app.add_option("--keep-alive-s", f.keep_alive_s, "idle keep-alive connections are closed after it")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  CLI11_PARSE(app, argc, argv);
+
+  // Before any thread starts, so that every thread inherits the mask: signals are taken by sigwait() below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // from main itself, to end the signal thread
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client gone mid-response: send() fails instead of killing the process
+
+  brisk::RuntimeOptions opts;
+  opts.model_dir = f.model_dir;
+  opts.classification_head = f.head;
+  opts.num_threads = f.threads;
+  opts.normalize = false;  // TEI's normalize is per request: the service normalizes
+  opts.batching.max_batch_size = f.max_batch_size;
+  opts.batching.max_queue_size = f.max_queue;
+  opts.batching.reject_predicted_late = f.reject_late;
+  opts.max_seq_len = f.max_seq_len;
+  if (f.no_cache) {
+    opts.cache.result_cache_bytes = 0;
+    opts.cache.token_cache_entries = 0;
+  }
+  auto runtime = brisk::Runtime::create(opts);
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "http_server: %s\n", std::string(runtime.status().message()).c_str());
+    return 1;
+  }
+
+  httplib::Server server;
+  server.new_task_queue = [n = f.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  server.set_read_timeout(f.read_timeout_s, 0);
+  server.set_write_timeout(f.write_timeout_s, 0);
+  server.set_keep_alive_timeout(f.keep_alive_s);
+  const int port = f.port == 0 ? server.bind_to_any_port(f.host) : (server.bind_to_port(f.host, f.port) ? f.port : -1);
+  if (port < 0) {
+    std::fprintf(stderr, "http_server: cannot listen on %s:%d (in use, or not an address of this machine)\n",
+                 f.host.c_str(), f.port);
+    return 1;
+  }
+  brisk_http::ServiceOptions service_opts;
+  service_opts.model_id = std::filesystem::path(f.model_dir).filename().string();
+  if (service_opts.model_id.empty()) service_opts.model_id = f.model_dir;
+  service_opts.api_key = f.api_key;
+  service_opts.default_timeout = std::chrono::milliseconds(f.timeout_ms);
+  service_opts.max_inputs = f.max_batch_inputs;
+  service_opts.max_body_bytes = f.max_body_bytes;
+  service_opts.connections = {.head_timeout = std::chrono::seconds(f.read_timeout_s),
+                              .body_timeout = std::chrono::seconds(2 * f.read_timeout_s),
+                              .keep_alive = std::chrono::seconds(f.keep_alive_s),
+                              .scan_interval = std::chrono::milliseconds(250),
+                              .listen_port = port};
+  brisk_http::HttpService service(**runtime, service_opts);
+  service.install(server);
+
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig != SIGUSR1) std::fprintf(stderr, "http_server: signal %d: draining requests in flight\n", sig);
+    server.stop();
+  });
+  std::printf("listening on http://%s:%d\n", f.host.c_str(), port);
+  std::fflush(stdout);
+  const bool listened = server.listen_after_bind();  // returns once stopped and every worker has finished
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  std::fprintf(stderr, "http_server: stopped\n");
+  return listened ? 0 : 1;
+}

@@ -1,0 +1,290 @@
+// The HTTP example's endpoints (service.h).
+#include "service.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "batching.h"
+
+namespace brisk_http {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+thread_local Clock::time_point request_start;  // set in pre-routing, read by the logger, on the same worker thread
+
+HttpError task_error(const brisk::Runtime& rt, const char* endpoint, const char* needs) {
+  return {424,
+          std::string(endpoint) + " needs " + needs + "; this server's model is a " + rt.info().task + " model (" +
+              std::to_string(rt.info().labels.size()) + " labels)",
+          "backend"};
+}
+
+void l2_normalize(std::vector<float>& v) {
+  double sum = 0;
+  for (float x : v) sum += double{x} * x;
+  if (sum <= 0) return;
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum));
+  for (float& x : v) x *= inv;
+}
+
+}  // namespace
+
+HttpService::HttpService(const brisk::Runtime& runtime, ServiceOptions options)
+    : rt_(runtime), options_(std::move(options)), guard_(std::make_unique<ConnectionGuard>(options_.connections)) {}
+
+void HttpService::reply_error(httplib::Response& res, const HttpError& err) const {
+  res.status = err.status;
+  if (err.status == 429) res.set_header("Retry-After", "1");
+  if (err.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  res.set_content(error_json(err), "application/json");
+}
+
+httplib::Server::Handler HttpService::route(Handler h, bool needs_key) {
+  return [this, h, needs_key](const httplib::Request& req, httplib::Response& res) {
+    guard_->handler_started(connection_key(req));
+    metrics_.in_flight.add(1);
+    if (needs_key && !options_.api_key.empty()) {
+      const std::string expected = "Bearer " + options_.api_key;
+      const std::string given = req.get_header_value("Authorization");
+      if (given.empty() || given.size() != expected.size() ||
+          CRYPTO_memcmp(given.data(), expected.data(), given.size()) != 0) {
+        reply_error(res, {401,
+                          given.empty() ? "Authorization is missing; expected \"Bearer <api key>\""
+                                        : "Authorization is not the server's API key; expected \"Bearer <api key>\"",
+                          "unauthorized"});
+        metrics_.in_flight.add(-1);
+        return;
+      }
+    }
+    (this->*h)(req, res);
+    metrics_.in_flight.add(-1);
+  };
+}
+
+void HttpService::install(httplib::Server& server) {
+  server.set_payload_max_length(options_.max_body_bytes);
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+    request_start = Clock::now();
+    guard_->head_received(connection_key(req));
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.record(req.path, res.status, static_cast<uint64_t>((Clock::now() - request_start).count()));
+    guard_->response_sent(connection_key(req));
+  });
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        HttpError err{res.status, "", "validation"};
+        if (res.status == 413) {
+          err.message = "the request body is " + req.get_header_value("Content-Length") + " bytes; expected at most " +
+                        std::to_string(options_.max_body_bytes) + " (--max-body-bytes)";
+        } else if (res.status == 404) {
+          err.message = "no endpoint " + req.method + " " + req.path +
+                        "; expected POST /embed, /v1/embeddings, /predict, /rerank or GET /health, /info, /metrics";
+          err.type = "not_found";
+        } else {
+          err.message = "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+        }
+        reply_error(res, err);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    reply_error(res, {500, "internal error: " + what, "backend"});
+  });
+  server.Post("/embed", route(&HttpService::embed_tei));
+  server.Post("/v1/embeddings", route(&HttpService::embed_openai));
+  server.Post("/embeddings", route(&HttpService::embed_openai));
+  server.Post("/predict", route(&HttpService::predict));
+  server.Post("/rerank", route(&HttpService::rerank));
+  server.Get("/info", route(&HttpService::info));
+  server.Get("/metrics", route(&HttpService::prometheus));
+  server.Get("/health", route(&HttpService::health, /*needs_key=*/false));
+}
+
+std::optional<std::chrono::milliseconds> HttpService::timeout_of(const httplib::Request& req, HttpError* err) const {
+  if (!req.has_header(kTimeoutHeader)) return options_.default_timeout;
+  const std::string v = req.get_header_value(kTimeoutHeader);
+  long long ms = 0;
+  const bool digits =
+      !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) ms = std::stoll(v);
+  if (!digits || ms < 1 || ms > 3600000) {
+    *err = {400, std::string(kTimeoutHeader) + " is \"" + v + "\"; expected milliseconds from 1 to 3600000"};
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+bool HttpService::check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
+                                HttpError* err) {
+  const size_t max_len = static_cast<size_t>(rt_.info().max_seq_len);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    brisk::StatusOr<size_t> n = rt_.count_tokens(texts[i]);
+    const std::string name = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!n.ok()) {
+      *err = {400, name + ": " + std::string(n.status().message()), "tokenizer"};
+      return false;
+    }
+    if (!truncate && *n > max_len) {
+      *err = {413, name + " has " + std::to_string(*n) + " tokens; expected at most " + std::to_string(max_len) +
+                       " (max_input_length), or \"truncate\": true"};
+      return false;
+    }
+    if (tokens) *tokens += std::min(*n, max_len);
+  }
+  return true;
+}
+
+std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const httplib::Request& req,
+                                                                      const std::vector<std::string>& texts,
+                                                                      HttpError* err) {
+  const auto timeout = timeout_of(req, err);
+  if (!timeout) return std::nullopt;
+  return run_batch<std::vector<float>>(
+      rt_, req, texts.size(),
+      [&](size_t i, auto done) { return rt_.submit(texts[i], {.priority = 0, .timeout = *timeout}, std::move(done)); },
+      metrics_, err);
+}
+
+void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res) {
+  HttpError err;
+  if (rt_.embedding_dim() == 0) return reply_error(res, task_error(rt_, "/embed", "an embedding model"));
+  auto r = parse_tei_embed(req.body, {options_.max_inputs}, &err);
+  if (!r || !check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
+  auto rows = embed_all(req, r->inputs, &err);
+  if (!rows) return reply_error(res, err);
+  if (r->normalize) std::for_each(rows->begin(), rows->end(), l2_normalize);
+  res.set_content(embeddings_tei_json(*rows), "application/json");
+}
+
+void HttpService::embed_openai(const httplib::Request& req, httplib::Response& res) {
+  HttpError err;
+  if (rt_.embedding_dim() == 0) return reply_error(res, task_error(rt_, "/v1/embeddings", "an embedding model"));
+  auto r = parse_openai_embeddings(req.body, {options_.max_inputs}, &err);
+  if (!r) return reply_error(res, err);
+  if (r->dimensions && *r->dimensions != rt_.embedding_dim()) {
+    return reply_error(res, {400, "dimensions is " + std::to_string(*r->dimensions) + "; this model gives " +
+                                      std::to_string(rt_.embedding_dim()) + " (leave it out, or pass that)"});
+  }
+  size_t tokens = 0;
+  if (!check_lengths(r->inputs, "input", /*truncate=*/true, &tokens, &err)) return reply_error(res, err);
+  auto rows = embed_all(req, r->inputs, &err);
+  if (!rows) return reply_error(res, err);
+  std::for_each(rows->begin(), rows->end(), l2_normalize);
+  res.set_content(embeddings_openai_json(*rows, r->model.empty() ? options_.model_id : r->model, r->base64, tokens),
+                  "application/json");
+}
+
+void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
+  HttpError err;
+  if (rt_.info().task != "classification") {
+    return reply_error(res, task_error(rt_, "/predict", "a sequence-classification model"));
+  }
+  auto r = parse_tei_predict(req.body, {options_.max_inputs}, &err);
+  if (!r || !check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
+  const auto& labels = rt_.info().labels;
+  std::vector<std::vector<brisk::LabelScore>> results;
+  if (r->raw_scores) {  // logits: Runtime::logits() (batched, synchronous; the probabilities cannot give them back)
+    std::vector<std::string_view> views(r->inputs.begin(), r->inputs.end());
+    brisk::StatusOr<std::vector<float>> logits = rt_.logits(views);
+    if (!logits.ok()) return reply_error(res, error_of_status(logits.status(), "inputs"));
+    for (size_t i = 0; i < views.size(); ++i) {
+      std::vector<brisk::LabelScore> row;
+      for (size_t k = 0; k < labels.size(); ++k) {
+        row.push_back({static_cast<int64_t>(k), labels[k], (*logits)[i * labels.size() + k]});
+      }
+      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+      results.push_back(std::move(row));
+    }
+  } else {
+    const auto timeout = timeout_of(req, &err);
+    if (!timeout) return reply_error(res, err);
+    brisk::ClassifyRequestOptions opts;
+    opts.timeout = *timeout;
+    opts.top_k = static_cast<int>(labels.size());
+    auto out = run_batch<std::vector<brisk::LabelScore>>(
+        rt_, req, r->inputs.size(),
+        [&](size_t i, auto done) { return rt_.submit_classify(r->inputs[i], opts, std::move(done)); }, metrics_, &err);
+    if (!out) return reply_error(res, err);
+    results = std::move(*out);
+  }
+  json body = json::array();
+  for (const auto& row : results) {
+    json item = json::array();
+    for (const auto& l : row) item.push_back({{"label", l.label}, {"score", l.score}});
+    body.push_back(std::move(item));
+  }
+  res.set_content((r->single ? body[0] : body).dump(), "application/json");
+}
+
+void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
+  HttpError err;
+  if (rt_.info().task != "classification" || rt_.info().labels.size() != 1) {
+    return reply_error(res, task_error(rt_, "/rerank", "a cross-encoder (a classification model with one label)"));
+  }
+  auto r = parse_tei_rerank(req.body, {options_.max_inputs}, &err);
+  if (!r) return reply_error(res, err);
+  std::vector<std::string_view> views(r->texts.begin(), r->texts.end());
+  auto ranked = rt_.rerank(r->query, views, {.raw_scores = r->raw_scores, .top_k = 0});
+  if (!ranked.ok()) return reply_error(res, error_of_status(ranked.status(), "texts"));
+  json body = json::array();
+  for (const auto& x : *ranked) {
+    json item = {{"index", x.index}, {"score", x.score}};
+    if (r->return_text) item["text"] = r->texts[x.index];
+    body.push_back(std::move(item));
+  }
+  res.set_content(body.dump(), "application/json");
+}
+
+void HttpService::info(const httplib::Request&, httplib::Response& res) {
+  const brisk::ModelInfo& m = rt_.info();
+  json model_type;
+  if (m.task == "embedding") {
+    model_type = {{"embedding", {{"pooling", std::string(brisk::pooling_name(m.pooling))}}}};
+  } else {
+    json id2label = json::object(), label2id = json::object();
+    for (size_t i = 0; i < m.labels.size(); ++i) {
+      id2label[std::to_string(i)] = m.labels[i];
+      label2id[m.labels[i]] = i;
+    }
+    model_type = {{m.labels.size() == 1 ? "reranker" : "classifier", {{"id2label", id2label}, {"label2id", label2id}}}};
+  }
+  const json body = {{"model_id", options_.model_id},
+                     {"model_dtype", brisk::dtype_name(m.activation_dtype)},
+                     {"model_type", model_type},
+                     {"task", m.task},
+                     {"labels", m.labels},
+                     {"embedding_dim", rt_.embedding_dim()},
+                     {"max_input_length", m.max_seq_len},
+                     {"max_client_batch_size", options_.max_inputs},
+                     {"max_batch_requests", rt_.batch_stats().batch_limit},
+                     {"backend", m.backend},
+                     {"quantization", m.quantization},
+                     {"version", BRISK_HTTP_VERSION}};
+  res.set_content(body.dump(), "application/json");
+}
+
+void HttpService::health(const httplib::Request&, httplib::Response& res) {
+  res.set_content(R"({"status":"ok"})", "application/json");
+}
+
+void HttpService::prometheus(const httplib::Request&, httplib::Response& res) {
+  res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(guard_->closed_slow()), "text/plain; version=0.0.4");
+}
+
+}  // namespace brisk_http

@@ -1,0 +1,75 @@
+// HttpService: the HTTP example's endpoints over one brisk::Runtime: TEI's /embed, /predict, /rerank, /info,
+// /health and /metrics, and OpenAI's /v1/embeddings. A thin layer: each input of /embed, /v1/embeddings and /predict
+// is one Runtime::submit() / submit_classify() with the request's deadline, /rerank is one Runtime::rerank(); the
+// service parses, checks limits, maps statuses to HTTP codes and counts.
+//
+//   brisk_http::HttpService service(*runtime, options);
+//   httplib::Server server;
+//   service.install(server);                    // routes, auth, error replies, metrics, timeouts
+//   server.listen("127.0.0.1", 8080);
+//
+// Status mapping: RESOURCE_EXHAUSTED 429 (Retry-After), DEADLINE_EXCEEDED 504, INVALID_ARGUMENT 400, a model
+// without the endpoint's task 424, UNAVAILABLE 503, CANCELLED 499 (the client left; nobody reads it).
+// Deadline: the X-Request-Timeout-Ms header (1 to 3600000), else ServiceOptions::default_timeout.
+//
+// Thread safety: install() once; the handlers then run on httplib's worker threads concurrently.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "brisk/runtime/runtime.h"
+#include "connections.h"
+#include "http_metrics.h"
+#include "json_io.h"
+
+namespace brisk_http {
+
+inline constexpr char kTimeoutHeader[] = "X-Request-Timeout-Ms";
+
+struct ServiceOptions {
+  std::string model_id;  // /info's model_id and OpenAI's default model name
+  std::string api_key;   // non-empty: every endpoint but /health needs "Authorization: Bearer <api_key>"
+  std::chrono::milliseconds default_timeout{30000};
+  size_t max_inputs = 256;
+  size_t max_body_bytes = size_t{2} << 20;
+  ConnectionGuardOptions connections;
+};
+
+class HttpService {
+ public:
+  HttpService(const brisk::Runtime& runtime, ServiceOptions options);
+  void install(httplib::Server& server);
+  const HttpMetrics& metrics() const { return metrics_; }
+
+ private:
+  using Handler = void (HttpService::*)(const httplib::Request&, httplib::Response&);
+  httplib::Server::Handler route(Handler h, bool needs_key = true);
+
+  void embed_tei(const httplib::Request& req, httplib::Response& res);
+  void embed_openai(const httplib::Request& req, httplib::Response& res);
+  void predict(const httplib::Request& req, httplib::Response& res);
+  void rerank(const httplib::Request& req, httplib::Response& res);
+  void info(const httplib::Request& req, httplib::Response& res);
+  void health(const httplib::Request& req, httplib::Response& res);
+  void prometheus(const httplib::Request& req, httplib::Response& res);
+
+  // Each text through Runtime::submit(), waiting for all; nullopt and *err on failure.
+  std::optional<std::vector<std::vector<float>>> embed_all(const httplib::Request& req,
+                                                           const std::vector<std::string>& texts, HttpError* err);
+  // Refuses a text over max_input_length unless truncate; adds the (truncated) token counts to *tokens.
+  bool check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
+                     HttpError* err);
+  std::optional<std::chrono::milliseconds> timeout_of(const httplib::Request& req, HttpError* err) const;
+  void reply_error(httplib::Response& res, const HttpError& err) const;
+
+  const brisk::Runtime& rt_;
+  ServiceOptions options_;
+  HttpMetrics metrics_;
+  std::unique_ptr<ConnectionGuard> guard_;
+};
+
+}  // namespace brisk_http

@@ -1,0 +1,327 @@
+"""examples/http_server driven by real clients on free loopback ports: the official `openai` package, `requests`,
+`curl`, raw sockets for the misbehaving ones, and a real Prometheus server scraping /metrics.
+
+Expected values come from Hugging Face: tests/data/golden_minilm.json (all-MiniLM-L6-v2 embeddings and token ids) and
+tests/data/tasks/*/golden.json (classifier and cross-encoder logits), all written by transformers.
+
+usage: <http-venv python> http_server_test.py HTTP_SERVER_BINARY
+"""
+import base64
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import openai
+import requests
+
+sys.path.insert(0, os.path.dirname(__file__))
+from http_harness import Server, check, fail_exit, free_port, metric, raw_request, read_status  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+MODEL = os.environ.get("BRISK_MODEL_DIR", os.path.expanduser("~/.cache/brisk/models/all-MiniLM-L6-v2"))
+KEY = "test-key"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+GOLDEN = json.load(open(os.path.join(DATA, "golden_minilm.json")))
+ITEMS = [it for it in GOLDEN["items"] if len(it["ids"]) < 64][:6]
+
+
+def close_to(a, b, tol=2e-4):
+    return len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b)) < tol
+
+
+def long_texts(n, words=120):
+    """Distinct texts of about `words` tokens: no two share a forward pass through the cache or single flight."""
+    return [f"request {i}: " + " ".join(f"word{(i * 7 + k) % 97} account" for k in range(words // 2))
+            for i in range(n)]
+
+
+def test_clients(binary):
+    with Server(binary, ["--model", MODEL, "--api-key", KEY, "--threads", "2"]) as srv:
+        # curl: /health needs no key; /embed with the key.
+        out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", f"{srv.url}/health"], capture_output=True, text=True)
+        check(out.stdout.endswith("\n200"), f"curl /health is 200 without a key ({out.stdout!r})")
+        text = ITEMS[0]["text"]
+        out = subprocess.run(["curl", "-s", "-H", f"Authorization: Bearer {KEY}", "-H", "Content-Type: application/json",
+                              "-d", json.dumps({"inputs": text}), f"{srv.url}/embed"], capture_output=True, text=True)
+        rows = json.loads(out.stdout)
+        check(len(rows) == 1 and close_to(rows[0], ITEMS[0]["embedding"]),
+              "curl /embed gives transformers' embedding of a golden text")
+
+        # openai: the default call (the client asks for base64 and decodes it), float and base64 explicitly.
+        client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key=KEY, max_retries=0)
+        texts = [it["text"] for it in ITEMS]
+        resp = client.embeddings.create(model="all-MiniLM-L6-v2", input=texts)
+        check(all(close_to(d.embedding, it["embedding"]) for d, it in zip(resp.data, ITEMS)),
+              "openai client.embeddings.create matches transformers on every golden text")
+        check([d.index for d in resp.data] == list(range(len(texts))), "openai data indices are 0..n-1")
+        expected_tokens = sum(len(it["ids"]) for it in ITEMS)
+        check(resp.usage.prompt_tokens == expected_tokens and resp.usage.total_tokens == expected_tokens,
+              f"usage counts transformers' tokens ({resp.usage.prompt_tokens} vs {expected_tokens})")
+        check(resp.model == "all-MiniLM-L6-v2", "the model name is echoed")
+        as_float = client.embeddings.create(model="m", input=texts[0], encoding_format="float")
+        as_b64 = client.embeddings.create(model="m", input=texts[0], encoding_format="base64")
+        raw = base64.b64decode(as_b64.data[0].embedding)
+        decoded = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+        floats32 = list(struct.unpack(f"<{len(raw) // 4}f", struct.pack(f"<{len(raw) // 4}f", *as_float.data[0].embedding)))
+        check(len(raw) == 384 * 4 and decoded == floats32, "base64 is the little-endian float32 bytes of the floats")
+        try:
+            client.embeddings.create(model="m", input="x", dimensions=128)
+            check(False, "dimensions other than the model's is refused")
+        except openai.BadRequestError as e:
+            msg = e.response.json()["error"]
+            check(msg.startswith("dimensions is 128"), f"dimensions 128 is refused naming the field ({msg})")
+        bad = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="wrong", max_retries=0)
+        try:
+            bad.embeddings.create(model="m", input="x")
+            check(False, "a wrong key is refused")
+        except openai.AuthenticationError:
+            check(True, "openai with a wrong key gets 401")
+
+        # requests: TEI /embed options, /info, and the task endpoints on an embedding model.
+        r = requests.post(f"{srv.url}/embed", json={"inputs": [texts[1]], "normalize": False}, headers=AUTH)
+        raw_row = r.json()[0]
+        norm = math.sqrt(sum(x * x for x in raw_row))
+        check(abs(norm - 1) > 1e-3 and close_to([x / norm for x in raw_row], ITEMS[1]["embedding"]),
+              "normalize: false gives the unnormalised pooled embedding")
+        long_text = " ".join(["account"] * 300)
+        r = requests.post(f"{srv.url}/embed", json={"inputs": ["ok", long_text]}, headers=AUTH)
+        check(r.status_code == 413 and "inputs[1] has 302 tokens" in r.json()["error"],
+              f"a text over max_input_length is 413 naming it ({r.status_code} {r.text[:120]})")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": long_text, "truncate": True}, headers=AUTH)
+        check(r.status_code == 200 and len(r.json()[0]) == 384, "truncate: true embeds it")
+        info = requests.get(f"{srv.url}/info", headers=AUTH).json()
+        check(info["max_input_length"] == 256 and info["model_type"] == {"embedding": {"pooling": "mean"}} and
+              info["max_client_batch_size"] == 256, f"/info describes the model ({info})")
+        for path in ("/predict", "/rerank"):
+            body = {"inputs": "x"} if path == "/predict" else {"query": "q", "texts": ["p"]}
+            r = requests.post(srv.url + path, json=body, headers=AUTH)
+            check(r.status_code == 424 and "embedding model" in r.json()["error"],
+                  f"{path} on an embedding model is 424 saying why")
+
+        # Bad input, each on its own.
+        r = requests.post(f"{srv.url}/embed", data=b'{"inputs": ["a",', headers=AUTH)
+        check(r.status_code == 400 and "not valid JSON" in r.json()["error"] and r.json()["error_type"],
+              "malformed JSON is 400")
+        r = requests.post(f"{srv.url}/embed", json={"input": "a"}, headers=AUTH)
+        check(r.status_code == 400 and r.json()["error"].startswith("inputs is missing"), "a missing field is named")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": 5}, headers=AUTH)
+        check(r.status_code == 400 and "inputs is an integer" in r.json()["error"], "a wrong-typed field is named")
+        r = requests.post(f"{srv.url}/embed", data=b'{"inputs": ["fine", "bad \xff byte"]}', headers=AUTH)
+        check(r.status_code == 400 and "inputs[1] is not valid UTF-8 (byte 4" in r.json()["error"],
+              f"invalid UTF-8 is 400 naming the input ({r.text[:150]})")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": ["q"] * 10000}, headers=AUTH)
+        check(r.status_code == 413 and "10000 entries" in r.json()["error"], "10,000 inputs are 413")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": "a"})
+        check(r.status_code == 401 and "missing" in r.json()["error"], "no Authorization is 401")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": "a"}, headers={"Authorization": "Bearer nope"})
+        check(r.status_code == 401, "a wrong API key is 401")
+        r = requests.get(f"{srv.url}/metrics")
+        check(r.status_code == 401, "/metrics needs the key too")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": "a"}, headers={**AUTH, "X-Request-Timeout-Ms": "abc"})
+        check(r.status_code == 400 and "X-Request-Timeout-Ms" in r.json()["error"], "a bad deadline header is named")
+
+        # A 100 MB body, streamed from one 1 MiB buffer: 413, and the server keeps serving.
+        size = 100 * 1000 * 1000
+        s = raw_request(srv.port, f"POST /embed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                                  f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n")
+        chunk = b" " * (1 << 20)
+        sent = 0
+        try:
+            while sent < size:
+                sent += s.send(chunk[: min(len(chunk), size - sent)])
+        except OSError:
+            pass
+        status = read_status(s)
+        s.close()
+        check(status == 413, f"a 100 MB body is 413 (got {status})")
+        check(requests.get(f"{srv.url}/health").status_code == 200, "the server still answers after it")
+        metrics = requests.get(f"{srv.url}/metrics", headers=AUTH).text
+        check((metric(metrics, "brisk_http_requests_total", endpoint="/embed", status="413") or 0) >= 3,
+              "/metrics counts requests by endpoint and status")
+
+
+def test_slowloris(binary):
+    with Server(binary, ["--model", MODEL, "--read-timeout-s", "1", "--keep-alive-s", "1", "--http-threads", "4"]) as srv:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        head = b"POST /embed HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200
+        t0 = time.monotonic()
+        closed_after = None
+        for b in head:  # one byte each 0.2 s: inside the 1 s per-read timeout, so only the head deadline ends it
+            try:
+                s.send(bytes([b]))
+                r, _, _ = __import__("select").select([s], [], [], 0.2)
+                if r and s.recv(1) == b"":
+                    closed_after = time.monotonic() - t0
+                    break
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+            if time.monotonic() - t0 > 15:
+                break
+        s.close()
+        check(closed_after is not None and closed_after < 6,
+              f"a slowloris connection is closed by the head deadline (after {closed_after} s)")
+        check(requests.post(f"{srv.url}/embed", json={"inputs": "hi"}).status_code == 200, "others are still served")
+        m = requests.get(f"{srv.url}/metrics").text
+        check((metric(m, "brisk_http_slow_connections_closed_total") or 0) >= 1, "the closed connection is counted")
+
+
+def test_tasks(binary):
+    golden = json.load(open(os.path.join(DATA, "tasks", "bert_cls", "golden.json")))
+    cfg = json.load(open(os.path.join(DATA, "tasks", "bert_cls", "config.json")))
+    labels = [cfg["id2label"][str(i)] for i in range(len(cfg["id2label"]))]
+    with Server(binary, ["--model", os.path.join(DATA, "tasks", "bert_cls"), "--max-seq-len", "24"]) as srv:
+        texts = [it["text"] for it in golden["single"]]
+        out = requests.post(f"{srv.url}/predict", json={"inputs": texts, "truncate": True}).json()
+        ok = True
+        for it, row in zip(golden["single"], out):
+            z = [math.exp(x) for x in it["logits"]]
+            probs = {labels[k]: z[k] / sum(z) for k in range(len(z))}
+            ok &= len(row) == len(labels) and all(abs(e["score"] - probs[e["label"]]) < 1e-4 for e in row)
+            ok &= [e["score"] for e in row] == sorted((e["score"] for e in row), reverse=True)
+        check(ok and len(out) == len(texts), "/predict gives the softmax of transformers' logits, best first")
+        one = requests.post(f"{srv.url}/predict", json={"inputs": texts[0], "raw_scores": True,
+                                                          "truncate": True}).json()
+        raw = {labels[k]: v for k, v in enumerate(golden["single"][0]["logits"])}
+        check(all(abs(e["score"] - raw[e["label"]]) < 1e-4 for e in one), "raw_scores gives the logits")
+        info = requests.get(f"{srv.url}/info").json()
+        check(info["labels"] == labels and "classifier" in info["model_type"], "/info lists the labels")
+    golden = json.load(open(os.path.join(DATA, "tasks", "cross_encoder", "golden.json")))
+    with Server(binary, ["--model", os.path.join(DATA, "tasks", "cross_encoder"), "--max-seq-len", "24"]) as srv:
+        ok = True
+        for p in golden["pairs"]:
+            r = requests.post(f"{srv.url}/rerank", json={"query": p["query"], "texts": [p["passage"]],
+                                                          "raw_scores": True}).json()
+            ok &= abs(r[0]["score"] - p["logits"][0]) < 1e-4
+        check(ok, "/rerank raw scores are transformers' cross-encoder logits")
+        q = golden["pairs"][0]["query"]
+        passages = [p["passage"] for p in golden["pairs"]]
+        r = requests.post(f"{srv.url}/rerank", json={"query": q, "texts": passages, "return_text": True}).json()
+        scores = [x["score"] for x in r]
+        check(sorted(x["index"] for x in r) == list(range(len(passages))) and scores == sorted(scores, reverse=True)
+              and all(x["text"] == passages[x["index"]] and 0 < x["score"] < 1 for x in r),
+              "/rerank returns every passage once, sorted, sigmoid scores, with its text")
+
+
+def test_load_behaviour(binary):
+    """Overload, deadline, disconnect and drain, made deterministic by slow requests on one compute thread."""
+    args = ["--model", MODEL, "--threads", "1", "--max-batch-size", "1", "--no-cache", "--no-reject-late",
+            "--max-queue", "40", "--http-threads", "8"]
+    with Server(binary, args) as srv:
+        slow = threading.Thread(target=requests.post, args=(f"{srv.url}/embed",), kwargs={"json": {"inputs": long_texts(30)}})
+        slow.start()
+        time.sleep(0.3)  # its 30 inputs are queued; each takes tens of ms alone
+        t0 = time.monotonic()
+        r = requests.post(f"{srv.url}/embed", json={"inputs": long_texts(60)[30:]}, headers={"X-Request-Timeout-Ms": "60000"})
+        check(r.status_code == 429 and r.headers.get("Retry-After") == "1" and r.json()["error_type"] == "overloaded",
+              f"a full queue is 429 with Retry-After ({r.status_code} {r.text[:100]})")
+        check(time.monotonic() - t0 < 1.0, f"the 429 is fast ({time.monotonic() - t0:.3f} s)")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": "behind the queue"}, headers={"X-Request-Timeout-Ms": "50"})
+        check(r.status_code == 504 and r.json()["error_type"] == "timeout", f"an expired deadline is 504 ({r.text[:100]})")
+        slow.join(timeout=60)
+
+        # A client that leaves: its inputs are cancelled, nothing stays queued or in flight.
+        body = json.dumps({"inputs": long_texts(30)}).encode()
+        s = raw_request(srv.port, f"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                  f"Content-Length: {len(body)}\r\n\r\n", body)
+        time.sleep(0.4)
+        s.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            m = requests.get(f"{srv.url}/metrics").text
+            if metric(m, "brisk_http_client_disconnects_total") == 1 and metric(m, "brisk_batcher_queued") == 0:
+                break
+            time.sleep(0.1)
+        check(metric(m, "brisk_http_client_disconnects_total") == 1, "the disconnect is seen")
+        check(metric(m, "brisk_http_cancelled_inputs_total") >= 10 and
+              metric(m, "brisk_batcher_requests_total", outcome="cancelled") == metric(m, "brisk_http_cancelled_inputs_total"),
+              f"its queued inputs are cancelled in brisk ({metric(m, 'brisk_http_cancelled_inputs_total')})")
+        check(metric(m, "brisk_batcher_queued") == 0 and metric(m, "brisk_http_in_flight_requests") == 1,
+              "nothing stays queued; only this /metrics request is in flight")
+
+        # SIGTERM drains: slow requests started before it all complete with 200, then the process exits 0.
+        results = []
+        workers = [threading.Thread(target=lambda i=i: results.append(
+            requests.post(f"{srv.url}/embed", json={"inputs": long_texts(8)[i:i + 4]}).status_code)) for i in range(3)]
+        for w in workers:
+            w.start()
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.join(timeout=60)
+        code = srv.proc.wait(timeout=30)
+        check(results == [200, 200, 200] and code == 0, f"SIGTERM drains in-flight requests, exit 0 ({results}, {code})")
+
+
+def test_prometheus(binary):
+    prom = shutil.which("prometheus")
+    if not prom:
+        check(False, "prometheus is installed (scripts/setup)")
+        return
+    with Server(binary, ["--model", MODEL, "--api-key", KEY]) as srv, tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write(f"global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: brisk\n"
+                    f"    authorization:\n      credentials: {KEY}\n"
+                    f"    static_configs:\n      - targets: ['127.0.0.1:{srv.port}']\n")
+        port = free_port()
+        p = subprocess.Popen([prom, f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
+                              f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            latencies = []
+            for i in range(20):
+                t0 = time.monotonic()
+                requests.post(f"{srv.url}/embed", json={"inputs": f"question number {i}"}, headers=AUTH)
+                latencies.append(time.monotonic() - t0)
+            api = f"http://127.0.0.1:{port}/api/v1/query"
+            count = p99 = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    q = requests.get(api, params={"query": 'sum(brisk_http_requests_total{endpoint="/embed"})'}).json()
+                    res = q["data"]["result"]
+                    count = float(res[0]["value"][1]) if res else None
+                    if count == 20:
+                        q = requests.get(api, params={"query": 'histogram_quantile(0.99, sum by (le) '
+                                                      '(brisk_http_request_duration_seconds_bucket{endpoint="/embed"}))'})
+                        p99 = float(q.json()["data"]["result"][0]["value"][1])
+                        break
+                except (requests.ConnectionError, KeyError, IndexError, ValueError):
+                    pass
+                time.sleep(0.5)
+            check(count == 20, f"PromQL counts the 20 /embed requests Prometheus scraped ({count})")
+            bounds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+            cap = next((b for b in bounds if b >= max(latencies)), 10)
+            check(p99 is not None and 0 < p99 <= cap,
+                  f"PromQL P99 of /embed is within (0, {cap}] s, the bucket of the slowest client time ({p99})")
+        finally:
+            p.terminate()
+            p.wait(timeout=20)
+
+
+def main():
+    binary = sys.argv[1]
+    t0 = time.monotonic()
+    only = sys.argv[2:]  # test names to run; all by default
+    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_prometheus):
+        if only and test.__name__ not in only:
+            continue
+        t = time.monotonic()
+        test(binary)
+        print(f"-- {test.__name__}: {time.monotonic() - t:.1f} s", flush=True)
+    print(f"total {time.monotonic() - t0:.1f} s")
+    fail_exit()
+
+
+if __name__ == "__main__":
+    main()
