@@ -3,8 +3,9 @@
 // client has gone, every input still pending is cancelled (Runtime::cancel) and the wait ends once their callbacks
 // have run, so that nothing is left behind.
 //
+//   std::vector<brisk::AnswerPath> paths;
 //   auto rows = brisk_http::run_batch<std::vector<float>>(rt, req, texts.size(),
-//       [&](size_t i, auto done) { return rt.submit(texts[i], opts, std::move(done)); }, metrics, &err);
+//       [&](size_t i, auto done) { return rt.submit(texts[i], opts, std::move(done)); }, metrics, &paths, &err);
 //
 // Thread safety: run_batch() blocks its calling (handler) thread; the callbacks run on brisk's threads.
 #pragma once
@@ -46,15 +47,18 @@ inline HttpError error_of_status(const brisk::Status& s, const std::string& fiel
 
 template <typename Result, typename SubmitOne>
 std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const httplib::Request& req, size_t n,
-                                             SubmitOne submit_one, HttpMetrics& metrics, HttpError* err) {
+                                             SubmitOne submit_one, HttpMetrics& metrics,
+                                             std::vector<brisk::AnswerPath>* paths, HttpError* err) {
   struct Gather {
     std::mutex mu;
     std::condition_variable cv;
     std::vector<std::optional<brisk::StatusOr<Result>>> results;
+    std::vector<brisk::AnswerPath> paths;
     size_t pending = 0;
   };
   auto g = std::make_shared<Gather>();  // shared with the callbacks
   g->results.resize(n);
+  g->paths.resize(n);
   std::vector<uint64_t> ids;
   ids.reserve(n);
   std::optional<HttpError> failed;
@@ -63,9 +67,10 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
       std::lock_guard<std::mutex> lock(g->mu);
       ++g->pending;
     }
-    brisk::StatusOr<uint64_t> id = submit_one(i, [g, i](uint64_t, brisk::StatusOr<Result> r) {
+    brisk::StatusOr<uint64_t> id = submit_one(i, [g, i](uint64_t, brisk::StatusOr<Result> r, brisk::AnswerPath path) {
       std::lock_guard<std::mutex> lock(g->mu);
       g->results[i] = std::move(r);
+      g->paths[i] = path;
       if (--g->pending == 0) g->cv.notify_all();
     });
     if (id.ok()) {
@@ -110,6 +115,7 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
     }
     out.push_back(std::move(**g->results[i]));
   }
+  if (paths) *paths = g->paths;
   return out;
 }
 

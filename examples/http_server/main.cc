@@ -5,6 +5,7 @@
 //   http_server --port 0 --api-key secret --timeout-ms 2000 --max-queue 512   # port 0: a free one, printed
 //   curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{"inputs": "lost my card"}'
 //
+//   http_server --fallback minilm-int8.brisk --stale-ttl-ms 3600000   # degradation: X-Brisk-Answer-Path names the path
 // It prints "listening on http://HOST:PORT" once ready. SIGTERM or SIGINT: it stops accepting connections, lets the
 // requests in flight finish, and exits 0.
 #include <httplib.h>
@@ -39,6 +40,9 @@ struct Flags {
   int read_timeout_s = 5;
   int write_timeout_s = 5;
   int keep_alive_s = 5;
+  std::string fallback;  // RuntimeOptions::fallback: a lighter model for overload
+  int fallback_threads = 0;
+  int stale_ttl_ms = 0;  // RuntimeOptions::cache.stale_ttl, for requests with Cache-Control: stale-if-error
 };
 
 }  // namespace
@@ -69,6 +73,13 @@ int main(int argc, char** argv) {
                "refuse (429) a request whose deadline the queue ahead cannot meet, instead of letting it expire (504)")
       ->capture_default_str();
   app.add_option("--max-seq-len", f.max_seq_len, "tokens per text; 0: the model's");
+  app.add_option("--fallback", f.fallback,
+                 "a lighter model (brisk quantize's file, a pruned directory) answering what the queue refuses for "
+                 "overload");
+  app.add_option("--fallback-threads", f.fallback_threads, "the fallback's compute threads; 0: --threads");
+  app.add_option("--stale-ttl-ms", f.stale_ttl_ms,
+                 "keep results this long past their TTL, for requests sending Cache-Control: stale-if-error")
+      ->capture_default_str();
   app.add_option("--read-timeout-s", f.read_timeout_s, "a request head must arrive within it (body: twice it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
@@ -100,6 +111,9 @@ int main(int argc, char** argv) {
     opts.cache.result_cache_bytes = 0;
     opts.cache.token_cache_entries = 0;
   }
+  if (!f.fallback.empty())
+    opts.fallback = brisk::FallbackOptions{.model_dir = f.fallback, .num_threads = f.fallback_threads};
+  opts.cache.stale_ttl = std::chrono::milliseconds(f.stale_ttl_ms);
   auto runtime = brisk::Runtime::create(opts);
   if (!runtime.ok()) {
     std::fprintf(stderr, "http_server: %s\n", std::string(runtime.status().message()).c_str());

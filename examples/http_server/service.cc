@@ -130,6 +130,29 @@ std::optional<std::chrono::milliseconds> HttpService::timeout_of(const httplib::
   return std::chrono::milliseconds(ms);
 }
 
+std::optional<brisk::ClassifyRequestOptions> HttpService::request_options(const httplib::Request& req,
+                                                                          HttpError* err) const {
+  const auto timeout = timeout_of(req, err);
+  if (!timeout) return std::nullopt;
+  brisk::ClassifyRequestOptions o;
+  o.timeout = *timeout;
+  o.allow_stale = req.get_header_value("Cache-Control").find("stale-if-error") != std::string::npos;
+  return o;
+}
+
+namespace {
+
+void set_answer_paths(httplib::Response& res, const std::vector<brisk::AnswerPath>& paths) {
+  std::string v;
+  for (brisk::AnswerPath p : paths) {
+    if (!v.empty()) v += ",";
+    v += brisk::answer_path_name(p);
+  }
+  res.set_header(kAnswerPathHeader, v);
+}
+
+}  // namespace
+
 bool HttpService::check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
                                 HttpError* err) {
   const size_t max_len = static_cast<size_t>(rt_.info().max_seq_len);
@@ -152,13 +175,15 @@ bool HttpService::check_lengths(const std::vector<std::string>& texts, const cha
 
 std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const httplib::Request& req,
                                                                       const std::vector<std::string>& texts,
-                                                                      HttpError* err) {
-  const auto timeout = timeout_of(req, err);
-  if (!timeout) return std::nullopt;
-  return run_batch<std::vector<float>>(
-      rt_, req, texts.size(),
-      [&](size_t i, auto done) { return rt_.submit(texts[i], {.priority = 0, .timeout = *timeout}, std::move(done)); },
-      metrics_, err);
+                                                                      httplib::Response& res, HttpError* err) {
+  const auto opts = request_options(req, err);
+  if (!opts) return std::nullopt;
+  std::vector<brisk::AnswerPath> paths;
+  auto rows = run_batch<std::vector<float>>(
+      rt_, req, texts.size(), [&](size_t i, auto done) { return rt_.submit(texts[i], *opts, std::move(done)); },
+      metrics_, &paths, err);
+  if (rows) set_answer_paths(res, paths);
+  return rows;
 }
 
 void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res) {
@@ -166,7 +191,7 @@ void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res)
   if (rt_.embedding_dim() == 0) return reply_error(res, task_error(rt_, "/embed", "an embedding model"));
   auto r = parse_tei_embed(req.body, {options_.max_inputs}, &err);
   if (!r || !check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
-  auto rows = embed_all(req, r->inputs, &err);
+  auto rows = embed_all(req, r->inputs, res, &err);
   if (!rows) return reply_error(res, err);
   if (r->normalize) std::for_each(rows->begin(), rows->end(), l2_normalize);
   res.set_content(embeddings_tei_json(*rows), "application/json");
@@ -183,7 +208,7 @@ void HttpService::embed_openai(const httplib::Request& req, httplib::Response& r
   }
   size_t tokens = 0;
   if (!check_lengths(r->inputs, "input", /*truncate=*/true, &tokens, &err)) return reply_error(res, err);
-  auto rows = embed_all(req, r->inputs, &err);
+  auto rows = embed_all(req, r->inputs, res, &err);
   if (!rows) return reply_error(res, err);
   std::for_each(rows->begin(), rows->end(), l2_normalize);
   res.set_content(embeddings_openai_json(*rows, r->model.empty() ? options_.model_id : r->model, r->base64, tokens),
@@ -212,15 +237,16 @@ void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
       results.push_back(std::move(row));
     }
   } else {
-    const auto timeout = timeout_of(req, &err);
-    if (!timeout) return reply_error(res, err);
-    brisk::ClassifyRequestOptions opts;
-    opts.timeout = *timeout;
-    opts.top_k = static_cast<int>(labels.size());
+    auto opts = request_options(req, &err);
+    if (!opts) return reply_error(res, err);
+    opts->top_k = static_cast<int>(labels.size());
+    std::vector<brisk::AnswerPath> paths;
     auto out = run_batch<std::vector<brisk::LabelScore>>(
         rt_, req, r->inputs.size(),
-        [&](size_t i, auto done) { return rt_.submit_classify(r->inputs[i], opts, std::move(done)); }, metrics_, &err);
+        [&](size_t i, auto done) { return rt_.submit_classify(r->inputs[i], *opts, std::move(done)); }, metrics_,
+        &paths, &err);
     if (!out) return reply_error(res, err);
+    set_answer_paths(res, paths);
     results = std::move(*out);
   }
   json body = json::array();

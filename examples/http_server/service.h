@@ -29,6 +29,8 @@
 namespace brisk_http {
 
 inline constexpr char kTimeoutHeader[] = "X-Request-Timeout-Ms";
+// Names the path that answered each input, in order: model, cache, fallback or stale (brisk::AnswerPath).
+inline constexpr char kAnswerPathHeader[] = "X-Brisk-Answer-Path";
 
 struct ServiceOptions {
   std::string model_id;  // /info's model_id and OpenAI's default model name
@@ -57,13 +59,17 @@ class HttpService {
   void health(const httplib::Request& req, httplib::Response& res);
   void prometheus(const httplib::Request& req, httplib::Response& res);
 
-  // Each text through Runtime::submit(), waiting for all; nullopt and *err on failure.
+  // Each text through Runtime::submit(), waiting for all; nullopt and *err on failure. Sets kAnswerPathHeader.
   std::optional<std::vector<std::vector<float>>> embed_all(const httplib::Request& req,
-                                                           const std::vector<std::string>& texts, HttpError* err);
+                                                           const std::vector<std::string>& texts,
+                                                           httplib::Response& res, HttpError* err);
   // Refuses a text over max_input_length unless truncate; adds the (truncated) token counts to *tokens.
   bool check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
                      HttpError* err);
   std::optional<std::chrono::milliseconds> timeout_of(const httplib::Request& req, HttpError* err) const;
+  // The per-request options from the headers: the deadline (kTimeoutHeader), and "Cache-Control: stale-if-error"
+  // (RFC 5861), which lets a stale cached result answer when the model cannot.
+  std::optional<brisk::ClassifyRequestOptions> request_options(const httplib::Request& req, HttpError* err) const;
   void reply_error(httplib::Response& res, const HttpError& err) const;
 
   const brisk::Runtime& rt_;

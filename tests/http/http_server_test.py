@@ -262,6 +262,35 @@ def test_load_behaviour(binary):
         check(results == [200, 200, 200] and code == 0, f"SIGTERM drains in-flight requests, exit 0 ({results}, {code})")
 
 
+def test_degradation(binary):
+    """X-Brisk-Answer-Path names the path of each input: the model, the cache, the fallback model (here the same MiniLM
+    directory: a full queue of one reroutes the rest of a request's inputs to it) or a stale result."""
+    args = ["--model", MODEL, "--threads", "1", "--max-batch-size", "1", "--max-queue", "1",
+            "--fallback", MODEL, "--fallback-threads", "1"]
+    with Server(binary, args) as srv:
+        item = ITEMS[0]
+        r = requests.post(f"{srv.url}/embed", json={"inputs": item["text"], "normalize": False})
+        check(r.status_code == 200 and r.headers.get("X-Brisk-Answer-Path") == "model",
+              f"a first answer comes from the model ({r.headers.get('X-Brisk-Answer-Path')})")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": item["text"], "normalize": False})
+        check(r.status_code == 200 and r.headers.get("X-Brisk-Answer-Path") == "cache",
+              f"a repeat comes from the cache ({r.headers.get('X-Brisk-Answer-Path')})")
+        texts = long_texts(8)
+        r = requests.post(f"{srv.url}/embed", json={"inputs": texts, "normalize": False})
+        paths = r.headers.get("X-Brisk-Answer-Path", "").split(",")
+        check(r.status_code == 200 and len(paths) == 8 and "fallback" in paths and set(paths) <= {"model", "fallback"},
+              f"inputs past the full queue are answered by the fallback, no 429 ({r.status_code} {paths})")
+        m = requests.get(f"{srv.url}/metrics").text
+        check(metric(m, "brisk_runtime_answers_total", path="fallback") == paths.count("fallback"),
+              "the fallback answers are counted in Prometheus")
+        # The fallback computes what the model does (here the same weights), compared with transformers'.
+        other = ITEMS[1]
+        r = requests.post(f"{srv.url}/embed", json={"inputs": long_texts(8, words=60) + [other["text"]]})
+        last = r.headers.get("X-Brisk-Answer-Path", "").split(",")[-1]
+        check(r.status_code == 200 and close_to(r.json()[-1], other["embedding"]),
+              f"the {last} path's embedding is transformers' ({r.status_code})")
+
+
 def test_prometheus(binary):
     prom = shutil.which("prometheus")
     if not prom:
@@ -313,7 +342,7 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_prometheus):
+    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_degradation, test_prometheus):
         if only and test.__name__ not in only:
             continue
         t = time.monotonic()
