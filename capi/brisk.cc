@@ -224,6 +224,7 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
     ro.torchscript->module = o.torchscript_module;
     ro.torchscript->output = static_cast<brisk::TorchScriptOutput>(o.torchscript_output);
   }
+  if (o.policy_path != nullptr) ro.policy_path = o.policy_path;
   return BRISK_OK;
 }
 

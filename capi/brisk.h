@@ -141,6 +141,11 @@ typedef struct brisk_runtime_options {
   const char* torchscript_module;  /* non-NULL and not "": run this TorchScript file (torch.jit.save) instead of
                                       brisk's encoder; model_dir gives its tokenizer and config.json */
   int32_t torchscript_output;      /* a brisk_torchscript_output: which output of the module is the result */
+  /* Serving policy (appended in 0.7; a struct from before gets none). */
+  const char* policy_path; /* non-NULL and not "": a policy file written by `brisk tune` (JSON); its values override
+                              max_batch_size, batch_max_delay_us, num_threads and the batcher's executors, batches
+                              in flight, token budget and predicted-late refusal. A bad file fails
+                              brisk_runtime_create with a message naming it */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {

@@ -16,6 +16,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/quant/model_file.h"
+#include "brisk/runtime/serving_policy.h"
 #include "brisk/model/classification_head.h"
 #include "brisk/model/intent_head.h"
 #include "native_backend.h"
@@ -210,6 +211,11 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  if (!options.policy_path.empty()) {
+    RuntimeOptions with_policy = options;
+    BRISK_RETURN_IF_ERROR(load_policy_path(with_policy));
+    return create(with_policy);
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   BRISK_RETURN_IF_ERROR(check_options(options));
@@ -268,6 +274,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options, std::unique_ptr<Backend> backend) {
+  if (!options.policy_path.empty()) {
+    RuntimeOptions with_policy = options;
+    BRISK_RETURN_IF_ERROR(load_policy_path(with_policy));
+    return create(with_policy, std::move(backend));
+  }
   BRISK_RETURN_IF_ERROR(check_options(options));
   if (backend == nullptr) {
     return absl::InvalidArgumentError("Runtime::create: the backend is null; expected a Backend");

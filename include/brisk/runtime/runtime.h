@@ -124,6 +124,10 @@ struct RuntimeOptions {
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
+  // A serving policy file (brisk/runtime/serving_policy.h, written by `brisk tune`): create() reads it and its values
+  // override batching's max_batch_size, preferred_batch_multiple, max_queue_delay, executor_threads,
+  // max_inflight_batches, max_batch_tokens, reject_predicted_late and num_threads. Errors name the file. "": none.
+  std::string policy_path;
 };
 
 struct EmbedRequestOptions {
