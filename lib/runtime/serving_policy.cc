@@ -157,8 +157,8 @@ struct StringField {
 };
 const std::vector<StringField>& provenance_strings() {
   static const std::vector<StringField> fields = {
-      {"tool", &PolicyProvenance::tool},   {"brisk_version", &PolicyProvenance::brisk_version},
-      {"date", &PolicyProvenance::date},   {"model", &PolicyProvenance::model},
+      {"tool", &PolicyProvenance::tool}, {"brisk_version", &PolicyProvenance::brisk_version},
+      {"date", &PolicyProvenance::date}, {"model", &PolicyProvenance::model},
       {"mix", &PolicyProvenance::mix},
   };
   return fields;
@@ -172,8 +172,8 @@ Status parse_provenance(const Reader& r, const json& o, PolicyProvenance& p) {
   BRISK_RETURN_IF_ERROR(r.known_keys(o, known, "provenance"));
   for (const auto& f : provenance_strings()) BRISK_RETURN_IF_ERROR(r.string(o, f.key, p.*f.field, "provenance."));
   for (const auto& f : provenance_numbers()) {
-    BRISK_RETURN_IF_ERROR(r.number(o, f.key, p.*f.field, 0, std::numeric_limits<double>::max(),
-                                   "a finite number >= 0", "provenance."));
+    BRISK_RETURN_IF_ERROR(
+        r.number(o, f.key, p.*f.field, 0, std::numeric_limits<double>::max(), "a finite number >= 0", "provenance."));
   }
   return absl::OkStatus();
 }
@@ -199,16 +199,18 @@ StatusOr<ServingPolicy> parse_policy_json(const std::string& text, const std::st
   const Reader r(source);
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return absl::InvalidArgumentError(fmt::format("{}: is not valid JSON; expected a brisk serving policy object", source));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: is not valid JSON; expected a brisk serving policy object", source));
   }
   if (!j.is_object()) return r.bad("the document", j, "a JSON object (a brisk serving policy)");
   BRISK_RETURN_IF_ERROR(r.known_keys(j, kTopKeys, ""));
   if (auto it = j.find("format"); it != j.end() && (!it->is_string() || it->get<std::string>() != kFormat)) {
     return r.bad("format", *it, fmt::format("\"{}\"", kFormat));
   }
-  if (auto it = j.find("version"); it != j.end() && !(it->is_number_integer() && it->get<int64_t>() == kPolicyFileVersion)) {
-    return r.bad("version", *it, fmt::format("{} (this library reads version {} files)", kPolicyFileVersion,
-                                             kPolicyFileVersion));
+  if (auto it = j.find("version");
+      it != j.end() && !(it->is_number_integer() && it->get<int64_t>() == kPolicyFileVersion)) {
+    return r.bad("version", *it,
+                 fmt::format("{} (this library reads version {} files)", kPolicyFileVersion, kPolicyFileVersion));
   }
   ServingPolicy p;
   BRISK_RETURN_IF_ERROR(r.integer(j, "max_batch_size", p.max_batch_size, 1, kMaxBatchSize,
@@ -234,9 +236,10 @@ StatusOr<ServingPolicy> parse_policy_json(const std::string& text, const std::st
 StatusOr<ServingPolicy> read_policy_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(fmt::format("policy file '{}' cannot be opened; expected a JSON file written by "
-                                           "brisk tune",
-                                           path));
+    return absl::NotFoundError(
+        fmt::format("policy file '{}' cannot be opened; expected a JSON file written by "
+                    "brisk tune",
+                    path));
   }
   std::string text;
   text.resize(kMaxPolicyFileBytes + 1);
@@ -301,8 +304,8 @@ Status apply_policy(const ServingPolicy& p, RuntimeOptions& options) {
   if (p.max_batch_size) b.max_batch_size = *p.max_batch_size;
   if (p.preferred_batch_multiple) b.preferred_batch_multiple = *p.preferred_batch_multiple;
   if (p.max_queue_delay_ms) {
-    b.max_queue_delay = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(
-        std::clamp(*p.max_queue_delay_ms, 0.0, kMaxPolicyQueueDelayMs)));
+    b.max_queue_delay = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double, std::milli>(std::clamp(*p.max_queue_delay_ms, 0.0, kMaxPolicyQueueDelayMs)));
   }
   if (p.executor_threads) b.executor_threads = *p.executor_threads;
   if (p.max_inflight_batches) b.max_inflight_batches = *p.max_inflight_batches;
@@ -339,7 +342,8 @@ Status load_policy_path(RuntimeOptions& options) {
   if (options.policy_path.empty()) return absl::OkStatus();
   BRISK_ASSIGN_OR_RETURN(ServingPolicy policy, read_policy_file(options.policy_path));
   if (Status s = apply_policy(policy, options); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("policy file '{}': {}", options.policy_path, std::string(s.message())));
+    return absl::InvalidArgumentError(
+        fmt::format("policy file '{}': {}", options.policy_path, std::string(s.message())));
   }
   options.policy_path.clear();
   return absl::OkStatus();

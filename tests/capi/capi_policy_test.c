@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
   }
   snprintf(good, sizeof good, "%s/capi_policy_good.json", argv[1]);
   snprintf(bad, sizeof bad, "%s/capi_policy_bad.json", argv[1]);
-  write_file(good, "{\"format\": \"brisk-serving-policy\", \"version\": 1, \"max_batch_size\": 3, "
-                   "\"preferred_batch_multiple\": 1, \"num_threads\": 1}\n");
+  write_file(good,
+             "{\"format\": \"brisk-serving-policy\", \"version\": 1, \"max_batch_size\": 3, "
+             "\"preferred_batch_multiple\": 1, \"num_threads\": 1}\n");
   write_file(bad, "{\"max_batch_size\": 3, \"max_batch\": 4}\n");
 
   /* The policy's max_batch_size 3: ten texts take ceil(10 / 3) = 4 passes. */

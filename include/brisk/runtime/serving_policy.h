@@ -29,27 +29,27 @@ namespace brisk {
 
 inline constexpr int kPolicyFileVersion = 1;
 // Upper bounds a policy file may hold beyond those of runtime.h (kMaxBatchSize, kMaxThreads).
-inline constexpr double kMaxPolicyQueueDelayMs = 60'000;        // max_queue_delay_ms
-inline constexpr int kMaxPolicyExecutorThreads = 256;           // as BatchPolicy::validate
+inline constexpr double kMaxPolicyQueueDelayMs = 60'000;          // max_queue_delay_ms
+inline constexpr int kMaxPolicyExecutorThreads = 256;             // as BatchPolicy::validate
 inline constexpr size_t kMaxPolicyBatchTokens = size_t{1} << 30;  // max_batch_tokens
 
 // How a policy was found: what `brisk tune` measured, so that a reader can tell which traffic it fits. Numbers are
 // nullopt when unknown (a policy written by hand).
 struct PolicyProvenance {
-  std::string tool;           // "brisk tune"
-  std::string brisk_version;  // the library's version
-  std::string date;           // ISO 8601, UTC
-  std::string model;          // the model directory or file
-  std::string mix;            // the traffic mix: "faq", "mixed" or a file
-  std::optional<double> rate_per_s;        // offered Poisson rate
-  std::optional<double> slo_p99_ms;        // the P99 target
-  std::optional<double> duration_s;        // per evaluation
-  std::optional<double> p50_ms, p99_ms;    // the chosen policy's, in the final interleaved comparison
-  std::optional<double> goodput_per_s;     // completed within the SLO, per second
-  std::optional<double> refused_share;     // refused at submit or expired, of offered
+  std::string tool;                      // "brisk tune"
+  std::string brisk_version;             // the library's version
+  std::string date;                      // ISO 8601, UTC
+  std::string model;                     // the model directory or file
+  std::string mix;                       // the traffic mix: "faq", "mixed" or a file
+  std::optional<double> rate_per_s;      // offered Poisson rate
+  std::optional<double> slo_p99_ms;      // the P99 target
+  std::optional<double> duration_s;      // per evaluation
+  std::optional<double> p50_ms, p99_ms;  // the chosen policy's, in the final interleaved comparison
+  std::optional<double> goodput_per_s;   // completed within the SLO, per second
+  std::optional<double> refused_share;   // refused at submit or expired, of offered
   std::optional<double> defaults_p50_ms, defaults_p99_ms, defaults_goodput_per_s, defaults_refused_share;
-  std::optional<double> load_average;      // the machine's 1-minute load average when tuned
-  std::optional<double> candidates;        // evaluations the search ran
+  std::optional<double> load_average;  // the machine's 1-minute load average when tuned
+  std::optional<double> candidates;    // evaluations the search ran
 };
 
 struct ServingPolicy {
