@@ -264,7 +264,8 @@ StatusOr<SearchResult> search_policy(const Candidate& defaults, const SearchSpac
   }
   result.defaults_final = average(defaults_runs);
   result.winner_final = result.winner == defaults ? result.defaults_final : average(winner_runs);
-  result.winner_confirmed = !(result.winner == defaults) && !better(result.defaults_final, result.winner_final, options);
+  result.winner_confirmed =
+      !(result.winner == defaults) && !better(result.defaults_final, result.winner_final, options);
   result.chosen = result.winner_confirmed ? result.winner : defaults;
   result.chosen_final = result.winner_confirmed ? result.winner_final : result.defaults_final;
   return result;

@@ -161,11 +161,11 @@ TEST_CASE("better: the SLO first, then goodput beyond noise, then lower P99") {
     x.p99_ms = p99;
     return x;
   };
-  CHECK(brisk::tune::better(m(10, 40), m(90, 60), so));   // meets the SLO, the other does not
+  CHECK(brisk::tune::better(m(10, 40), m(90, 60), so));  // meets the SLO, the other does not
   CHECK_FALSE(brisk::tune::better(m(90, 60), m(10, 40), so));
-  CHECK(brisk::tune::better(m(100, 40), m(90, 40), so));  // 11% more goodput
+  CHECK(brisk::tune::better(m(100, 40), m(90, 40), so));       // 11% more goodput
   CHECK_FALSE(brisk::tune::better(m(91, 45), m(90, 40), so));  // 1% more goodput is noise, and P99 is higher
-  CHECK(brisk::tune::better(m(90, 30), m(91, 40), so));   // goodput within noise, P99 25% lower
+  CHECK(brisk::tune::better(m(90, 30), m(91, 40), so));        // goodput within noise, P99 25% lower
   CHECK_FALSE(brisk::tune::better(m(90, 38), m(90, 40), so));  // 5% lower P99 is noise
 }
 
@@ -182,7 +182,7 @@ TEST_CASE("should_stop_early: clearly worse than the incumbent, after enough req
   p.submitted = 20;
   p.late = 10;
   CHECK_FALSE(brisk::tune::should_stop_early(p, &incumbent));  // too few requests to judge
-  incumbent.bad_share = 0.30;                                   // an overloaded incumbent
+  incumbent.bad_share = 0.30;                                  // an overloaded incumbent
   p.submitted = 100;
   p.late = 30;
   p.refused = 3;

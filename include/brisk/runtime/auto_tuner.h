@@ -63,7 +63,7 @@ struct SearchSpace {
   std::vector<size_t> max_batch_sizes;
   std::vector<size_t> preferred_multiples;  // values above max_batch_size are skipped
   std::vector<double> queue_delays_ms;
-  std::vector<int> inflight;                // 0, or limits below executor_threads (others are skipped)
+  std::vector<int> inflight;           // 0, or limits below executor_threads (others are skipped)
   BRISK_API size_t grid_size() const;  // every combination: what a full grid would evaluate
 };
 // Thread splits e x t with e * t = cores (and 1 x cores), batch sizes 4..64, multiples 1..8, delays 0..5 ms,
@@ -97,7 +97,7 @@ struct SearchResult {
   Measurement defaults_final, winner_final, chosen_final;  // averaged over the final repeats
   std::vector<Trial> trials;
   int rounds = 0;
-  size_t evaluations = 0;  // search evaluations (the final comparison not counted)
+  size_t evaluations = 0;   // search evaluations (the final comparison not counted)
   std::string stop_reason;  // "no improvement", "max rounds", "budget", "max evaluations"
   bool winner_confirmed = false;
 };

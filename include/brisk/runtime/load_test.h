@@ -59,16 +59,16 @@ struct Progress {
 };
 
 struct OpenLoopOptions {
-  double rate = 10;        // arrivals per second (Poisson)
-  double duration_s = 5;   // of arrivals
+  double rate = 10;       // arrivals per second (Poisson)
+  double duration_s = 5;  // of arrivals
   uint64_t seed = 1;
   Duration slo{std::chrono::milliseconds(100)};  // completed within it counts as good
-  Duration timeout{0};     // each request's deadline from its scheduled arrival; 0: none
+  Duration timeout{0};                           // each request's deadline from its scheduled arrival; 0: none
   int priority = 0;
   // Append " #<arrival number>" to every text, so that no two requests share token ids: the result cache and single
   // flight would otherwise answer repeats without the model, and the run would measure the caches.
   bool unique_texts = true;
-  bool classify = false;   // submit_classify (top 1) instead of submit
+  bool classify = false;  // submit_classify (top 1) instead of submit
   // Asked every ~100 ms; false stops the arrivals (what was submitted still completes). Early stopping of a
   // hopeless candidate in `brisk tune`. Empty: run the whole schedule.
   std::function<bool(const Progress&)> keep_going;
