@@ -1,7 +1,7 @@
 // brisk_torchscript_load: the TorchScript backend's batching gain under open-loop Poisson load. A traced classifier
 // (benchmarks/peers/make_task_models.py's minilm-cls/model.pt) runs behind a Runtime with RuntimeOptions::torchscript;
-// requests are submitted with submit_classify at Poisson arrival rates (the load generator's poisson_schedule,
-// benchmarks/load/harness.cc), as fractions of the capacity measured first (closed loop: logits() on batches of 32),
+// requests are submitted with submit_classify at Poisson arrival rates (the library's open-loop load generator,
+// brisk/runtime/load_test.h), as fractions of the capacity measured first (closed loop: logits() on batches of 32),
 // with the default batching (max_batch_size 32) and with max_batch_size 1 (no batching). Per cell: completed/s,
 // p50/p99 latency (scheduled arrival to callback), mean batch size, and the requests refused at submit or expired.
 //
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "brisk/runtime/runtime.h"
-#include "load/load.h"
+#include "brisk/runtime/load_test.h"
 
 namespace {
 
@@ -58,12 +58,6 @@ std::unique_ptr<brisk::Runtime> make_runtime(const Args& a, size_t max_batch) {
   return *std::move(rt);
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
 // Closed loop, one logits() call of `batch` distinct texts after another, for `seconds`: sequences per second.
 double capacity(const brisk::Runtime& rt, const std::vector<std::string>& sentences, size_t batch, double seconds) {
   uint64_t n = 0, done = 0;
@@ -86,51 +80,28 @@ struct Cell {
   double wall_s = 0, p50 = 0, p99 = 0, mean_batch = 0;
 };
 
+// The library's open-loop generator (brisk/runtime/load_test.h): submit_classify at Poisson arrivals, every text made
+// unique with " #<arrival>".
 Cell open_loop(const brisk::Runtime& rt, const std::vector<std::string>& sentences, double rate, const Args& a,
                uint64_t seed) {
-  const std::vector<brisk::load::Arrival> schedule =
-      brisk::load::poisson_schedule({brisk::load::Stream{.rate = rate}}, a.duration_s, sentences.size(), seed);
-  std::vector<std::string> texts(schedule.size());
-  for (size_t k = 0; k < schedule.size(); ++k) texts[k] = fmt::format("{} #{}", sentences[schedule[k].item], k);
-  std::vector<double> latency_ms(schedule.size(), -1.0);  // < 0: not completed
-  std::atomic<size_t> outstanding{0}, failed{0};
-  const brisk::batch::BatcherStats before = rt.batch_stats();
-  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(20);
+  brisk::load_test::OpenLoopOptions o;
+  o.rate = rate;
+  o.duration_s = a.duration_s;
+  o.seed = seed;
+  o.timeout = std::chrono::milliseconds(a.timeout_ms);
+  o.slo = o.timeout;
+  o.classify = true;
+  auto r = brisk::load_test::run_open_loop(rt, sentences, o);
+  if (!r.ok()) fail("open loop: " + r.status().ToString());
   Cell c;
-  c.offered = schedule.size();
-  for (size_t k = 0; k < schedule.size(); ++k) {
-    const Clock::time_point scheduled = start + schedule[k].at;
-    std::this_thread::sleep_until(scheduled);  // open loop: never waits for completions
-    brisk::ClassifyRequestOptions o;
-    o.timeout = std::chrono::milliseconds(a.timeout_ms);
-    outstanding.fetch_add(1);
-    auto id =
-        rt.submit_classify(texts[k], o, [&, k, scheduled](uint64_t, brisk::StatusOr<std::vector<brisk::LabelScore>> r) {
-          if (r.ok()) {
-            latency_ms[k] = std::chrono::duration<double, std::milli>(Clock::now() - scheduled).count();
-          } else {
-            failed.fetch_add(1);
-          }
-          outstanding.fetch_sub(1);
-        });
-    if (!id.ok()) {
-      outstanding.fetch_sub(1);
-      ++c.refused;
-    }
-  }
-  while (outstanding.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  c.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> ok;
-  for (double l : latency_ms) {
-    if (l >= 0) ok.push_back(l);
-  }
-  c.completed = ok.size();
-  c.failed = failed.load();
-  c.p50 = percentile(ok, 50);
-  c.p99 = percentile(ok, 99);
-  const brisk::batch::BatcherStats after = rt.batch_stats();
-  const uint64_t batches = after.batches - before.batches;
-  c.mean_batch = batches ? static_cast<double>(after.completed - before.completed) / static_cast<double>(batches) : 0;
+  c.offered = r->offered;
+  c.completed = r->completed;
+  c.refused = r->refused;
+  c.failed = r->expired + r->failed;
+  c.wall_s = r->duration_s;
+  c.p50 = r->p50_ms;
+  c.p99 = r->p99_ms;
+  c.mean_batch = r->mean_batch;
   return c;
 }
 
@@ -198,7 +169,7 @@ int main(int argc, char** argv) {
   for (size_t li = 0; li < a.loads.size(); ++li) {
     const double rate = a.loads[li] * cap32;
     for (auto& [mb, rt] : {std::pair<int, brisk::Runtime*>{32, rt32.get()}, {1, rt1.get()}}) {
-      const Cell c = open_loop(*rt, sentences, rate, a, brisk::load::mix_seed(a.seed, li));
+      const Cell c = open_loop(*rt, sentences, rate, a, brisk::load_test::mix_seed(a.seed, li));
       std::printf("| %.0f%% | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f%% / %.1f%% |\n", 100 * a.loads[li], mb,
                   static_cast<double>(c.offered) / a.duration_s, static_cast<double>(c.completed) / c.wall_s, c.p50,
                   c.p99, c.mean_batch, 100.0 * static_cast<double>(c.refused) / static_cast<double>(c.offered),

@@ -232,6 +232,7 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
   }
   if (o.cache_stale_ttl_ms < 0) return bad("cache_stale_ttl_ms", o.cache_stale_ttl_ms, ">= 0 (0: none kept)");
   ro.cache.stale_ttl = std::chrono::milliseconds(o.cache_stale_ttl_ms);
+  if (o.policy_path != nullptr) ro.policy_path = o.policy_path;
   return BRISK_OK;
 }
 

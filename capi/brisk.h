@@ -149,6 +149,11 @@ typedef struct brisk_runtime_options {
   int32_t cache_stale_ttl_ms; /* how long past cache_ttl_ms a result is kept, to answer a request with allow_stale
                                  when the model fails (BRISK_ANSWER_STALE; default 0: none kept; not with
                                  redis_host) */
+  /* Serving policy (appended in 0.7; a struct from before gets none). */
+  const char* policy_path; /* non-NULL and not "": a policy file written by `brisk tune` (JSON); its values override
+                              max_batch_size, batch_max_delay_us, num_threads and the batcher's executors, batches
+                              in flight, token budget and predicted-late refusal. A bad file fails
+                              brisk_runtime_create with a message naming it */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {

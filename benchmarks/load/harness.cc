@@ -22,13 +22,7 @@ namespace {
   std::exit(1);
 }
 
-// Nearest-rank percentile of sorted values.
-int64_t percentile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  size_t rank = static_cast<size_t>(std::ceil(q / 100.0 * sorted.size()));
-  rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
-}
+using brisk::load_test::percentile;  // nearest rank
 
 }  // namespace
 
@@ -119,34 +113,6 @@ Source mixed_length_source(const Model& model, size_t n, int short_len, int long
     source.sequences.push_back(std::move(ids));
   }
   return source;
-}
-
-uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t x = seed;
-  for (uint64_t v : {a, b, c}) {  // splitmix64 steps
-    x += 0x9e3779b97f4a7c15ULL + v;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-  }
-  return x;
-}
-
-std::vector<Arrival> poisson_schedule(const std::vector<Stream>& streams, double duration_s, size_t items,
-                                      uint64_t seed) {
-  std::vector<Arrival> all;
-  for (size_t s = 0; s < streams.size(); ++s) {
-    if (streams[s].rate <= 0) continue;
-    std::mt19937_64 rng(mix_seed(seed, s));
-    std::exponential_distribution<double> gap(streams[s].rate);
-    std::uniform_int_distribution<uint32_t> pick(0, static_cast<uint32_t>(items - 1));
-    for (double t = gap(rng); t < duration_s; t += gap(rng)) {
-      all.push_back(
-          {std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)), pick(rng), static_cast<uint8_t>(s)});
-    }
-  }
-  std::stable_sort(all.begin(), all.end(), [](const Arrival& a, const Arrival& b) { return a.at < b.at; });
-  return all;
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/runtime/load_test.h"
 
 namespace brisk::load {
 
@@ -67,22 +68,12 @@ StatusOr<Source> questions_source(const Model& model, const std::string& path);
 Source mixed_length_source(const Model& model, size_t n, int short_len, int long_len, double short_share,
                            uint64_t seed);
 
-uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0);
-
-// Poisson arrivals: per stream, exponential inter-arrival times at `rate` per second over `duration_s`; the
-// streams merged in time order. Each arrival picks a source item uniformly.
-struct Stream {
-  double rate = 0;
-  int priority = 0;
-  Duration deadline{0};  // from the scheduled arrival; 0: the level's default_timeout (or none)
-};
-struct Arrival {
-  Duration at;
-  uint32_t item = 0;
-  uint8_t stream = 0;
-};
-std::vector<Arrival> poisson_schedule(const std::vector<Stream>& streams, double duration_s, size_t items,
-                                      uint64_t seed);
+// Seeds and Poisson schedules: the library's open-loop load generator (brisk/runtime/load_test.h), shared with
+// `brisk tune`.
+using brisk::load_test::Arrival;
+using brisk::load_test::mix_seed;
+using brisk::load_test::poisson_schedule;
+using brisk::load_test::Stream;
 
 enum class Outcome : uint8_t { kPending, kCompleted, kRejected, kExpired, kFailed };
 struct Record {

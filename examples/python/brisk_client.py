@@ -37,7 +37,9 @@ class RuntimeOptions(ctypes.Structure):
                 ("classification_head", ctypes.c_char_p), ("torchscript_module", ctypes.c_char_p),
                 ("torchscript_output", ctypes.c_int32),
                 ("fallback_model", ctypes.c_char_p), ("fallback_threads", ctypes.c_int32),
-                ("cache_stale_ttl_ms", ctypes.c_int32)]
+                ("cache_stale_ttl_ms", ctypes.c_int32),
+                # serving policy (appended in 0.7)
+                ("policy_path", ctypes.c_char_p)]
 
 
 class LabelScore(ctypes.Structure):
@@ -151,13 +153,14 @@ class Brisk:
     torchscript_module: run a TorchScript file instead of brisk's encoder, torchscript_output naming its output
     (auto, hidden, pooled, logits); backend: a HostBackend, the host's own model (model_dir gives the tokenizer);
     fallback_model: a lighter model (a quantized file, a pruned directory) that answers submits the queue refuses for
-    overload; cache_stale_ttl_ms: how long past the result TTL a result is kept for stale-if-error."""
+    overload; cache_stale_ttl_ms: how long past the result TTL a result is kept for stale-if-error;
+    policy_path: a serving policy file written by `brisk tune` (its batching and thread values override the rest)."""
 
     def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
                  activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
                  torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
                  max_seq_len: int = 0, cache_result_bytes: int = None, fallback_model: str = None,
-                 cache_stale_ttl_ms: int = 0):
+                 cache_stale_ttl_ms: int = 0, policy_path: str = None):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -220,6 +223,8 @@ class Brisk:
         self._fallback = fallback_model.encode() if fallback_model else None
         opts.fallback_model = self._fallback
         opts.cache_stale_ttl_ms = cache_stale_ttl_ms
+        self._policy = policy_path.encode() if policy_path else None
+        opts.policy_path = self._policy
         self._rt = ctypes.c_void_p()
         if backend is None:
             self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
@@ -342,12 +347,13 @@ def main() -> int:
     p.add_argument("--classify", action="store_true", help="print each text's top labels instead of a ranking")
     p.add_argument("--top-k", type=int, default=1, help="--classify: labels per text")
     p.add_argument("--rerank", metavar="QUERY", help="rank the texts against QUERY with a cross-encoder")
+    p.add_argument("--policy", help="a serving policy file written by brisk tune (batching and threads)")
     p.add_argument("texts", nargs="+")
     args = p.parse_args()
     try:
         with Brisk(args.lib, args.model, device=args.device, activation_dtype=args.dtype,
                    device_memory_limit=args.device_memory_limit, classification_head=args.head,
-                   torchscript_module=args.torchscript) as brisk:
+                   torchscript_module=args.torchscript, policy_path=args.policy) as brisk:
             if args.classify:
                 for text, labels in zip(args.texts, brisk.classify(args.texts, args.top_k)):
                     print("  ".join(f"{label} {score:.4f}" for label, score in labels) + f"  {text}")

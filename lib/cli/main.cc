@@ -69,6 +69,7 @@
 #include "brisk/quant/model_file.h"
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
+#include "tune.h"
 #include "model_flags.h"
 #include "output.h"
 #include "printable.h"
@@ -413,6 +414,10 @@ int main(int argc, char** argv) {
   CLI::App* fit_intents_cmd =
       app.add_subcommand("fit-intents", "fit a few-shot intent head on labelled examples (label<TAB>text)");
   fit_intents_flags.add_to(*fit_intents_cmd);
+  brisk::cli::TuneFlags tune_flags;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "find the batching policy with the most goodput within a P99 SLO; write it as a policy file");
+  tune_flags.add_to(*tune_cmd);
 
   try {
     app.parse(argc, argv);
@@ -450,6 +455,7 @@ int main(int argc, char** argv) {
     if (sensitivity_cmd->parsed()) return brisk::cli::run_sensitivity(sensitivity_flags);
     if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);
     if (fit_intents_cmd->parsed()) return brisk::cli::run_fit_intents(fit_intents_flags);
+    if (tune_cmd->parsed()) return brisk::cli::run_tune(tune_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
     fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;

@@ -1,5 +1,6 @@
-// The model flags the tool's subcommands share: --model, --threads, the text, pooling, head and TorchScript groups,
-// and the device flags (--device, --dtype, --no-remove-padding, --device-memory-limit), turned into RuntimeOptions.
+// The model flags the tool's subcommands share: --model, --threads, --policy, the text, pooling, head and TorchScript
+// groups, and the device flags (--device, --dtype, --no-remove-padding, --device-memory-limit), turned into
+// RuntimeOptions.
 //
 //   ModelFlags flags;
 //   flags.add_to(*cmd, kTextFlags | kHeadFlag);        // after parsing: flags.validate(), then
@@ -125,6 +126,7 @@ struct ModelFlags {
   std::string head;         // RuntimeOptions::classification_head
   std::string torchscript;  // RuntimeOptions::torchscript->module
   std::string torchscript_output = "auto";
+  std::string policy;  // RuntimeOptions::policy_path
   DeviceFlags device;
 
   void add_to(CLI::App& cmd, unsigned groups) {
@@ -138,6 +140,9 @@ struct ModelFlags {
     cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
         ->check(CLI::Range(0, brisk::kMaxThreads))
         ->capture_default_str();
+    cmd.add_option("--policy", policy,
+                   "a serving policy file written by brisk tune: its batching and thread values override the "
+                   "defaults and --threads");
     device.add_to(cmd);
     if (groups & kTextFlags) {
       cmd.add_option("--max-seq-len", max_seq_len, "tokens per text after truncation; 0 = the model's maximum")
@@ -180,6 +185,7 @@ struct ModelFlags {
     if (no_normalize) o.normalize = false;
     o.replace_invalid_utf8 = replace_invalid_utf8;
     o.classification_head = head;
+    o.policy_path = policy;
     if (!torchscript.empty()) {
       brisk::TorchScriptOptions ts;
       ts.module = torchscript;

@@ -17,6 +17,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/quant/model_file.h"
+#include "brisk/runtime/serving_policy.h"
 #include "brisk/model/classification_head.h"
 #include "brisk/model/intent_head.h"
 #include "native_backend.h"
@@ -216,6 +217,11 @@ Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  if (!options.policy_path.empty()) {
+    RuntimeOptions with_policy = options;
+    BRISK_RETURN_IF_ERROR(load_policy_path(with_policy));
+    return create(with_policy);
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   BRISK_RETURN_IF_ERROR(check_options(options));
@@ -274,6 +280,11 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 }
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options, std::unique_ptr<Backend> backend) {
+  if (!options.policy_path.empty()) {
+    RuntimeOptions with_policy = options;
+    BRISK_RETURN_IF_ERROR(load_policy_path(with_policy));
+    return create(with_policy, std::move(backend));
+  }
   BRISK_RETURN_IF_ERROR(check_options(options));
   if (backend == nullptr) {
     return absl::InvalidArgumentError("Runtime::create: the backend is null; expected a Backend");
@@ -337,6 +348,7 @@ Status create_fallback(Runtime::Impl& impl) {
   o.cache.result_cache_bytes = 0;
   o.torchscript.reset();
   o.fallback.reset();
+  o.policy_path.clear();  // the policy tuned the primary; the fallback keeps FallbackOptions' batching and threads
   StatusOr<std::unique_ptr<Runtime>> fallback = Runtime::create(o);
   if (!fallback.ok()) {
     return Status(fallback.status().code(), absl::StrCat("RuntimeOptions::fallback: ", fallback.status().message()));

@@ -162,6 +162,35 @@ def test_host_backend(lib):
     check(e is not None and e.status == 1, f"a host backend of width 0 is refused ({e})")
 
 
+def test_policy_path(lib):
+    """policy_path: a serving policy file's max_batch_size splits the host backend's batches; a bad file is named."""
+    import tempfile
+    model = os.path.join(TASKS, "bert_cls")
+    sizes = []
+
+    def fn(sequences):
+        sizes.append(len(sequences))
+        return [features(ids) for ids, _ in sequences]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        good = os.path.join(tmp, "policy.json")
+        with open(good, "w") as f:
+            json.dump({"format": "brisk-serving-policy", "version": 1, "max_batch_size": 2,
+                       "preferred_batch_multiple": 1}, f)
+        with Brisk(lib, model, num_threads=2, max_seq_len=MAX_LEN, backend=HostBackend(fn, 4), cache_result_bytes=0,
+                   policy_path=good) as b:
+            b.embed(["one text", "two texts", "three texts", "four texts", "five texts"])
+            stats = json.loads(b.stats_json())
+        check(sizes == [2, 2, 1], f"the policy's max_batch_size 2 gives batches of 2, 2 and 1 ({sizes})")
+        check(stats["batcher"]["batch_limit"] == 2, f"stats show the policy's limit ({stats['batcher']['batch_limit']})")
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"max_batch_size": 0}')
+        e = raises(lambda: Brisk(lib, model, backend=HostBackend(fn, 4), policy_path=bad))
+        check(e is not None and e.status == 1 and "bad.json" in str(e) and "max_batch_size is 0" in str(e),
+              f"a bad policy file is refused naming the file and the value ({e})")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -170,6 +199,7 @@ def main():
     test_classify(lib)
     test_rerank(lib)
     test_host_backend(lib)
+    test_policy_path(lib)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

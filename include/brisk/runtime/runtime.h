@@ -143,6 +143,10 @@ struct RuntimeOptions {
   // Degradation under overload: the lighter model submit() and submit_classify() reroute to (see FallbackOptions).
   // The same device, pooling, normalisation, sequence length and UTF-8 handling as this model.
   std::optional<FallbackOptions> fallback;
+  // A serving policy file (brisk/runtime/serving_policy.h, written by `brisk tune`): create() reads it and its values
+  // override batching's max_batch_size, preferred_batch_multiple, max_queue_delay, executor_threads,
+  // max_inflight_batches, max_batch_tokens, reject_predicted_late and num_threads. Errors name the file. "": none.
+  std::string policy_path;
 };
 
 struct EmbedRequestOptions {
