@@ -15,6 +15,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/backend.h"
 #include "brisk/runtime/runtime.h"
+#include "request_trace.h"
 #include "runtime_cache.h"
 #include "single_flight.h"
 
@@ -36,6 +37,7 @@ TokenizedInput input_of_cache_key(std::span<const int32_t> key);
 struct TaskRequest {
   TokenizedInput input;
   std::vector<std::string> cache_tags;
+  std::shared_ptr<RequestTrace> trace = nullptr;  // set when the submit is traced: its batch records spans into it
 };
 
 using TaskBatcher = batch::Batcher<TaskRequest, std::vector<float>>;
@@ -78,8 +80,11 @@ struct Runtime::Impl {
   Status compute_here(std::span<const TokenizedInput> inputs, std::span<float* const> rows);
   // Queues one tokenized input (submit, submit_classify): a result-cache hit calls done at once; an input already
   // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own.
+  // A traced submit (trace set) records its cache lookup, carries the trace to its batch and calls back through
+  // traced_callback.
   StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options,
-                                  absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done);
+                                  absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>)> done,
+                                  std::shared_ptr<RequestTrace> trace = nullptr);
   // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
   void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.

@@ -42,6 +42,7 @@
 #include "brisk/model/config.h"
 #include "brisk/runtime/backend.h"
 #include "brisk/runtime/torchscript_backend.h"
+#include "brisk/runtime/tracing.h"
 
 namespace brisk {
 
@@ -124,6 +125,9 @@ struct RuntimeOptions {
   // For embed() and submit(); batching.max_batch_size (at most kMaxBatchSize) is the texts per forward pass.
   batch::BatchPolicy batching = default_runtime_batching();
   RuntimeCacheOptions cache;
+  // Receives the spans of submit() and submit_classify() requests that carry a sampled trace_parent
+  // (brisk/runtime/tracing.h); null (the default): nothing is traced and tracing costs nothing.
+  std::shared_ptr<SpanSink> span_sink;
 };
 
 struct EmbedRequestOptions {
@@ -132,6 +136,13 @@ struct EmbedRequestOptions {
   // clock's range (nanoseconds::max()) means no deadline.
   std::chrono::nanoseconds timeout{0};
   std::vector<std::string> cache_tags = {};  // the result is cached with these tags (cache_invalidate_tag drops it)
+  // A W3C traceparent (brisk/runtime/tracing.h); empty: not traced. Malformed: submit() fails with INVALID_ARGUMENT
+  // naming traceparent. With RuntimeOptions::span_sink and the sampled flag set, the request's spans go to the sink,
+  // under a "brisk.request" span that is a child of this traceparent's span.
+  std::string trace_parent = {};
+  // When set and trace_parent parses: receives, before submit() returns, the context to propagate downstream
+  // (format_traceparent() of it): the "brisk.request" span's when spans are recorded, else trace_parent's own.
+  TraceContext* trace_context_out = nullptr;
 };
 
 // Receives a submitted request's embedding (embedding_dim() floats) or why it has none.
