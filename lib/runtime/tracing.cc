@@ -67,7 +67,10 @@ bool all_zero(const std::array<uint8_t, N>& bytes) {
 std::mt19937_64& thread_rng() {
   thread_local std::mt19937_64 rng = [] {
     std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device(),
+    std::seed_seq seed{device(),
+                       device(),
+                       device(),
+                       device(),
                        static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())),
                        static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
     return std::mt19937_64(seed);
@@ -217,8 +220,7 @@ std::string otlp_json(std::span<const Span> spans, const OtlpJsonOptions& option
   return request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-StatusOr<std::unique_ptr<OtlpJsonLinesSink>> OtlpJsonLinesSink::open(const std::string& path,
-                                                                      OtlpJsonOptions options) {
+StatusOr<std::unique_ptr<OtlpJsonLinesSink>> OtlpJsonLinesSink::open(const std::string& path, OtlpJsonOptions options) {
   std::FILE* file = std::fopen(path.c_str(), "ae");
   if (file == nullptr) {
     return absl::NotFoundError(
