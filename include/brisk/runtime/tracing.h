@@ -76,7 +76,7 @@ struct SpanAttribute {
   std::variant<std::string, int64_t, double, bool> value;
 };
 
-struct Span {
+struct BRISK_API Span {
   TraceId trace_id{};
   SpanId span_id{};
   SpanId parent_span_id{};  // all zero: a root span
