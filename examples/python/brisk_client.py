@@ -35,7 +35,19 @@ class RuntimeOptions(ctypes.Structure):
                 ("remove_padding", ctypes.c_int32), ("device_memory_limit", ctypes.c_int64),
                 # tasks and backends (appended in 0.6)
                 ("classification_head", ctypes.c_char_p), ("torchscript_module", ctypes.c_char_p),
-                ("torchscript_output", ctypes.c_int32)]
+                ("torchscript_output", ctypes.c_int32),
+                # request tracing (appended in 0.7); this client uses the OTLP/JSON file, not a span callback
+                ("span_fn", ctypes.c_void_p), ("span_user_data", ctypes.c_void_p),
+                ("otlp_trace_path", ctypes.c_char_p), ("otlp_service_name", ctypes.c_char_p)]
+
+
+class RequestOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("priority", ctypes.c_int32), ("deadline_ms", ctypes.c_int64),
+                ("cache_tags", ctypes.POINTER(ctypes.c_char_p)), ("num_cache_tags", ctypes.c_size_t),
+                ("top_k", ctypes.c_int32),
+                # tracing (appended in 0.7)
+                ("trace_parent", ctypes.c_char_p), ("traceparent_out", ctypes.c_void_p),
+                ("traceparent_out_len", ctypes.c_size_t)]
 
 
 class LabelScore(ctypes.Structure):
@@ -152,7 +164,8 @@ class Brisk:
     def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
                  activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
                  torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
-                 max_seq_len: int = 0, cache_result_bytes: int = None):
+                 max_seq_len: int = 0, cache_result_bytes: int = None, otlp_trace_path: str = None,
+                 otlp_service_name: str = None):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -165,6 +178,9 @@ class Brisk:
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_size_t]
         lib.brisk_submit_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64,
                                            EMBED_CALLBACK, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+        lib.brisk_request_options_init.argtypes = [ctypes.POINTER(RequestOptions), ctypes.c_size_t]
+        lib.brisk_submit_embed_ex.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(RequestOptions),
+                                              EMBED_CALLBACK, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
         lib.brisk_cancel.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
         lib.brisk_stats_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                          ctypes.POINTER(ctypes.c_size_t)]
@@ -212,6 +228,11 @@ class Brisk:
         opts.classification_head = self._head
         opts.torchscript_module = self._torchscript
         opts.torchscript_output = TORCHSCRIPT_OUTPUTS[torchscript_output]
+        # Traced submits (submit(trace_parent=...)) append their spans to this file as OTLP/JSON lines.
+        self._otlp_path = otlp_trace_path.encode() if otlp_trace_path else None
+        self._otlp_service = otlp_service_name.encode() if otlp_service_name else None
+        opts.otlp_trace_path = self._otlp_path
+        opts.otlp_service_name = self._otlp_service
         self._rt = ctypes.c_void_p()
         if backend is None:
             self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
@@ -267,13 +288,25 @@ class Brisk:
                                            out, len(out)))
         return [(out[i].index, out[i].score) for i in range(len(passages))]
 
-    def submit(self, text: str, priority: int = 0, deadline_ms: int = 0) -> concurrent.futures.Future:
-        """Queues one text for the batcher; the future resolves to its embedding or raises BriskError."""
+    def submit(self, text: str, priority: int = 0, deadline_ms: int = 0,
+               trace_parent: str = None) -> concurrent.futures.Future:
+        """Queues one text for the batcher; the future resolves to its embedding or raises BriskError. trace_parent:
+        a W3C traceparent; then future.traceparent is the one to propagate (naming brisk's request span when traced)."""
         slot = next(self._slots)
         future = concurrent.futures.Future()
         with self._pending_lock:
             self._pending[slot] = future
-        status = self._lib.brisk_submit_embed(self._rt, text.encode(), priority, deadline_ms, self._callback, slot, None)
+        ro = RequestOptions()
+        self._lib.brisk_request_options_init(ctypes.byref(ro), ctypes.sizeof(ro))
+        ro.priority = priority
+        ro.deadline_ms = deadline_ms
+        out = ctypes.create_string_buffer(64)
+        if trace_parent:
+            ro.trace_parent = trace_parent.encode()
+            ro.traceparent_out = ctypes.addressof(out)
+            ro.traceparent_out_len = len(out)
+        status = self._lib.brisk_submit_embed_ex(self._rt, text.encode(), ctypes.byref(ro), self._callback, slot, None)
+        future.traceparent = out.value.decode()
         if status != 0:
             with self._pending_lock:
                 del self._pending[slot]
