@@ -215,6 +215,7 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
   if (brisk_status s = device_options(o, ro); s != BRISK_OK) return s;
   if (brisk_status s = batching_options(o, ro.batching); s != BRISK_OK) return s;
   if (brisk_status s = cache_options(o, ro.cache); s != BRISK_OK) return s;
+  if (brisk_status s = tracing_options(function, o, ro); s != BRISK_OK) return s;
   if (o.classification_head != nullptr) ro.classification_head = o.classification_head;
   if (o.torchscript_module != nullptr && o.torchscript_module[0] != '\0') {
     if (o.torchscript_output < BRISK_TORCHSCRIPT_AUTO || o.torchscript_output > BRISK_TORCHSCRIPT_LOGITS) {

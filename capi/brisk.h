@@ -84,6 +84,33 @@ typedef enum brisk_dtype {
 
 typedef struct brisk_runtime brisk_runtime;
 
+/* One span of a traced request (see brisk_runtime_options.span_fn), valid only during the span_fn call. Ids are
+ * lowercase hex (trace_id 32 digits, span ids 16); parent_span_id is "" for a root span. Times are Unix-epoch
+ * nanoseconds. status is OTLP's Status.code: 0 unset, 1 ok, 2 error (status_message then says why). Attribute values
+ * are text: integers in decimal, doubles as %.17g, booleans "true" or "false". */
+typedef struct brisk_span_attribute {
+  const char* key;
+  const char* value;
+} brisk_span_attribute;
+
+typedef struct brisk_span {
+  const char* trace_id;
+  const char* span_id;
+  const char* parent_span_id;
+  const char* name;
+  int64_t start_unix_nanos;
+  int64_t end_unix_nanos;
+  int32_t status;
+  const char* status_message;
+  const brisk_span_attribute* attributes;
+  size_t num_attributes;
+} brisk_span;
+
+/* Receives the n spans of one request (spans[0] is its "brisk.request"). It runs on the thread that completed the
+ * request (a batcher thread, or the submitting thread for cache hits and refused submits), possibly on several at
+ * once: keep it short and thread-safe, and do not call brisk_runtime_destroy from it. */
+typedef void (*brisk_span_fn)(void* user_data, const brisk_span* spans, size_t n);
+
 typedef struct brisk_runtime_options {
   size_t struct_size;     /* the caller's sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
   const char* model_dir;  /* required: a Hugging Face model directory */
@@ -154,6 +181,15 @@ typedef struct brisk_runtime_options {
                               max_batch_size, batch_max_delay_us, num_threads and the batcher's executors, batches
                               in flight, token budget and predicted-late refusal. A bad file fails
                               brisk_runtime_create with a message naming it */
+  /* Request tracing (appended in 0.7; a struct from before traces nothing). Requests whose
+   * brisk_request_options.trace_parent is a sampled W3C traceparent produce spans: "brisk.request" (a child of the
+   * traceparent's span) with "brisk.tokenize", "brisk.cache_lookup", "brisk.queue", "brisk.batch_compute" and
+   * "brisk.callback" under it. At most one of span_fn and otlp_trace_path may be set. */
+  brisk_span_fn span_fn;         /* non-NULL: receives each request's spans once its callback has returned */
+  void* span_user_data;          /* passed to span_fn */
+  const char* otlp_trace_path;   /* non-NULL and not "": append the spans to this file as OTLP/JSON lines (one
+                                    ExportTraceServiceRequest per request), for an OpenTelemetry Collector */
+  const char* otlp_service_name; /* the OTLP resource's service.name (NULL or "": "brisk") */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {
@@ -233,6 +269,12 @@ typedef struct brisk_request_options {
   /* Appended in 0.7. */
   int32_t allow_stale; /* 1: when the model cannot answer (overload, deadline, a failed pass), answer with a result
                           that expired at most cache_stale_ttl_ms ago, if this process has one (default 0) */
+  /* Tracing (appended in 0.7). */
+  const char* trace_parent;   /* a W3C traceparent (NULL or "": not traced); malformed: BRISK_INVALID_ARGUMENT */
+  char* traceparent_out;      /* non-NULL: receives, NUL-terminated, the traceparent to propagate downstream (naming
+                                 brisk's request span when spans are recorded, else trace_parent itself; "" when
+                                 there is no trace_parent) */
+  size_t traceparent_out_len; /* bytes at traceparent_out: at least 56 */
 } brisk_request_options;
 
 /* Which path answered a request. */

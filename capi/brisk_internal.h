@@ -36,6 +36,8 @@ brisk_status null_argument(const char* function, const char* argument);
 // The C++ options from the C struct (a prefix of it, per struct_size, over the defaults); errors name `function`
 // and the field.
 brisk_status runtime_options(const char* function, const brisk_runtime_options* options, brisk::RuntimeOptions& ro);
+// The tracing fields of brisk_runtime_options (span_fn, otlp_trace_path) as RuntimeOptions::span_sink.
+brisk_status tracing_options(const char* function, const brisk_runtime_options& o, brisk::RuntimeOptions& ro);
 
 // The ABI rule of the C structs with a struct_size field: the caller knows the first struct_size bytes.
 // write_defaults fills exactly those with `defaults` (zeroing any the caller has past ours) and records the size;

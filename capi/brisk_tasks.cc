@@ -37,9 +37,22 @@ static_assert(static_cast<int>(brisk::AnswerPath::kModel) == BRISK_ANSWER_MODEL 
               static_cast<int>(brisk::AnswerPath::kFallback) == BRISK_ANSWER_FALLBACK &&
               static_cast<int>(brisk::AnswerPath::kStaleCache) == BRISK_ANSWER_STALE);
 
+// Where a submit writes the traceparent to propagate (brisk_request_options.traceparent_out), once it is accepted.
+struct TraceparentOut {
+  char* buf = nullptr;
+  brisk::TraceContext context;  // all-zero trace id: none was set
+};
+
+// The traceparent into out.buf, or "" when the submit had no trace_parent.
+void write_traceparent(const TraceparentOut& out) {
+  if (out.buf == nullptr || out.context.trace_id == brisk::TraceId{}) return;
+  const std::string text = brisk::format_traceparent(out.context);
+  std::memcpy(out.buf, text.c_str(), text.size() + 1);
+}
+
 // The C request options (a prefix of them, per struct_size, over the defaults; NULL: the defaults) as C++ ones.
-brisk_status request_options(const char* function, const brisk_request_options* in,
-                             brisk::ClassifyRequestOptions& out) {
+brisk_status request_options(const char* function, const brisk_request_options* in, brisk::ClassifyRequestOptions& out,
+                             TraceparentOut& trace_out) {
   brisk_request_options o;
   brisk_request_options_init(&o, sizeof o);
   if (in != nullptr) {
@@ -74,24 +87,36 @@ brisk_status request_options(const char* function, const brisk_request_options* 
                                             std::to_string(o.allow_stale) + "; expected 0 or 1");
   }
   out.allow_stale = o.allow_stale == 1;
+  if (o.trace_parent != nullptr) out.trace_parent = o.trace_parent;
+  if (o.traceparent_out != nullptr) {
+    constexpr size_t kTraceparentBytes = 56;  // version 00's 55 characters and the NUL
+    if (o.traceparent_out_len < kTraceparentBytes) {
+      return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->traceparent_out_len is " +
+                                              std::to_string(o.traceparent_out_len) + "; expected at least 56 bytes");
+    }
+    o.traceparent_out[0] = '\0';
+    trace_out.buf = o.traceparent_out;
+    out.trace_context_out = &trace_out.context;
+  }
   return BRISK_OK;
 }
 
 // The checks of a submit before it queues: *request_id cleared, runtime, text and callback given, options parsed.
 brisk_status submit_arguments(const char* function, const brisk_runtime* runtime, const char* text, bool has_callback,
                               const brisk_request_options* options, uint64_t* request_id,
-                              brisk::ClassifyRequestOptions& out) {
+                              brisk::ClassifyRequestOptions& out, TraceparentOut& trace_out) {
   if (request_id != nullptr) *request_id = 0;
   if (runtime == nullptr) return null_argument(function, "runtime");
   if (text == nullptr) return null_argument(function, "text");
   if (!has_callback) return null_argument(function, "callback");
-  return request_options(function, options, out);
+  return request_options(function, options, out, trace_out);
 }
 
 // A submit's outcome: its id into *request_id (when given), or its error.
-brisk_status submitted(const brisk::StatusOr<uint64_t>& id, uint64_t* request_id) {
+brisk_status submitted(const brisk::StatusOr<uint64_t>& id, uint64_t* request_id, const TraceparentOut& trace_out) {
   if (!id.ok()) return from_status(id.status());
   if (request_id != nullptr) *request_id = *id;
+  write_traceparent(trace_out);
   return BRISK_OK;
 }
 
@@ -138,7 +163,8 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
   constexpr const char* kFn = "brisk_submit_embed_ex";
   return guarded(kFn, [&]() -> brisk_status {
     brisk::ClassifyRequestOptions ro;
-    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro);
+    TraceparentOut trace_out;
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, trace_out);
         s != BRISK_OK) {
       return s;
     }
@@ -151,7 +177,7 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
         callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());
       }
     };
-    return submitted(runtime->runtime->submit(text, ro, std::move(done)), request_id);
+    return submitted(runtime->runtime->submit(text, ro, std::move(done)), request_id, trace_out);
   });
 }
 
@@ -208,7 +234,8 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
   constexpr const char* kFn = "brisk_submit_classify";
   return guarded(kFn, [&]() -> brisk_status {
     brisk::ClassifyRequestOptions ro;
-    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro);
+    TraceparentOut trace_out;
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, trace_out);
         s != BRISK_OK) {
       return s;
     }
@@ -224,7 +251,7 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
       for (const brisk::LabelScore& s : *r) labels.push_back(to_c(*runtime, s));
       callback(user_data, id, BRISK_OK, labels.data(), labels.size(), "");
     };
-    return submitted(runtime->runtime->submit_classify(text, ro, std::move(done)), request_id);
+    return submitted(runtime->runtime->submit_classify(text, ro, std::move(done)), request_id, trace_out);
   });
 }
 

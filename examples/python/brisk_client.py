@@ -39,7 +39,20 @@ class RuntimeOptions(ctypes.Structure):
                 ("fallback_model", ctypes.c_char_p), ("fallback_threads", ctypes.c_int32),
                 ("cache_stale_ttl_ms", ctypes.c_int32),
                 # serving policy (appended in 0.7)
-                ("policy_path", ctypes.c_char_p)]
+                ("policy_path", ctypes.c_char_p),
+                # request tracing (appended in 0.7); this client uses the OTLP/JSON file, not a span callback
+                ("span_fn", ctypes.c_void_p), ("span_user_data", ctypes.c_void_p),
+                ("otlp_trace_path", ctypes.c_char_p), ("otlp_service_name", ctypes.c_char_p)]
+
+
+class RequestOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("priority", ctypes.c_int32), ("deadline_ms", ctypes.c_int64),
+                ("cache_tags", ctypes.POINTER(ctypes.c_char_p)), ("num_cache_tags", ctypes.c_size_t),
+                ("top_k", ctypes.c_int32),
+                ("allow_stale", ctypes.c_int32),  # appended in 0.7
+                # tracing (appended in 0.7)
+                ("trace_parent", ctypes.c_char_p), ("traceparent_out", ctypes.c_void_p),
+                ("traceparent_out_len", ctypes.c_size_t)]
 
 
 class LabelScore(ctypes.Structure):
@@ -160,7 +173,8 @@ class Brisk:
                  activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
                  torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
                  max_seq_len: int = 0, cache_result_bytes: int = None, fallback_model: str = None,
-                 cache_stale_ttl_ms: int = 0, policy_path: str = None):
+                 cache_stale_ttl_ms: int = 0, policy_path: str = None, otlp_trace_path: str = None,
+                 otlp_service_name: str = None):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -173,6 +187,9 @@ class Brisk:
                                     ctypes.POINTER(ctypes.c_float), ctypes.c_size_t]
         lib.brisk_submit_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64,
                                            EMBED_CALLBACK, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+        lib.brisk_request_options_init.argtypes = [ctypes.POINTER(RequestOptions), ctypes.c_size_t]
+        lib.brisk_submit_embed_ex.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(RequestOptions),
+                                              EMBED_CALLBACK, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
         lib.brisk_cancel.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
         lib.brisk_stats_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                          ctypes.POINTER(ctypes.c_size_t)]
@@ -225,6 +242,11 @@ class Brisk:
         opts.cache_stale_ttl_ms = cache_stale_ttl_ms
         self._policy = policy_path.encode() if policy_path else None
         opts.policy_path = self._policy
+        # Traced submits (submit(trace_parent=...)) append their spans to this file as OTLP/JSON lines.
+        self._otlp_path = otlp_trace_path.encode() if otlp_trace_path else None
+        self._otlp_service = otlp_service_name.encode() if otlp_service_name else None
+        opts.otlp_trace_path = self._otlp_path
+        opts.otlp_service_name = self._otlp_service
         self._rt = ctypes.c_void_p()
         if backend is None:
             self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
@@ -280,13 +302,25 @@ class Brisk:
                                            out, len(out)))
         return [(out[i].index, out[i].score) for i in range(len(passages))]
 
-    def submit(self, text: str, priority: int = 0, deadline_ms: int = 0) -> concurrent.futures.Future:
-        """Queues one text for the batcher; the future resolves to its embedding or raises BriskError."""
+    def submit(self, text: str, priority: int = 0, deadline_ms: int = 0,
+               trace_parent: str = None) -> concurrent.futures.Future:
+        """Queues one text for the batcher; the future resolves to its embedding or raises BriskError. trace_parent:
+        a W3C traceparent; then future.traceparent is the one to propagate (naming brisk's request span when traced)."""
         slot = next(self._slots)
         future = concurrent.futures.Future()
         with self._pending_lock:
             self._pending[slot] = future
-        status = self._lib.brisk_submit_embed(self._rt, text.encode(), priority, deadline_ms, self._callback, slot, None)
+        ro = RequestOptions()
+        self._lib.brisk_request_options_init(ctypes.byref(ro), ctypes.sizeof(ro))
+        ro.priority = priority
+        ro.deadline_ms = deadline_ms
+        out = ctypes.create_string_buffer(64)
+        if trace_parent:
+            ro.trace_parent = trace_parent.encode()
+            ro.traceparent_out = ctypes.addressof(out)
+            ro.traceparent_out_len = len(out)
+        status = self._lib.brisk_submit_embed_ex(self._rt, text.encode(), ctypes.byref(ro), self._callback, slot, None)
+        future.traceparent = out.value.decode()
         if status != 0:
             with self._pending_lock:
                 del self._pending[slot]

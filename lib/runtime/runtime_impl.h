@@ -16,6 +16,7 @@
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/backend.h"
 #include "brisk/runtime/runtime.h"
+#include "request_trace.h"
 #include "runtime_cache.h"
 #include "single_flight.h"
 
@@ -37,6 +38,7 @@ TokenizedInput input_of_cache_key(std::span<const int32_t> key);
 struct TaskRequest {
   TokenizedInput input;
   std::vector<std::string> cache_tags;
+  std::shared_ptr<RequestTrace> trace = nullptr;  // set when the submit is traced: its batch records spans into it
 };
 
 using TaskBatcher = batch::Batcher<TaskRequest, std::vector<float>>;
@@ -88,12 +90,15 @@ struct Runtime::Impl {
   // Queues one tokenized input (submit, submit_classify): a result-cache hit calls done at once; an input already
   // in flight (and not yet cached) joins that request (SingleFlight), unless it has cache tags of its own. One the
   // model's queue refuses for overload goes to the fallback model; with options.allow_stale, one the model cannot
-  // answer is answered from the stale copies.
-  StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options, AnswerCallback done);
+  // answer is answered from the stale copies. A traced submit (trace set) records its cache lookup, carries the trace
+  // to its batch and calls back through traced_callback.
+  StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options, AnswerCallback done,
+                                  std::shared_ptr<RequestTrace> trace = nullptr);
   // The model's part of submit_input: single flight and the batcher; `answer` completes the request unless the
   // batcher refuses it.
   StatusOr<uint64_t> submit_to_model(TokenizedInput input, const EmbedRequestOptions& options,
-                                     const std::shared_ptr<AnswerCallback>& answer);
+                                     const std::shared_ptr<AnswerCallback>& answer,
+                                     std::shared_ptr<RequestTrace> trace);
   // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
   void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.

@@ -15,7 +15,7 @@ namespace brisk {
 
 namespace {
 
-Status run_batch(Runtime::Impl& impl, std::span<TaskRequest> requests,
+Status run_batch(Runtime::Impl& impl, const batch::BatchInfo& info, std::span<TaskRequest> requests,
                  std::span<StatusOr<std::vector<float>>> results) {
   std::vector<TokenizedInput> inputs;
   std::vector<std::vector<std::string>> tags;
@@ -27,7 +27,9 @@ Status run_batch(Runtime::Impl& impl, std::span<TaskRequest> requests,
   }
   const size_t dim = impl.output_dim;
   std::vector<float> out(requests.size() * dim);
-  BRISK_RETURN_IF_ERROR(impl.compute(inputs, out.data(), tags));
+  const Status computed = impl.compute(inputs, out.data(), tags);
+  if (impl.options.span_sink) record_batch_spans(info, requests, impl.batcher->clock().now(), computed);
+  BRISK_RETURN_IF_ERROR(computed);
   for (size_t i = 0; i < requests.size(); ++i) {
     results[i] = std::vector<float>(out.begin() + static_cast<ptrdiff_t>(i * dim),
                                     out.begin() + static_cast<ptrdiff_t>((i + 1) * dim));
@@ -94,8 +96,10 @@ size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_bud
 
 Status start_batcher(Runtime::Impl& impl) {
   batch::BatchFunctions<TaskRequest, std::vector<float>> fns;
-  fns.run = [&impl](const batch::BatchInfo&, std::span<TaskRequest> requests,
-                    std::span<StatusOr<std::vector<float>>> results) { return run_batch(impl, requests, results); };
+  fns.run = [&impl](const batch::BatchInfo& info, std::span<TaskRequest> requests,
+                    std::span<StatusOr<std::vector<float>>> results) {
+    return run_batch(impl, info, requests, results);
+  };
   fns.cost = [](const TaskRequest& r) { return r.input.ids.size(); };
   fns.estimate_bytes = [&impl](const batch::BatchShape& shape) {
     return impl.backend->estimate_activation_bytes(shape);
@@ -245,7 +249,7 @@ bool stale_may_answer(const Status& failure) {
 }  // namespace
 
 StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const EmbedRequestOptions& request,
-                                               AnswerCallback done) {
+                                               AnswerCallback done, std::shared_ptr<RequestTrace> trace) {
   if (request.timeout < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("Runtime::submit: timeout is negative (", request.timeout.count(),
                                                    " ns); expected >= 0 (0: none)"));
@@ -256,6 +260,7 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
                                                    " is out of range; expected 0..", levels - 1,
                                                    " (0 is the most urgent)"));
   }
+  if (trace) done = traced_callback(trace, std::move(done));
   // Every answer is counted by its path, here and nowhere else.
   AnswerCallback counted = [this, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> row,
                                                           AnswerPath path) mutable {
@@ -263,14 +268,15 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
     done(id, std::move(row), path);
   };
   std::vector<int32_t> key = result_cache_key(input);
-  // Ids of answers that never reach a batcher have the top bit set, so they never name a batcher request.
-  auto answer_here = [&](std::vector<float> row, AnswerPath path) {
+  const TimePoint lookup_start = trace ? std::chrono::steady_clock::now() : TimePoint{};
+  std::optional<std::vector<float>> hit = caches->lookup(key);
+  if (trace) record_cache_lookup(*trace, lookup_start, hit.has_value());
+  if (hit) {
+    // Ids of answers that never reach a batcher have the top bit set, so they never name a batcher request.
     const uint64_t id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
-    counted(id, std::move(row), path);
+    counted(id, std::move(*hit), AnswerPath::kCache);
     return id;
-  };
-  if (std::optional<std::vector<float>> hit = caches->lookup(key))
-    return answer_here(std::move(*hit), AnswerPath::kCache);
+  }
   std::optional<TokenizedInput> for_fallback;
   if (fallback) for_fallback = input;
   // Shared, so that a request the model's queue refuses can still be handed on with it.
@@ -286,12 +292,14 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
       next(id, std::move(row), path);
     };
   }
-  StatusOr<uint64_t> id = submit_to_model(std::move(input), request, answer);
+  StatusOr<uint64_t> id = submit_to_model(std::move(input), request, answer, std::move(trace));
   if (id.ok()) return id;
   if (fallback && fallback_may_answer(id.status())) {
     EmbedRequestOptions to_fallback = request;
     to_fallback.allow_stale = false;  // this runtime's stale copies answer a failed fallback too, through `answer`
     to_fallback.cache_tags.clear();   // the fallback's results are not cached
+    to_fallback.trace_parent.clear();  // the request's trace is this runtime's: its callback span and answer path
+    to_fallback.trace_context_out = nullptr;
     StatusOr<uint64_t> fallback_id = fallback->impl_->submit_input(
         std::move(*for_fallback), to_fallback, [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
           (*answer)(id | kFallbackIdBit, std::move(row), AnswerPath::kFallback);
@@ -309,7 +317,8 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
 }
 
 StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const EmbedRequestOptions& request,
-                                                  const std::shared_ptr<AnswerCallback>& answer) {
+                                                  const std::shared_ptr<AnswerCallback>& answer,
+                                                  std::shared_ptr<RequestTrace> trace) {
   Flights::Done done = [answer](uint64_t id, StatusOr<std::vector<float>> row) {
     (*answer)(id, std::move(row), AnswerPath::kModel);
   };
@@ -318,7 +327,7 @@ StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const Em
   so.priority = request.priority;
   if (request.timeout > std::chrono::nanoseconds::zero()) so.deadline = deadline_after(now, request.timeout);
   if (!request.cache_tags.empty()) {
-    return batcher->submit(TaskRequest{std::move(input), request.cache_tags}, so, std::move(done));
+    return batcher->submit(TaskRequest{std::move(input), request.cache_tags, std::move(trace)}, so, std::move(done));
   }
   // The deadline the batcher will hold the request to: its own, else its level's default.
   const Duration level_timeout = options.batching.levels[static_cast<size_t>(request.priority)].default_timeout;
@@ -328,12 +337,13 @@ StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const Em
   std::vector<int32_t> key = result_cache_key(input);
   bool lead = false;
   if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, &lead)) return *id;
-  if (!lead) return batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(done));
+  if (!lead) return batcher->submit(TaskRequest{std::move(input), {}, std::move(trace)}, so, std::move(done));
   auto leader_done = [this, key, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
     for (auto& follower : flights.finish(key)) answer_follower(follower, key, r);
     call_guarded(done, id, std::move(r));
   };
-  StatusOr<uint64_t> id = batcher->submit(TaskRequest{std::move(input), {}}, so, std::move(leader_done));
+  StatusOr<uint64_t> id =
+      batcher->submit(TaskRequest{std::move(input), {}, std::move(trace)}, so, std::move(leader_done));
   if (!id.ok()) {
     for (auto& follower : flights.finish(key)) call_guarded(follower.done, follower.id, id.status());
   }
@@ -380,8 +390,11 @@ StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOpti
                                    EmbeddingAnswerCallback done) const {
   if (!done) return absl::InvalidArgumentError("Runtime::submit: the callback is empty; expected a callable");
   BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kEmbedding, "Runtime::submit"));
-  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
-  return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options, std::move(done));
+  BRISK_ASSIGN_OR_RETURN(std::shared_ptr<RequestTrace> trace,
+                         RequestTrace::start(impl_->options.span_sink, options, "Runtime::submit", "embed"));
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, traced_tokenize(trace.get(), [&] { return impl_->tokenize(text); }));
+  return finish_if_refused(trace.get(),
+                           impl_->submit_input(TokenizedInput{std::move(ids), 0}, options, std::move(done), trace));
 }
 
 Status Runtime::cancel(uint64_t request_id) const {

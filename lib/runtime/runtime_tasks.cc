@@ -81,14 +81,20 @@ StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const Classif
   if (!done) return absl::InvalidArgumentError("Runtime::submit_classify: the callback is empty; expected a callable");
   BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kLogits, "Runtime::submit_classify"));
   BRISK_RETURN_IF_ERROR(check_top_k(options.top_k, impl_->output_dim, "Runtime::submit_classify"));
-  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, impl_->tokenize(text));
+  BRISK_ASSIGN_OR_RETURN(
+      std::shared_ptr<RequestTrace> trace,
+      RequestTrace::start(impl_->options.span_sink, options, "Runtime::submit_classify", "classify"));
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, traced_tokenize(trace.get(), [&] { return impl_->tokenize(text); }));
   const BackendInfo& backend = impl_->backend->info();
-  return impl_->submit_input(TokenizedInput{std::move(ids), 0}, options,
-                             [&backend, top_k = options.top_k, done = std::move(done)](
-                                 uint64_t id, StatusOr<std::vector<float>> logits, AnswerPath path) mutable {
-                               if (!logits.ok()) return done(id, logits.status(), path);
-                               done(id, top_labels(backend, *logits, top_k), path);
-                             });
+  return finish_if_refused(trace.get(), impl_->submit_input(
+                                            TokenizedInput{std::move(ids), 0}, options,
+                                            [&backend, top_k = options.top_k, done = std::move(done)](
+                                                uint64_t id, StatusOr<std::vector<float>> logits,
+                                                AnswerPath path) mutable {
+                                              if (!logits.ok()) return done(id, logits.status(), path);
+                                              done(id, top_labels(backend, *logits, top_k), path);
+                                            },
+                                            trace));
 }
 
 StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std::span<const std::string_view> passages,

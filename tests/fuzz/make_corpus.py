@@ -394,6 +394,21 @@ def intent_seeds():
     write("fuzz_intent_head", "label_mismatch.safetensors", intent_head(["a", "b"], 3, {"labels": '["a"]'}))
 
 
+# ---- traceparent: W3C Trace Context level 1, section 3.2.3's example and the rules of 3.2.2 and 3.2.4 -------------
+def traceparent_seeds():
+    tid, pid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    write("fuzz_traceparent", "spec_sampled", f"00-{tid}-{pid}-01")
+    write("fuzz_traceparent", "spec_not_sampled", f"00-{tid}-{pid}-00")
+    write("fuzz_traceparent", "zero_trace_id", f"00-{'0' * 32}-{pid}-01")
+    write("fuzz_traceparent", "zero_parent_id", f"00-{tid}-{'0' * 16}-01")
+    write("fuzz_traceparent", "version_ff", f"ff-{tid}-{pid}-01")
+    write("fuzz_traceparent", "uppercase", f"00-{tid.upper()}-{pid}-01")
+    write("fuzz_traceparent", "future_version", f"cc-{tid}-{pid}-01-what-the-future-will-be-like")
+    write("fuzz_traceparent", "future_bad_tail", f"cc-{tid}-{pid}-01.x")
+    write("fuzz_traceparent", "v00_too_long", f"00-{tid}-{pid}-01-")
+    write("fuzz_traceparent", "control_bytes", b"00-\n\x01\xff" + b"a" * 60)
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -408,6 +423,7 @@ def main():
     prometheus_seeds()
     capi_seeds()
     intent_seeds()
+    traceparent_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 

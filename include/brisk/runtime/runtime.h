@@ -42,6 +42,7 @@
 #include "brisk/model/config.h"
 #include "brisk/runtime/backend.h"
 #include "brisk/runtime/torchscript_backend.h"
+#include "brisk/runtime/tracing.h"
 
 namespace brisk {
 
@@ -147,6 +148,9 @@ struct RuntimeOptions {
   // override batching's max_batch_size, preferred_batch_multiple, max_queue_delay, executor_threads,
   // max_inflight_batches, max_batch_tokens, reject_predicted_late and num_threads. Errors name the file. "": none.
   std::string policy_path;
+  // Receives the spans of submit() and submit_classify() requests that carry a sampled trace_parent
+  // (brisk/runtime/tracing.h); null (the default): nothing is traced and tracing costs nothing.
+  std::shared_ptr<SpanSink> span_sink;
 };
 
 struct EmbedRequestOptions {
@@ -158,6 +162,13 @@ struct EmbedRequestOptions {
   // When the model cannot answer (overload, an expired deadline, a failed forward pass), answer with a result
   // that expired at most RuntimeCacheOptions::stale_ttl ago instead of the error, when this process has one.
   bool allow_stale = false;
+  // A W3C traceparent (brisk/runtime/tracing.h); empty: not traced. Malformed: submit() fails with INVALID_ARGUMENT
+  // naming traceparent. With RuntimeOptions::span_sink and the sampled flag set, the request's spans go to the sink,
+  // under a "brisk.request" span that is a child of this traceparent's span.
+  std::string trace_parent = {};
+  // When set and trace_parent parses: receives, before submit() returns, the context to propagate downstream
+  // (format_traceparent() of it): the "brisk.request" span's when spans are recorded, else trace_parent's own.
+  TraceContext* trace_context_out = nullptr;
 };
 
 // Which path answered a request.
