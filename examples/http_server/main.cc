@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "brisk/runtime/runtime.h"
+#include "brisk/runtime/tracing.h"
 #include "service.h"
 
 namespace {
@@ -42,7 +43,9 @@ struct Flags {
   int keep_alive_s = 5;
   std::string fallback;  // RuntimeOptions::fallback: a lighter model for overload
   int fallback_threads = 0;
-  int stale_ttl_ms = 0;  // RuntimeOptions::cache.stale_ttl, for requests with Cache-Control: stale-if-error
+  int stale_ttl_ms = 0;     // RuntimeOptions::cache.stale_ttl, for requests with Cache-Control: stale-if-error
+  std::string policy;       // RuntimeOptions::policy_path: a `brisk tune` policy file
+  std::string otlp_traces;  // OTLP/JSON lines of the spans of requests that carry a sampled traceparent
 };
 
 }  // namespace
@@ -77,6 +80,9 @@ int main(int argc, char** argv) {
                  "a lighter model (brisk quantize's file, a pruned directory) answering what the queue refuses for "
                  "overload");
   app.add_option("--fallback-threads", f.fallback_threads, "the fallback's compute threads; 0: --threads");
+  app.add_option("--policy", f.policy, "a serving policy file written by `brisk tune` (batching and threads)");
+  app.add_option("--otlp-traces", f.otlp_traces,
+                 "append the spans of requests with a sampled traceparent header to this file (OTLP/JSON lines)");
   app.add_option("--stale-ttl-ms", f.stale_ttl_ms,
                  "keep results this long past their TTL, for requests sending Cache-Control: stale-if-error")
       ->capture_default_str();
@@ -114,6 +120,17 @@ int main(int argc, char** argv) {
   if (!f.fallback.empty())
     opts.fallback = brisk::FallbackOptions{.model_dir = f.fallback, .num_threads = f.fallback_threads};
   opts.cache.stale_ttl = std::chrono::milliseconds(f.stale_ttl_ms);
+  opts.policy_path = f.policy;
+  if (!f.otlp_traces.empty()) {
+    brisk::OtlpJsonOptions otlp;
+    otlp.service_name = "brisk-http";
+    auto sink = brisk::OtlpJsonLinesSink::open(f.otlp_traces, otlp);
+    if (!sink.ok()) {
+      std::fprintf(stderr, "http_server: --otlp-traces: %s\n", std::string(sink.status().message()).c_str());
+      return 1;
+    }
+    opts.span_sink = std::shared_ptr<brisk::SpanSink>(std::move(*sink));
+  }
   auto runtime = brisk::Runtime::create(opts);
   if (!runtime.ok()) {
     std::fprintf(stderr, "http_server: %s\n", std::string(runtime.status().message()).c_str());

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batching.h"
+#include "brisk/runtime/tracing.h"
 
 namespace brisk_http {
 namespace {
@@ -137,10 +138,18 @@ std::optional<brisk::ClassifyRequestOptions> HttpService::request_options(const 
   brisk::ClassifyRequestOptions o;
   o.timeout = *timeout;
   o.allow_stale = req.get_header_value("Cache-Control").find("stale-if-error") != std::string::npos;
+  const std::string traceparent = req.get_header_value("traceparent");
+  if (!traceparent.empty() && brisk::parse_traceparent(traceparent).ok()) o.trace_parent = traceparent;
   return o;
 }
 
 namespace {
+
+// The context to propagate downstream: brisk's request span of the first input (when spans are recorded), else the
+// request's own traceparent.
+void set_trace_response(httplib::Response& res, const brisk::TraceContext& first_input) {
+  if (first_input.trace_id != brisk::TraceId{}) res.set_header("traceparent", brisk::format_traceparent(first_input));
+}
 
 void set_answer_paths(httplib::Response& res, const std::vector<brisk::AnswerPath>& paths) {
   std::string v;
@@ -179,10 +188,18 @@ std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const http
   const auto opts = request_options(req, err);
   if (!opts) return std::nullopt;
   std::vector<brisk::AnswerPath> paths;
+  brisk::TraceContext trace;
   auto rows = run_batch<std::vector<float>>(
-      rt_, req, texts.size(), [&](size_t i, auto done) { return rt_.submit(texts[i], *opts, std::move(done)); },
+      rt_, req, texts.size(),
+      [&](size_t i, auto done) {
+        brisk::EmbedRequestOptions o = *opts;
+        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        return rt_.submit(texts[i], o, std::move(done));
+      },
       metrics_, &paths, err);
-  if (rows) set_answer_paths(res, paths);
+  if (!rows) return rows;
+  set_answer_paths(res, paths);
+  set_trace_response(res, trace);
   return rows;
 }
 
@@ -241,12 +258,18 @@ void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
     if (!opts) return reply_error(res, err);
     opts->top_k = static_cast<int>(labels.size());
     std::vector<brisk::AnswerPath> paths;
+    brisk::TraceContext trace;
     auto out = run_batch<std::vector<brisk::LabelScore>>(
         rt_, req, r->inputs.size(),
-        [&](size_t i, auto done) { return rt_.submit_classify(r->inputs[i], *opts, std::move(done)); }, metrics_,
-        &paths, &err);
+        [&](size_t i, auto done) {
+          brisk::ClassifyRequestOptions o = *opts;
+          if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+          return rt_.submit_classify(r->inputs[i], o, std::move(done));
+        },
+        metrics_, &paths, &err);
     if (!out) return reply_error(res, err);
     set_answer_paths(res, paths);
+    set_trace_response(res, trace);
     results = std::move(*out);
   }
   json body = json::array();

@@ -60,6 +60,8 @@ class HttpService {
   void prometheus(const httplib::Request& req, httplib::Response& res);
 
   // Each text through Runtime::submit(), waiting for all; nullopt and *err on failure. Sets kAnswerPathHeader.
+  // The inputs' submits carry the request's traceparent; the response's `traceparent` names brisk's request span of
+  // the first input (set_trace_response).
   std::optional<std::vector<std::vector<float>>> embed_all(const httplib::Request& req,
                                                            const std::vector<std::string>& texts,
                                                            httplib::Response& res, HttpError* err);
@@ -67,8 +69,9 @@ class HttpService {
   bool check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
                      HttpError* err);
   std::optional<std::chrono::milliseconds> timeout_of(const httplib::Request& req, HttpError* err) const;
-  // The per-request options from the headers: the deadline (kTimeoutHeader), and "Cache-Control: stale-if-error"
-  // (RFC 5861), which lets a stale cached result answer when the model cannot.
+  // The per-request options from the headers: the deadline (kTimeoutHeader), "Cache-Control: stale-if-error"
+  // (RFC 5861), which lets a stale cached result answer when the model cannot, and a W3C `traceparent` (one that does
+  // not parse is ignored, as the Trace Context spec asks of a receiver).
   std::optional<brisk::ClassifyRequestOptions> request_options(const httplib::Request& req, HttpError* err) const;
   void reply_error(httplib::Response& res, const HttpError& err) const;
 

@@ -291,6 +291,39 @@ def test_degradation(binary):
               f"the {last} path's embedding is transformers' ({r.status_code})")
 
 
+def test_tracing_and_policy(binary):
+    """traceparent propagates: the response's names brisk's request span (a child of the caller's span, same trace),
+    whose spans land in --otlp-traces; a malformed one is ignored (a new trace is not started, the request is served).
+    --policy loads a `brisk tune` policy file: its max_batch_size shows as brisk_batcher_batch_limit."""
+    trace_id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    with tempfile.TemporaryDirectory() as tmp:
+        otlp = os.path.join(tmp, "spans.jsonl")
+        policy = os.path.join(tmp, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"version": 1, "max_batch_size": 3, "preferred_batch_multiple": 1}, f)
+        with Server(binary, ["--model", MODEL, "--otlp-traces", otlp, "--policy", policy, "--no-cache"]) as srv:
+            r = requests.post(f"{srv.url}/embed", json={"inputs": ["first", "second"]},
+                              headers={"traceparent": f"00-{trace_id}-{parent}-01"})
+            out = r.headers.get("traceparent", "")
+            parts = out.split("-")
+            check(r.status_code == 200 and len(parts) == 4 and parts[1] == trace_id and parts[2] != parent,
+                  f"the response's traceparent continues the trace under a new span ({out})")
+            r = requests.post(f"{srv.url}/embed", json={"inputs": "x"}, headers={"traceparent": "00-zz-bad-01"})
+            check(r.status_code == 200 and "traceparent" not in r.headers, "a malformed traceparent is ignored")
+            m = requests.get(f"{srv.url}/metrics").text
+            check(metric(m, "brisk_batcher_batch_limit") == 3, "--policy's max_batch_size is the batch limit")
+        spans = [sp for line in open(otlp) for rs in json.loads(line)["resourceSpans"]
+                 for ss in rs["scopeSpans"] for sp in ss["spans"]]
+        names = sorted({sp["name"] for sp in spans})
+        requests_spans = [sp for sp in spans if sp["name"] == "brisk.request"]
+        check(len(requests_spans) == 2 and all(sp["traceId"] == trace_id and sp["parentSpanId"] == parent
+                                               for sp in requests_spans),
+              f"one brisk.request span per input, children of the caller's span ({len(requests_spans)})")
+        check(parts[2] in {sp["spanId"] for sp in requests_spans}, "the propagated span is one of them")
+        check({"brisk.tokenize", "brisk.queue", "brisk.batch_compute", "brisk.callback"} <= set(names),
+              f"the stages are traced ({names})")
+
+
 def test_prometheus(binary):
     prom = shutil.which("prometheus")
     if not prom:
@@ -342,7 +375,8 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_degradation, test_prometheus):
+    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
+                 test_prometheus):
         if only and test.__name__ not in only:
             continue
         t = time.monotonic()
