@@ -20,6 +20,9 @@
 //       Writes a structurally pruned model directory (see prune.h).
 //   brisk fit-intents --model DIR --examples intents.tsv --out head.safetensors [--l2 X] [--unknown-threshold P]
 //       Fits a few-shot intent head on the model's embeddings of label<TAB>text examples (see fit_intents.h).
+//   brisk tune --model DIR --rate R --slo-p99-ms S [--mix faq|mixed|FILE] [--budget-s B] [--out policy.json] [--json]
+//       Searches the batching policy with the most goodput within the P99 SLO under open-loop load; writes it as a
+//       policy file that --policy (and RuntimeOptions::policy_path) loads (see tune.h).
 //   brisk bench [--model DIR] --batch B --seq T [--mixed] [--iters N] [--warmup N] [--threads N] [DEVICE FLAGS]
 //               [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
