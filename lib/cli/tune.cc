@@ -31,7 +31,8 @@ StatusOr<std::vector<std::string>> read_lines(const std::string& path, const std
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty() && line[0] != '#') lines.push_back(line);
   }
-  if (lines.empty()) return absl::InvalidArgumentError(fmt::format("{} '{}' has no texts; expected one a line", what, path));
+  if (lines.empty())
+    return absl::InvalidArgumentError(fmt::format("{} '{}' has no texts; expected one a line", what, path));
   return lines;
 }
 
@@ -92,18 +93,15 @@ std::string measurement_cells(const tune::Measurement& m) {
 }
 
 nlohmann::json measurement_json(const tune::Measurement& m) {
-  return {{"goodput_per_s", m.goodput}, {"p50_ms", m.p50_ms},         {"p99_ms", m.p99_ms},
+  return {{"goodput_per_s", m.goodput},       {"p50_ms", m.p50_ms},       {"p99_ms", m.p99_ms},
           {"refused_share", m.refused_share}, {"bad_share", m.bad_share}, {"mean_batch", m.mean_batch},
           {"stopped_early", m.stopped_early}};
 }
 
 nlohmann::json candidate_json(const tune::Candidate& c) {
-  return {{"executor_threads", c.executor_threads},
-          {"num_threads", c.num_threads},
-          {"max_batch_size", c.max_batch_size},
-          {"preferred_batch_multiple", c.preferred_batch_multiple},
-          {"max_queue_delay_ms", c.max_queue_delay_ms},
-          {"max_inflight_batches", c.max_inflight_batches}};
+  return {{"executor_threads", c.executor_threads},     {"num_threads", c.num_threads},
+          {"max_batch_size", c.max_batch_size},         {"preferred_batch_multiple", c.preferred_batch_multiple},
+          {"max_queue_delay_ms", c.max_queue_delay_ms}, {"max_inflight_batches", c.max_inflight_batches}};
 }
 
 }  // namespace
@@ -114,8 +112,9 @@ void TuneFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--slo-p99-ms", slo_p99_ms, "the P99 latency target, ms (arrival to result)")
       ->required()
       ->check(CLI::Range(0.001, 3.6e6));
-  cmd.add_option("--mix", mix, "traffic: faq (short FAQ questions), mixed (80% questions, 20% passages of 100-250 "
-                               "tokens) or a file with one text per line")
+  cmd.add_option("--mix", mix,
+                 "traffic: faq (short FAQ questions), mixed (80% questions, 20% passages of 100-250 "
+                 "tokens) or a file with one text per line")
       ->capture_default_str();
   cmd.add_option("--questions", questions, "the FAQ questions, one a line (default: examples/faq_assistant's)");
   cmd.add_option("--faq", faq, "question<TAB>answer lines whose answers make the mixed mix's passages");
@@ -231,19 +230,20 @@ int run_tune(TuneFlags& f) {
     fmt::print("{}\n", j.dump());
     return kExitOk;
   }
-  fmt::print("brisk tune: {} texts ({}), {:.1f} req/s, P99 SLO {:.1f} ms, {:.1f} s per candidate, {} cores; load "
-             "average {:.2f} -> {:.2f}\n\n",
-             texts->size(), f.mix, f.rate, f.slo_p99_ms, f.duration_s, cores, load_before, load_after);
+  fmt::print(
+      "brisk tune: {} texts ({}), {:.1f} req/s, P99 SLO {:.1f} ms, {:.1f} s per candidate, {} cores; load "
+      "average {:.2f} -> {:.2f}\n\n",
+      texts->size(), f.mix, f.rate, f.slo_p99_ms, f.duration_s, cores, load_before, load_after);
   fmt::print("| # | round | varied | candidate | goodput/s | P50 ms | P99 ms | refused | mean batch | note |\n");
   fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < result->trials.size(); ++i) {
     const tune::Trial& t = result->trials[i];
-    const std::string note = t.measurement.stopped_early ? "stopped early"
-                             : t.adopted                 ? "adopted"
+    const std::string note = t.measurement.stopped_early                          ? "stopped early"
+                             : t.adopted                                          ? "adopted"
                              : t.round > 0 && t.measurement.p99_ms > f.slo_p99_ms ? "P99 over SLO"
-                                                                                 : "";
-    fmt::print("| {} | {} | {} | {} | {} | {} |\n", i + 1, t.round < 0 ? "final" : std::to_string(t.round),
-               t.dimension, tune::to_string(t.candidate), measurement_cells(t.measurement), note);
+                                                                                  : "";
+    fmt::print("| {} | {} | {} | {} | {} | {} |\n", i + 1, t.round < 0 ? "final" : std::to_string(t.round), t.dimension,
+               tune::to_string(t.candidate), measurement_cells(t.measurement), note);
   }
   fmt::print("\n{} search evaluations in {} round(s) (a full grid: {}); stopped: {}; {:.0f} s in all\n\n",
              result->evaluations, result->rounds, space_for_grid.grid_size(), result->stop_reason, elapsed_s);

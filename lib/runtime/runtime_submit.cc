@@ -296,8 +296,8 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
   if (id.ok()) return id;
   if (fallback && fallback_may_answer(id.status())) {
     EmbedRequestOptions to_fallback = request;
-    to_fallback.allow_stale = false;  // this runtime's stale copies answer a failed fallback too, through `answer`
-    to_fallback.cache_tags.clear();   // the fallback's results are not cached
+    to_fallback.allow_stale = false;   // this runtime's stale copies answer a failed fallback too, through `answer`
+    to_fallback.cache_tags.clear();    // the fallback's results are not cached
     to_fallback.trace_parent.clear();  // the request's trace is this runtime's: its callback span and answer path
     to_fallback.trace_context_out = nullptr;
     StatusOr<uint64_t> fallback_id = fallback->impl_->submit_input(

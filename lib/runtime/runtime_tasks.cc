@@ -86,15 +86,15 @@ StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const Classif
       RequestTrace::start(impl_->options.span_sink, options, "Runtime::submit_classify", "classify"));
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, traced_tokenize(trace.get(), [&] { return impl_->tokenize(text); }));
   const BackendInfo& backend = impl_->backend->info();
-  return finish_if_refused(trace.get(), impl_->submit_input(
-                                            TokenizedInput{std::move(ids), 0}, options,
-                                            [&backend, top_k = options.top_k, done = std::move(done)](
-                                                uint64_t id, StatusOr<std::vector<float>> logits,
-                                                AnswerPath path) mutable {
-                                              if (!logits.ok()) return done(id, logits.status(), path);
-                                              done(id, top_labels(backend, *logits, top_k), path);
-                                            },
-                                            trace));
+  return finish_if_refused(trace.get(),
+                           impl_->submit_input(
+                               TokenizedInput{std::move(ids), 0}, options,
+                               [&backend, top_k = options.top_k, done = std::move(done)](
+                                   uint64_t id, StatusOr<std::vector<float>> logits, AnswerPath path) mutable {
+                                 if (!logits.ok()) return done(id, logits.status(), path);
+                                 done(id, top_labels(backend, *logits, top_k), path);
+                               },
+                               trace));
 }
 
 StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std::span<const std::string_view> passages,
