@@ -85,10 +85,9 @@ Status ServiceCurve::validate(std::string_view source) const {
 StatusOr<ServiceCurve> ServiceCurve::from_json(std::string_view text, std::string_view source) {
   const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   const std::string src(source);
-  auto bad = [&](const std::string& what) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", src, what));
-  };
-  if (j.is_discarded()) return bad("is not valid JSON; expected a service-time curve object (see brisk/batch/capacity.h)");
+  auto bad = [&](const std::string& what) { return absl::InvalidArgumentError(fmt::format("{}: {}", src, what)); };
+  if (j.is_discarded())
+    return bad("is not valid JSON; expected a service-time curve object (see brisk/batch/capacity.h)");
   if (!j.is_object()) return bad("is not a JSON object; expected {\"batch_ms\": {\"1\": ms, \"2\": ms, ...}, ...}");
   ServiceCurve c;
   auto text_field = [&](const char* key, std::string& out) -> Status {
@@ -132,9 +131,10 @@ StatusOr<ServiceCurve> ServiceCurve::from_json(std::string_view text, std::strin
       return bad(fmt::format("batch_ms key \"{}\" is not a batch size; expected \"1\", \"2\", ...", key));
     }
     if (b > c.batch_ms.size()) {
-      return bad(fmt::format("batch_ms has a time for batch size {} but only {} entries; expected every size from 1 "
-                             "to the largest, with no gaps",
-                             b, c.batch_ms.size()));
+      return bad(
+          fmt::format("batch_ms has a time for batch size {} but only {} entries; expected every size from 1 "
+                      "to the largest, with no gaps",
+                      b, c.batch_ms.size()));
     }
     if (!value.is_number()) {
       return bad(fmt::format("batch_ms[\"{}\"] is {}; expected a number of milliseconds > 0", key, value.dump()));
@@ -184,7 +184,8 @@ namespace {
 
 Status check_rates(double arrival_rate, double service_rate, int servers) {
   if (!finite_positive(arrival_rate)) {
-    return absl::InvalidArgumentError(fmt::format("arrival rate is {}; expected > 0 requests per second", arrival_rate));
+    return absl::InvalidArgumentError(
+        fmt::format("arrival rate is {}; expected > 0 requests per second", arrival_rate));
   }
   if (!finite_positive(service_rate)) {
     return absl::InvalidArgumentError(fmt::format("service rate is {}; expected > 0 per second", service_rate));
@@ -192,8 +193,8 @@ Status check_rates(double arrival_rate, double service_rate, int servers) {
   if (servers < 1) return absl::InvalidArgumentError(fmt::format("servers is {}; expected >= 1", servers));
   if (arrival_rate >= servers * service_rate) {
     return absl::InvalidArgumentError(
-        fmt::format("utilisation is {:.3f} ({} req/s on {} servers of {:.3f} req/s); expected < 1", arrival_rate /
-                    (servers * service_rate), arrival_rate, servers, service_rate));
+        fmt::format("utilisation is {:.3f} ({} req/s on {} servers of {:.3f} req/s); expected < 1",
+                    arrival_rate / (servers * service_rate), arrival_rate, servers, service_rate));
   }
   return absl::OkStatus();
 }
@@ -219,9 +220,9 @@ StatusOr<MmcMetrics> mmc_metrics(double arrival_rate, double service_rate, int s
   m.mean_wait_s = m.p_wait / theta;
   m.mean_response_s = m.mean_wait_s + 1 / service_rate;
   m.p99_wait_s = m.p_wait <= 0.01 ? 0 : std::log(m.p_wait / 0.01) / theta;
-  m.p99_response_s = solve_tail(
-      [&](double t) { return mmc_response_tail(arrival_rate, service_rate, servers, m.p_wait, t); }, 0.01,
-      1 / service_rate);
+  m.p99_response_s =
+      solve_tail([&](double t) { return mmc_response_tail(arrival_rate, service_rate, servers, m.p_wait, t); }, 0.01,
+                 1 / service_rate);
   return m;
 }
 
@@ -239,7 +240,8 @@ StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double a
                                              const SimulationOptions& o) {
   BRISK_RETURN_IF_ERROR(curve.validate("the service-time curve"));
   if (!finite_positive(arrival_rate)) {
-    return absl::InvalidArgumentError(fmt::format("arrival rate is {}; expected > 0 requests per second", arrival_rate));
+    return absl::InvalidArgumentError(
+        fmt::format("arrival rate is {}; expected > 0 requests per second", arrival_rate));
   }
   if (o.replicas < 1) return absl::InvalidArgumentError(fmt::format("replicas is {}; expected >= 1", o.replicas));
   if (o.requests < 1 || o.requests > kMaxSimulatedRequests || o.warmup_requests > kMaxSimulatedRequests) {
@@ -247,7 +249,8 @@ StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double a
                                                   o.warmup_requests, kMaxSimulatedRequests));
   }
   const double cv = o.jitter_cv < 0 ? curve.jitter_cv : o.jitter_cv;
-  if (!std::isfinite(cv) || cv > 10) return absl::InvalidArgumentError(fmt::format("jitter_cv is {}; expected 0 to 10", cv));
+  if (!std::isfinite(cv) || cv > 10)
+    return absl::InvalidArgumentError(fmt::format("jitter_cv is {}; expected 0 to 10", cv));
   const size_t max_batch = o.max_batch == 0 ? curve.max_batch() : std::min(o.max_batch, curve.max_batch());
 
   // Separate streams for arrivals and service draws: runs that differ only in replicas see the same arrivals.
@@ -379,8 +382,7 @@ StatusOr<CapacityPlan> plan_capacity(const ServiceCurve& curve, const PlanOption
         fmt::format("rate is {}; expected > 0 requests per second", options.arrival_rate));
   }
   if (!finite_positive(options.slo_p99_s)) {
-    return absl::InvalidArgumentError(
-        fmt::format("P99 SLO is {} ms; expected > 0 ms", options.slo_p99_s * 1e3));
+    return absl::InvalidArgumentError(fmt::format("P99 SLO is {} ms; expected > 0 ms", options.slo_p99_s * 1e3));
   }
   if (options.max_replicas < 1) {
     return absl::InvalidArgumentError(fmt::format("max_replicas is {}; expected >= 1", options.max_replicas));
@@ -390,8 +392,8 @@ StatusOr<CapacityPlan> plan_capacity(const ServiceCurve& curve, const PlanOption
   plan.arrival_rate = options.arrival_rate;
   plan.slo_p99_s = options.slo_p99_s;
   plan.service_rate = 1 / curve.batch_seconds(1);
-  plan.max_batch = options.simulation.max_batch == 0 ? curve.max_batch()
-                                                     : std::min(options.simulation.max_batch, curve.max_batch());
+  plan.max_batch =
+      options.simulation.max_batch == 0 ? curve.max_batch() : std::min(options.simulation.max_batch, curve.max_batch());
   plan.replica_capacity = curve.replica_capacity(plan.max_batch);
   if (options.slo_p99_s < curve.batch_seconds(1)) {
     return absl::OutOfRangeError(fmt::format(
@@ -445,8 +447,8 @@ StatusOr<CapacityPlan> plan_capacity(const ServiceCurve& curve, const PlanOption
     plan.notes.push_back(fmt::format(
         "the simulation does not meet a P99 of {:.3f} ms with up to {} replicas (batch-1 time {:.3f} ms, jitter cv "
         "{:.2f})",
-        slo * 1e3, hi, curve.batch_ms[0], options.simulation.jitter_cv < 0 ? curve.jitter_cv
-                                                                           : options.simulation.jitter_cv));
+        slo * 1e3, hi, curve.batch_ms[0],
+        options.simulation.jitter_cv < 0 ? curve.jitter_cv : options.simulation.jitter_cv));
   }
 
   // The simulator run as M/M/c, to check the closed forms against it.

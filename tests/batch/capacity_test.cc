@@ -274,8 +274,9 @@ TEST_CASE("The curve file round-trips and its errors name the field", "[capacity
   CHECK_THAT(error(R"({"batch_ms":{"1":1,"two":2}})"), Contains("key \"two\" is not a batch size"));
   CHECK_THAT(error(R"({"batch_ms":{"0":1}})"), Contains("key \"0\" is not a batch size"));
   CHECK_THAT(error(R"({"batch_ms":{"1":"fast"}})"), Contains("batch_ms[\"1\"] is \"fast\"; expected a number"));
-  CHECK_THAT(error(R"({"batch_ms":{"1":3,"2":2}})"),
-             Contains("batch_ms[\"2\"] is 2 ms, below batch_ms[\"1\"] = 3 ms; expected a curve that does not decrease"));
+  CHECK_THAT(
+      error(R"({"batch_ms":{"1":3,"2":2}})"),
+      Contains("batch_ms[\"2\"] is 2 ms, below batch_ms[\"1\"] = 3 ms; expected a curve that does not decrease"));
   CHECK_THAT(error(R"({"batch_ms":{"1":1},"jitter_cv":-0.5})"), Contains("jitter_cv is -0.5; expected"));
   CHECK_THAT(error(R"({"batch_ms":{"1":1},"seq":"long"})"), Contains("\"seq\" is \"long\"; expected a whole number"));
   CHECK_THAT(error(R"({"batch_ms":{"1":1},"model":3})"), Contains("\"model\" is number; expected a string"));

@@ -100,9 +100,9 @@ BRISK_API StatusOr<double> report_approximate_wait(double arrival_rate, double s
 
 struct SimulationOptions {
   int replicas = 1;
-  size_t max_batch = 0;  // 0: the curve's max_batch(); larger values are capped to it
-  double jitter_cv = -1;  // < 0: the curve's; 0: deterministic; 1 with max_batch 1: exponential service (M/M/c)
-  size_t requests = 200'000;       // measured requests (after the warm-up); at most 5'000'000
+  size_t max_batch = 0;       // 0: the curve's max_batch(); larger values are capped to it
+  double jitter_cv = -1;      // < 0: the curve's; 0: deterministic; 1 with max_batch 1: exponential service (M/M/c)
+  size_t requests = 200'000;  // measured requests (after the warm-up); at most 5'000'000
   size_t warmup_requests = 20'000;
   size_t max_queue = 1'000'000;  // queued requests past which the run stops as unstable (also unstable:
                                  // a rate at or above replicas x replica_capacity)
@@ -110,15 +110,15 @@ struct SimulationOptions {
 };
 
 struct SimulationResult {
-  bool stable = true;  // false: the queue passed max_queue; the latencies below are then meaningless
+  bool stable = true;   // false: the queue passed max_queue; the latencies below are then meaningless
   size_t requests = 0;  // measured
   double p50_s = 0, p99_s = 0, mean_s = 0;
   double mean_wait_s = 0, p99_wait_s = 0, p_wait = 0;  // wait: arrival to the start of its batch
-  double utilisation = 0;  // busy replica-time / (replicas x simulated time)
-  double mean_batch = 0;   // requests per batch
+  double utilisation = 0;                              // busy replica-time / (replicas x simulated time)
+  double mean_batch = 0;                               // requests per batch
 };
 BRISK_API StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double arrival_rate,
-                                             const SimulationOptions& options);
+                                                       const SimulationOptions& options);
 
 struct PlanOptions {
   double arrival_rate = 0;  // requests per second, > 0
@@ -133,16 +133,16 @@ struct PlanRow {
   bool mmc_ok = false;
   MmcMetrics mmc;
   bool approx_ok = false;
-  double approx_wait_s = 0;      // the report's Wq
+  double approx_wait_s = 0;          // the report's Wq
   double approx_p99_response_s = 0;  // the M/M/c tail with the P(wait) the report's Wq implies: Wq (c mu - lambda)
-  SimulationResult simulated;    // brisk's batcher, the curve's service times
-  SimulationResult unbatched;    // the same simulation with max batch 1 (what batching buys)
+  SimulationResult simulated;        // brisk's batcher, the curve's service times
+  SimulationResult unbatched;        // the same simulation with max batch 1 (what batching buys)
 };
 
 struct CapacityPlan {
   double arrival_rate = 0, slo_p99_s = 0;
-  double service_rate = 0;       // mu = 1 / batch_ms[1]
-  double replica_capacity = 0;   // ServiceCurve::replica_capacity(), with the simulation's max batch
+  double service_rate = 0;      // mu = 1 / batch_ms[1]
+  double replica_capacity = 0;  // ServiceCurve::replica_capacity(), with the simulation's max batch
   size_t max_batch = 0;
   // The smallest fleet that meets the SLO by each model; 0: none up to max_replicas (see the notes).
   int mmc_replicas = 0;
