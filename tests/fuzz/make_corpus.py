@@ -394,6 +394,18 @@ def intent_seeds():
     write("fuzz_intent_head", "label_mismatch.safetensors", intent_head(["a", "b"], 3, {"labels": '["a"]'}))
 
 
+def capacity_curve_seeds():
+    write("fuzz_capacity_curve", "minilm.json", json.dumps(
+        {"model": "all-MiniLM-L6-v2", "seq": 16, "threads": 2, "device": "cpu", "jitter_cv": 0.04,
+         "batch_ms": {str(b): round(1.9 + 0.45 * (b - 1), 3) for b in range(1, 33)}}, indent=2))
+    write("fuzz_capacity_curve", "one_size.json", '{"batch_ms":{"1":5}}')
+    write("fuzz_capacity_curve", "negative.json", '{"batch_ms":{"1":1,"2":-1}}')
+    write("fuzz_capacity_curve", "decreasing.json", '{"batch_ms":{"1":3,"2":2}}')
+    write("fuzz_capacity_curve", "gap.json", '{"batch_ms":{"1":1,"3":2}}')
+    write("fuzz_capacity_curve", "bad_types.json", '{"seq":"x","batch_ms":{"1":"fast"},"jitter_cv":null}')
+    write("fuzz_capacity_curve", "extremes.json", '{"jitter_cv":10,"batch_ms":{"1":1e-300,"2":1e300}}')
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -408,6 +420,7 @@ def main():
     prometheus_seeds()
     capi_seeds()
     intent_seeds()
+    capacity_curve_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 
