@@ -104,16 +104,18 @@ StatusOr<ServiceCurve> measure_curve(const PlanFlags& f) {
   curve.threads = opts.num_threads;
   curve.device = device_string(f.model.device.spec);
   curve.measured_at = now_string();
-  double sum_sq = 0;
-  size_t n = 0, raised = 0;
+  std::vector<double> deviations;  // |time / median - 1| over every sample
+  size_t raised = 0;
   for (size_t b = 1; b <= max_batch; ++b) {
     const double m = median(samples[b - 1]);
-    for (double s : samples[b - 1]) sum_sq += (s / m - 1) * (s / m - 1), ++n;
+    for (double s : samples[b - 1]) deviations.push_back(std::abs(s / m - 1));
     const double previous = curve.batch_ms.empty() ? 0 : curve.batch_ms.back();
     if (m < previous) ++raised;
     curve.batch_ms.push_back(std::max(m, previous));
   }
-  curve.jitter_cv = n > 1 ? std::sqrt(sum_sq / static_cast<double>(n - 1)) : 0;
+  // 1.4826 x the median absolute deviation: the standard deviation for normal noise, but not blown up by the few
+  // samples another process preempted (one such sample in a hundred made the plain standard deviation 2-4).
+  curve.jitter_cv = 1.4826 * median(deviations);
   fmt::print(stderr,
              "brisk plan: measured {} batch sizes x {} rounds on {} (seq {}); {} median(s) raised to the "
              "previous size's (noise)\n",
