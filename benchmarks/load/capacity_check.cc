@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <atomic>
 #include <fstream>
+#include <span>
 #include <random>
 #include <thread>
 
@@ -69,6 +71,52 @@ batch::ServiceCurve measure_curve(const Source& source, uint64_t seed) {
   return curve;
 }
 
+// The real Batcher (the same policy) on a batch function that sleeps the curve's time for its batch size: the
+// simulation's model of the batcher checked without the encoder, so without the machine's CPU noise.
+struct SleepRun {
+  double p50_ms = 0, p99_ms = 0, mean_batch = 0;
+  size_t completed = 0;
+};
+SleepRun run_sleep_backend(const batch::ServiceCurve& curve, const batch::BatchPolicy& policy, double rate,
+                           double duration_s, uint64_t seed) {
+  batch::BatchFunctions<Request, Result> fns;
+  fns.cost = [](const Request&) { return size_t{1}; };
+  fns.run = [&curve](const batch::BatchInfo&, std::span<Request> in, std::span<StatusOr<Result>> out) -> Status {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(curve.batch_ms[in.size() - 1]));
+    for (auto& o : out) o = 0.0f;
+    return absl::OkStatus();
+  };
+  auto batcher = *LoadBatcher::create(policy, std::move(fns));
+  const std::vector<Arrival> schedule = poisson_schedule({Stream{.rate = rate}}, duration_s, 1, seed);
+  std::vector<int64_t> latency_ns(schedule.size(), -1);
+  std::atomic<size_t> done{0};
+  const TimePoint start = SteadyTime::now() + std::chrono::milliseconds(20);
+  for (size_t k = 0; k < schedule.size(); ++k) {
+    const TimePoint scheduled = start + schedule[k].at;
+    std::this_thread::sleep_until(scheduled);
+    auto id = batcher->submit(Request{{}, scheduled}, {}, [&, k, scheduled](batch::RequestId, StatusOr<Result>) {
+      latency_ns[k] = (SteadyTime::now() - scheduled).count();
+      done.fetch_add(1, std::memory_order_release);
+    });
+    if (!id.ok()) done.fetch_add(1, std::memory_order_release);
+  }
+  while (done.load(std::memory_order_acquire) < schedule.size())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  SleepRun r;
+  r.mean_batch = batcher->stats().batches ? double(batcher->stats().completed) / batcher->stats().batches : 0;
+  (void)batcher->shutdown(batch::ShutdownMode::kDrain);
+  std::vector<int64_t> v;
+  for (int64_t ns : latency_ns)
+    if (ns >= 0) v.push_back(ns);
+  std::sort(v.begin(), v.end());
+  r.completed = v.size();
+  if (!v.empty()) {
+    r.p50_ms = v[v.size() / 2] / 1e6;
+    r.p99_ms = v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(0.99 * v.size())) - 1)] / 1e6;
+  }
+  return r;
+}
+
 }  // namespace
 
 void run_capacity_check(const Options& opt, const Source& questions, Report& report) {
@@ -77,6 +125,7 @@ void run_capacity_check(const Options& opt, const Source& questions, Report& rep
   policy.reject_predicted_late = false;  // no deadlines here; nothing to predict
   std::string rows;
   std::string curves;
+  batch::ServiceCurve quietest;  // the curve with the fastest batch of 1, for the sleep-backend check
   for (int repeat = 0; repeat < 3; ++repeat) {
     const std::string load_before = loadavg();
     const batch::ServiceCurve curve = measure_curve(questions, mix_seed(opt.seed, 5, repeat));
@@ -99,10 +148,13 @@ void run_capacity_check(const Options& opt, const Source& questions, Report& rep
     auto cell = [](const batch::SimulationResult& r) {
       return r.stable ? fmt::format("{:.2f} / {:.2f}", r.p50_s * 1e3, r.p99_s * 1e3) : std::string("unstable");
     };
-    rows += fmt::format(
-        "| {} | {:.0f} | {:.0f} | {} | {:.2f} / {:.2f} | {} | {} | {:.2f} | {:.1f} / {:.1f} | {} -> {} |\n",
-        repeat + 1, capacity, rate, m.completed, m.p50_ms, m.p99_ms, cell(sim), cell(sim_after),
-        sim.p99_s * 1e3 / m.p99_ms, measured.mean_batch(), sim.mean_batch, load_before, load_after);
+    rows +=
+        fmt::format("| {} | {:.0f} | {:.0f} | {} | {:.2f} / {:.2f} | {} | {} | {:.2f} | {:.1f} / {:.1f} | {} -> {} |\n",
+                    repeat + 1, capacity, rate, m.completed, m.p50_ms, m.p99_ms, cell(sim), cell(sim_after),
+                    sim.p99_s * 1e3 / m.p99_ms, measured.mean_batch(), sim.mean_batch, load_before, load_after);
+    for (const batch::ServiceCurve* c : {&curve, &after}) {
+      if (quietest.batch_ms.empty() || c->batch_ms[0] < quietest.batch_ms[0]) quietest = *c;
+    }
     for (const auto& [name, c] : {std::pair{"before", &curve}, std::pair{"after", &after}}) {
       curves += fmt::format(
           "- repeat {} {}: batch_ms 1, 2, 4, 8, 16, 32 = {:.2f}, {:.2f}, {:.2f}, {:.2f}, {:.2f}, {:.2f}; jitter cv "
@@ -122,6 +174,31 @@ void run_capacity_check(const Options& opt, const Source& questions, Report& rep
       "sim. on the after curve | sim/measured P99 | mean batch measured / sim. | load average before -> after |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n{}\nCurves:\n{}\n",
       opt.duration_s, rows, curves));
+
+  std::string sleep_rows;
+  for (double load : {0.5, 0.8, 0.95}) {
+    const double rate = load * quietest.replica_capacity(kMaxBatch);
+    const SleepRun real = run_sleep_backend(quietest, policy, rate, opt.duration_s, mix_seed(opt.seed, 8));
+    for (double cv : {0.0, quietest.jitter_cv}) {
+      batch::SimulationOptions so;
+      so.max_batch = kMaxBatch;
+      so.jitter_cv = cv;
+      so.seed = opt.seed;
+      const batch::SimulationResult sim = *batch::simulate_batching(quietest, rate, so);
+      sleep_rows +=
+          fmt::format("| {:.0f}% | {:.0f} | {} | {:.2f} / {:.2f} | {:.2f} | {:.2f} / {:.2f} | {:.2f} | {:.2f} |\n",
+                      load * 100, rate, real.completed, real.p50_ms, real.p99_ms, cv, sim.p50_s * 1e3, sim.p99_s * 1e3,
+                      sim.p99_s * 1e3 / real.p99_ms, real.mean_batch / sim.mean_batch);
+    }
+  }
+  report.write(fmt::format(
+      "The same check without the encoder: brisk's Batcher (the same policy) on a batch function that sleeps "
+      "batch_ms[b] of the quietest curve above ({:.2f} ms alone, {:.2f} ms for 32), {:.0f} s of Poisson arrivals "
+      "per load; simulated with jitter cv 0 (the sleep is deterministic) and with the curve's cv. Load average now: "
+      "{}.\n\n"
+      "| load | rate req/s | completed | real Batcher P50 / P99 ms | sim. cv | simulated P50 / P99 ms | sim/real P99 "
+      "| mean batch real/sim |\n|---|---|---|---|---|---|---|---|\n{}\n",
+      quietest.batch_ms[0], quietest.batch_ms[31], opt.duration_s, loadavg(), sleep_rows));
 }
 
 }  // namespace brisk::load
