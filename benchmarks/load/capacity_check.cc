@@ -65,8 +65,9 @@ batch::ServiceCurve measure_curve(const Source& source, uint64_t seed) {
     std::sort(v.begin(), v.end());
     const double median = v[v.size() / 2];
     for (double s : v) deviations.push_back(std::abs(s / median - 1));
-    curve.batch_ms.push_back(std::max(median, curve.batch_ms.empty() ? 0.0 : curve.batch_ms.back()));
+    curve.batch_ms.push_back(median);
   }
+  curve.batch_ms = batch::non_decreasing_fit(curve.batch_ms);
   std::sort(deviations.begin(), deviations.end());
   curve.jitter_cv = 1.4826 * deviations[deviations.size() / 2];  // robust: MAD-based, as brisk plan measures it
   return curve;
@@ -129,7 +130,7 @@ TimedRun run_timed_open_loop(batch::BatchFunctions<Request, Result> fns, const b
 
 // The curve the load test itself ran at: for each size with >= 3 batches in the run, their median; other sizes
 // take the swept curve times the median ratio of the run's batches to it (the machine's speed during the run);
-// then the running maximum. jitter_cv: 1.4826 x the median |ratio / median ratio - 1|.
+// then non_decreasing_fit. jitter_cv: 1.4826 x the median |ratio / median ratio - 1|.
 batch::ServiceCurve in_run_curve(const batch::ServiceCurve& swept, const TimedRun& run) {
   std::vector<double> ratios;
   for (size_t b = 1; b <= kMaxBatch; ++b) {
@@ -147,8 +148,8 @@ batch::ServiceCurve in_run_curve(const batch::ServiceCurve& swept, const TimedRu
     std::vector<double> v = run.batch_ms[b - 1];
     std::sort(v.begin(), v.end());
     c.batch_ms[b - 1] = v.size() >= 3 ? v[v.size() / 2] : swept.batch_ms[b - 1] * scale;
-    if (b > 1) c.batch_ms[b - 1] = std::max(c.batch_ms[b - 1], c.batch_ms[b - 2]);
   }
+  c.batch_ms = batch::non_decreasing_fit(c.batch_ms);
   return c;
 }
 

@@ -159,6 +159,29 @@ std::string ServiceCurve::to_json() const {
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+std::vector<double> non_decreasing_fit(const std::vector<double>& values) {
+  struct Block {
+    double sum;
+    size_t count;
+  };
+  std::vector<Block> blocks;
+  for (double v : values) {
+    blocks.push_back({v, 1});
+    while (blocks.size() > 1) {
+      const Block& last = blocks.back();
+      const Block& before = blocks[blocks.size() - 2];
+      if (before.sum / before.count <= last.sum / last.count) break;
+      const Block merged{before.sum + last.sum, before.count + last.count};
+      blocks.pop_back();
+      blocks.back() = merged;
+    }
+  }
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (const Block& b : blocks) out.insert(out.end(), b.count, b.sum / static_cast<double>(b.count));
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Closed forms
 
@@ -320,6 +343,17 @@ StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double a
     }
   }
   if (arrival_rate >= o.replicas * curve.replica_capacity(max_batch)) r.stable = false;
+  // Still growing at the end? Compare the last tenth of the measured requests' waits with the first tenth (wait
+  // is in the order the requests started, which under FIFO is their arrival order; the warm-up came before both).
+  if (wait.size() >= 100) {
+    const size_t tenth = wait.size() / 10;
+    double first = 0, last = 0;
+    for (size_t i = 0; i < tenth; ++i) {
+      first += wait[i];
+      last += wait[wait.size() - tenth + i];
+    }
+    if (last / tenth > 2 * (first / tenth) + curve.batch_seconds(max_batch)) r.stable = false;
+  }
 
   std::sort(latency.begin(), latency.end());
   std::sort(wait.begin(), wait.end());

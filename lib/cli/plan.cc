@@ -105,21 +105,22 @@ StatusOr<ServiceCurve> measure_curve(const PlanFlags& f) {
   curve.device = device_string(f.model.device.spec);
   curve.measured_at = now_string();
   std::vector<double> deviations;  // |time / median - 1| over every sample
-  size_t raised = 0;
+  std::vector<double> medians;
   for (size_t b = 1; b <= max_batch; ++b) {
     const double m = median(samples[b - 1]);
     for (double s : samples[b - 1]) deviations.push_back(std::abs(s / m - 1));
-    const double previous = curve.batch_ms.empty() ? 0 : curve.batch_ms.back();
-    if (m < previous) ++raised;
-    curve.batch_ms.push_back(std::max(m, previous));
+    medians.push_back(m);
   }
+  curve.batch_ms = batch::non_decreasing_fit(medians);
+  size_t refit = 0;
+  for (size_t i = 0; i < medians.size(); ++i) refit += curve.batch_ms[i] != medians[i];
   // 1.4826 x the median absolute deviation: the standard deviation for normal noise, but not blown up by the few
   // samples another process preempted (one such sample in a hundred made the plain standard deviation 2-4).
   curve.jitter_cv = 1.4826 * median(deviations);
   fmt::print(stderr,
-             "brisk plan: measured {} batch sizes x {} rounds on {} (seq {}); {} median(s) raised to the "
-             "previous size's (noise)\n",
-             max_batch, f.iters, f.model.model_dir, f.seq, raised);
+             "brisk plan: measured {} batch sizes x {} rounds on {} (seq {}); {} median(s) pooled with a "
+             "neighbour to make the curve non-decreasing (noise)\n",
+             max_batch, f.iters, f.model.model_dir, f.seq, refit);
   return curve;
 }
 

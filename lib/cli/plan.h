@@ -11,8 +11,8 @@
 //
 // The curve: for each round (warm-up rounds first, untimed), one embed() call of b synthetic texts of exactly --seq
 // tokens for every b from 1 to --max-batch, interleaved so that machine noise spreads over every size; batch_ms[b]
-// is the median over the rounds, made non-decreasing (a running maximum: on a noisy machine a larger batch can
-// measure faster, which no batch is); jitter_cv is 1.4826 x the median of |time / median - 1| over all samples (a
+// is the median over the rounds, made non-decreasing by batch::non_decreasing_fit (on a noisy machine a larger batch
+// can measure faster, which no batch is); jitter_cv is 1.4826 x the median of |time / median - 1| over all samples (a
 // robust standard deviation: a shared machine's rare preempted samples would otherwise dominate it).
 //
 // Not thread-safe: parse and run on one thread.

@@ -281,3 +281,35 @@ TEST_CASE("The curve file round-trips and its errors name the field", "[capacity
   CHECK_THAT(error(R"({"batch_ms":{"1":1},"seq":"long"})"), Contains("\"seq\" is \"long\"; expected a whole number"));
   CHECK_THAT(error(R"({"batch_ms":{"1":1},"model":3})"), Contains("\"model\" is number; expected a string"));
 }
+
+TEST_CASE("The non-decreasing fit pools violators into their mean and keeps a monotone curve", "[capacity]") {
+  // Pool adjacent violators by hand: {1, 3, 2, 4}: 3 > 2 pool to 2.5 -> {1, 2.5, 2.5, 4}.
+  CHECK(non_decreasing_fit({1, 3, 2, 4}) == std::vector<double>{1, 2.5, 2.5, 4});
+  // {5, 1, 1, 6}: 5 > 1 -> 3 (two), 3 > 1 -> (5 + 1 + 1) / 3 = 7/3 (three), then 6.
+  const std::vector<double> fit = non_decreasing_fit({5, 1, 1, 6});
+  REQUIRE(fit.size() == 4);
+  CHECK(fit[0] == Approx(7.0 / 3));
+  CHECK(fit[2] == Approx(7.0 / 3));
+  CHECK(fit[3] == 6);
+  CHECK(non_decreasing_fit({}).empty());
+  CHECK(non_decreasing_fit({1, 2, 3}) == std::vector<double>{1, 2, 3});
+}
+
+TEST_CASE("Greedy batching on a curve where batches cost more than singles is reported unstable", "[capacity]") {
+  // A batch of b costs b^2 ms: alone 1 ms (1000/s, the best per-request rate, so replica_capacity is 1000/s). At
+  // 300/s a replica that never batched carries it (M/D/1 at rho 0.3), but once k requests queue, a batch of k takes
+  // k^2 ms while 0.3 k^2 more arrive: past k = 4 the batches grow to 32 (1.024 s for 32: 31/s) and the queue grows
+  // without bound. Only the growth check can tell, since the rate is below replica_capacity.
+  std::vector<double> ms;
+  for (int b = 1; b <= 32; ++b) ms.push_back(static_cast<double>(b * b));
+  SimulationOptions o;
+  o.requests = 50'000;
+  o.warmup_requests = 5'000;
+  const SimulationResult r = *simulate_batching(curve_of(ms), 300, o);
+  CHECK(r.mean_batch > 5);
+  CHECK_FALSE(r.stable);
+  o.max_batch = 1;
+  const SimulationResult alone = *simulate_batching(curve_of(ms), 300, o);
+  CHECK(alone.stable);
+  CHECK(alone.mean_batch == 1.0);
+}

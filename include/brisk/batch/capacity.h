@@ -34,6 +34,10 @@
 //     requests at once, and a request that arrives at an idle replica starts alone. A batch of b takes
 //     batch_ms[b] (times the jitter draw). Latency = completion - arrival. The first warmup_requests are dropped.
 //     The run stops early, as unstable, when the queue passes max_queue (the load exceeds the fleet's capacity).
+//     It is also unstable when the rate is at or above replicas x replica_capacity, or when the queue still grows
+//     at the end: the measured requests' mean wait in their last tenth (in arrival order) exceeds twice that of
+//     their first tenth plus the largest batch's time. (Greedy batching can be unstable below that capacity: on
+//     a curve where b requests together cost more than b alone, taking every queued request makes it slower.)
 //
 // Thread safety: plain values and pure functions; any call may run on any thread at once.
 #pragma once
@@ -69,6 +73,11 @@ struct BRISK_API ServiceCurve {
   static StatusOr<ServiceCurve> from_json(std::string_view text, std::string_view source);
   std::string to_json() const;
 };
+
+// The least-squares non-decreasing fit of `values` (pool adjacent violators): where a noisy measurement makes a
+// larger batch faster than a smaller one, the run of violators is replaced by its mean. A running maximum would
+// instead carry one slow outlier into every larger size. Measurers call it before writing batch_ms.
+BRISK_API std::vector<double> non_decreasing_fit(const std::vector<double>& values);
 
 // Erlang B, the blocking probability of c servers offered a erlangs (a = lambda / mu), by the recursion
 // B(0) = 1, B(k) = a B(k-1) / (k + a B(k-1)): no factorials, no overflow.
