@@ -475,6 +475,12 @@ StatusOr<CapacityPlan> plan_capacity(const ServiceCurve& curve, const PlanOption
     };
   };
   const int batched_lo = first_stable(rate, plan.replica_capacity);
+  if (batched_lo > hi) {
+    plan.notes.push_back(fmt::format(
+        "{:g} req/s is more than {} replicas carry even fully busy ({:.1f} req/s each with batching); raise the "
+        "replica limit or plan for a lower rate",
+        rate, hi, plan.replica_capacity));
+  }
   BRISK_ASSIGN_OR_RETURN(plan.simulated_replicas, smallest_meeting(batched_lo, hi, sim_meets(plan.max_batch)));
   BRISK_ASSIGN_OR_RETURN(plan.unbatched_replicas, smallest_meeting(mmc_lo, hi, sim_meets(1)));
   if (plan.simulated_replicas == 0) {

@@ -238,6 +238,15 @@ TEST_CASE("The planner refuses bad rates and SLOs, and an SLO below the service 
   REQUIRE_FALSE(plan.notes.empty());
   CHECK_THAT(plan.notes[0], Contains("ln(100)/mu = 23.026 ms"));
   CHECK(plan.simulated_replicas > 0);  // deterministic 5 ms service meets 10 ms with enough replicas
+  // A rate past what the replica limit can carry: no answer from any model, and a note that says why.
+  PlanOptions huge = plan_options(1e6, 0.050);
+  huge.max_replicas = 16;
+  huge.simulation.requests = 5'000;
+  const CapacityPlan none = *plan_capacity(curve, huge);
+  CHECK(none.mmc_replicas == 0);
+  CHECK(none.simulated_replicas == 0);
+  REQUIRE_FALSE(none.notes.empty());
+  CHECK_THAT(none.notes[0], Contains("1e+06 req/s is more than 16 replicas carry"));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
