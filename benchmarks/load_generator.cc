@@ -5,6 +5,7 @@
 //      batcher, plus the throughput at the SLO found by a short search
 //   c  priority isolation: high priority at 0.2 x S with low priority at 2 x S
 //   d  padding: length buckets vs FIFO on a padded backend, 8- and 128-token inputs
+//   e  capacity planning: brisk plan's batching simulation against the open loop at 80% load (not in the default)
 //
 //   build/release/benchmarks/brisk_load_generator [--model-dir DIR] [--questions FILE] [--duration-s 5]
 //       [--experiments a,b,c,d] [--out FILE] [--seed 1] [--slo-ms 100] [--threads 2] [--search-steps 4]
@@ -24,7 +25,7 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: brisk_load_generator [--model-dir DIR] [--questions FILE] [--duration-s SECONDS]\n"
-               "         [--experiments a,b,c,d] [--out FILE] [--seed N] [--slo-ms MS] [--threads N]\n"
+               "         [--experiments a,b,c,d,e] [--out FILE] [--seed N] [--slo-ms MS] [--threads N]\n"
                "         [--search-steps N]\n");
 }
 
@@ -87,8 +88,8 @@ int main(int argc, char** argv) {
     }
   }
   for (char c : opt.experiments) {
-    if (c != ',' && (c < 'a' || c > 'd')) {
-      std::fprintf(stderr, "brisk_load_generator: --experiments is '%s'; expected a comma list of a, b, c, d\n",
+    if (c != ',' && (c < 'a' || c > 'e')) {
+      std::fprintf(stderr, "brisk_load_generator: --experiments is '%s'; expected a comma list of a, b, c, d, e\n",
                    opt.experiments.c_str());
       return 2;
     }

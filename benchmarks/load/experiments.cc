@@ -1,6 +1,6 @@
 // The load generator's experiments: (a) saturated throughput, (b) open-loop latency and goodput for three
 // batching setups plus the throughput at the SLO, (c) priority isolation, (d) padding with and without length
-// bucketing. Each prints markdown tables.
+// bucketing, and (e, capacity_check.cc) brisk plan's simulation against the open loop. Each prints markdown tables.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -449,6 +449,7 @@ int run_experiments(const Options& opt) {
   if (wants('b')) experiment_b(env);
   if (wants('c')) experiment_c(env);
   if (wants('d')) experiment_d(env);
+  if (wants('e')) run_capacity_check(opt, env.questions, env.report);
   env.report.write(fmt::format("Run took {:.0f} s; load average at the end: {}\n",
                                std::chrono::duration<double>(SteadyTime::now() - started).count(), load_average()));
   return 0;

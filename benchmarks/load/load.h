@@ -150,6 +150,9 @@ struct Options {
   std::string command_line;
 };
 
+// Experiment e (capacity_check.cc): brisk plan's simulation against the open loop at 80% load.
+void run_capacity_check(const Options& options, const Source& questions, Report& report);
+
 // Runs the selected experiments; 0 on success.
 int run_experiments(const Options& options);
 

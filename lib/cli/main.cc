@@ -31,6 +31,9 @@
 //       that padding removal (--no-remove-padding to compare) is for.
 //       --json prints one JSON object instead ({"batch","seq","device","dtype","seq_per_s","p50_ms",...});
 //       --samples adds "samples_ms", every timed iteration, for scripts that pool runs (benchmarks/peers).
+//   brisk plan --rate QPS --slo-p99-ms S [--bench FILE] [--json] | brisk plan [--model DIR] --measure-out FILE
+//       Replicas needed for the SLO from the batch service-time curve: exact M/M/c, the field report's approximation
+//       and a simulation of the batcher, side by side (see plan.h); without --bench it measures the curve first.
 //
 // --torchscript (embed, info, classify, rerank) runs a TorchScript module instead of brisk's encoder; --model then
 // gives the tokenizer, config.json (labels) and the pooling files. --max-seq-len and --replace-invalid-utf8 also apply
@@ -75,6 +78,7 @@
 #include "tune.h"
 #include "model_flags.h"
 #include "output.h"
+#include "plan.h"
 #include "printable.h"
 #include "prune.h"
 #include "quantize.h"
@@ -421,6 +425,9 @@ int main(int argc, char** argv) {
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "find the batching policy with the most goodput within a P99 SLO; write it as a policy file");
   tune_flags.add_to(*tune_cmd);
+  brisk::cli::PlanFlags plan_flags;
+  CLI::App* plan_cmd = app.add_subcommand("plan", "replicas needed for a P99 SLO at a rate, from the batch time curve");
+  plan_flags.add_to(*plan_cmd);
 
   try {
     app.parse(argc, argv);
@@ -459,6 +466,7 @@ int main(int argc, char** argv) {
     if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);
     if (fit_intents_cmd->parsed()) return brisk::cli::run_fit_intents(fit_intents_flags);
     if (tune_cmd->parsed()) return brisk::cli::run_tune(tune_flags);
+    if (plan_cmd->parsed()) return brisk::cli::run_plan(plan_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status
     fmt::print(stderr, "brisk: error: {}\n", printable(e.what()));
     return kExitError;

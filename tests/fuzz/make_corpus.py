@@ -407,6 +407,16 @@ def traceparent_seeds():
     write("fuzz_traceparent", "future_bad_tail", f"cc-{tid}-{pid}-01.x")
     write("fuzz_traceparent", "v00_too_long", f"00-{tid}-{pid}-01-")
     write("fuzz_traceparent", "control_bytes", b"00-\n\x01\xff" + b"a" * 60)
+def capacity_curve_seeds():
+    write("fuzz_capacity_curve", "minilm.json", json.dumps(
+        {"model": "all-MiniLM-L6-v2", "seq": 16, "threads": 2, "device": "cpu", "jitter_cv": 0.04,
+         "batch_ms": {str(b): round(1.9 + 0.45 * (b - 1), 3) for b in range(1, 33)}}, indent=2))
+    write("fuzz_capacity_curve", "one_size.json", '{"batch_ms":{"1":5}}')
+    write("fuzz_capacity_curve", "negative.json", '{"batch_ms":{"1":1,"2":-1}}')
+    write("fuzz_capacity_curve", "decreasing.json", '{"batch_ms":{"1":3,"2":2}}')
+    write("fuzz_capacity_curve", "gap.json", '{"batch_ms":{"1":1,"3":2}}')
+    write("fuzz_capacity_curve", "bad_types.json", '{"seq":"x","batch_ms":{"1":"fast"},"jitter_cv":null}')
+    write("fuzz_capacity_curve", "extremes.json", '{"jitter_cv":10,"batch_ms":{"1":1e-300,"2":1e300}}')
 
 
 def main():
@@ -424,6 +434,7 @@ def main():
     capi_seeds()
     intent_seeds()
     traceparent_seeds()
+    capacity_curve_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 
