@@ -267,14 +267,14 @@ typedef struct brisk_request_options {
   size_t num_cache_tags;
   int32_t top_k; /* brisk_submit_classify: labels returned, best first (default 1) */
   /* Appended in 0.7. */
+  int32_t reserved1;        /* ignored: the padding after top_k before 0.7, which an older caller may have left unset */
+  const char* trace_parent; /* a W3C traceparent (NULL or "": not traced); malformed: BRISK_INVALID_ARGUMENT */
+  char* traceparent_out;    /* non-NULL: receives, NUL-terminated, the traceparent to propagate downstream (naming
+                               brisk's request span when spans are recorded, else trace_parent itself; "" when
+                               there is no trace_parent) */
+  size_t traceparent_out_len; /* bytes at traceparent_out: at least 56 */
   int32_t allow_stale; /* 1: when the model cannot answer (overload, deadline, a failed pass), answer with a result
                           that expired at most cache_stale_ttl_ms ago, if this process has one (default 0) */
-  /* Tracing (appended in 0.7). */
-  const char* trace_parent;   /* a W3C traceparent (NULL or "": not traced); malformed: BRISK_INVALID_ARGUMENT */
-  char* traceparent_out;      /* non-NULL: receives, NUL-terminated, the traceparent to propagate downstream (naming
-                                 brisk's request span when spans are recorded, else trace_parent itself; "" when
-                                 there is no trace_parent) */
-  size_t traceparent_out_len; /* bytes at traceparent_out: at least 56 */
 } brisk_request_options;
 
 /* Which path answered a request. */

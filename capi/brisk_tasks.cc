@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,18 +39,25 @@ static_assert(static_cast<int>(brisk::AnswerPath::kModel) == BRISK_ANSWER_MODEL 
               static_cast<int>(brisk::AnswerPath::kFallback) == BRISK_ANSWER_FALLBACK &&
               static_cast<int>(brisk::AnswerPath::kStaleCache) == BRISK_ANSWER_STALE);
 
-// Where a submit writes the traceparent to propagate (brisk_request_options.traceparent_out), once it is accepted.
+// Where a submit writes the traceparent to propagate (brisk_request_options.traceparent_out): once, before the
+// request's callback runs (which may free the buffer) or when the submit returns, whichever comes first. Shared with
+// the callback; the runtime fills `context` before the request is queued.
 struct TraceparentOut {
+  std::mutex mu;
   char* buf = nullptr;
+  bool written = false;
   brisk::TraceContext context;  // all-zero trace id: none was set
-};
 
-// The traceparent into out.buf, or "" when the submit had no trace_parent.
-void write_traceparent(const TraceparentOut& out) {
-  if (out.buf == nullptr || out.context.trace_id == brisk::TraceId{}) return;
-  const std::string text = brisk::format_traceparent(out.context);
-  std::memcpy(out.buf, text.c_str(), text.size() + 1);
-}
+  // The traceparent into buf, or "" (already there) when the submit had no trace_parent.
+  void write_once() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (written || buf == nullptr) return;
+    written = true;
+    if (context.trace_id == brisk::TraceId{}) return;
+    const std::string text = brisk::format_traceparent(context);
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+  }
+};
 
 // The C request options (a prefix of them, per struct_size, over the defaults; NULL: the defaults) as C++ ones.
 brisk_status request_options(const char* function, const brisk_request_options* in, brisk::ClassifyRequestOptions& out,
@@ -113,10 +122,10 @@ brisk_status submit_arguments(const char* function, const brisk_runtime* runtime
 }
 
 // A submit's outcome: its id into *request_id (when given), or its error.
-brisk_status submitted(const brisk::StatusOr<uint64_t>& id, uint64_t* request_id, const TraceparentOut& trace_out) {
+brisk_status submitted(const brisk::StatusOr<uint64_t>& id, uint64_t* request_id, TraceparentOut& trace_out) {
   if (!id.ok()) return from_status(id.status());
   if (request_id != nullptr) *request_id = *id;
-  write_traceparent(trace_out);
+  trace_out.write_once();
   return BRISK_OK;
 }
 
@@ -163,12 +172,14 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
   constexpr const char* kFn = "brisk_submit_embed_ex";
   return guarded(kFn, [&]() -> brisk_status {
     brisk::ClassifyRequestOptions ro;
-    TraceparentOut trace_out;
-    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, trace_out);
+    auto trace_out = std::make_shared<TraceparentOut>();
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, *trace_out);
         s != BRISK_OK) {
       return s;
     }
-    auto done = [callback, user_data](uint64_t id, brisk::StatusOr<std::vector<float>> r, brisk::AnswerPath path) {
+    auto done = [callback, user_data, trace_out](uint64_t id, brisk::StatusOr<std::vector<float>> r,
+                                                 brisk::AnswerPath path) {
+      trace_out->write_once();
       const AnswerPathScope scope(path);
       if (r.ok()) {
         callback(user_data, id, BRISK_OK, r->data(), r->size(), "");
@@ -177,7 +188,7 @@ brisk_status brisk_submit_embed_ex(brisk_runtime* runtime, const char* text, con
         callback(user_data, id, code_of(r.status()), nullptr, 0, message.c_str());
       }
     };
-    return submitted(runtime->runtime->submit(text, ro, std::move(done)), request_id, trace_out);
+    return submitted(runtime->runtime->submit(text, ro, std::move(done)), request_id, *trace_out);
   });
 }
 
@@ -234,13 +245,14 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
   constexpr const char* kFn = "brisk_submit_classify";
   return guarded(kFn, [&]() -> brisk_status {
     brisk::ClassifyRequestOptions ro;
-    TraceparentOut trace_out;
-    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, trace_out);
+    auto trace_out = std::make_shared<TraceparentOut>();
+    if (brisk_status s = submit_arguments(kFn, runtime, text, callback != nullptr, options, request_id, ro, *trace_out);
         s != BRISK_OK) {
       return s;
     }
-    auto done = [runtime, callback, user_data](uint64_t id, brisk::StatusOr<std::vector<brisk::LabelScore>> r,
-                                               brisk::AnswerPath path) {
+    auto done = [runtime, callback, user_data, trace_out](
+                    uint64_t id, brisk::StatusOr<std::vector<brisk::LabelScore>> r, brisk::AnswerPath path) {
+      trace_out->write_once();
       const AnswerPathScope scope(path);
       if (!r.ok()) {
         const std::string message(r.status().message());
@@ -251,7 +263,7 @@ brisk_status brisk_submit_classify(brisk_runtime* runtime, const char* text, con
       for (const brisk::LabelScore& s : *r) labels.push_back(to_c(*runtime, s));
       callback(user_data, id, BRISK_OK, labels.data(), labels.size(), "");
     };
-    return submitted(runtime->runtime->submit_classify(text, ro, std::move(done)), request_id, trace_out);
+    return submitted(runtime->runtime->submit_classify(text, ro, std::move(done)), request_id, *trace_out);
   });
 }
 

@@ -132,7 +132,6 @@ void ConnectionGuard::run() {
 
 void ConnectionGuard::scan() {
   const auto now = std::chrono::steady_clock::now();
-  std::vector<int> expired;  // dup()s held until shut down
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, s] : states_) s.seen = false;
@@ -154,20 +153,17 @@ void ConnectionGuard::scan() {
     if (added) it->second.deadline = now + options_.keep_alive + options_.head_timeout;  // newly accepted
     it->second.seen = true;
     if (!it->second.in_handler && it->second.deadline < now) {
-      expired.push_back(held);
+      // Under the lock: a request head that arrives now waits for it and then finds the connection gone, instead of
+      // being torn down inside its handler.
+      shutdown(held, SHUT_RDWR);
       states_.erase(it);
-    } else {
-      close(held);
+      closed_slow_.fetch_add(1, std::memory_order_relaxed);
     }
+    close(held);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase_if(states_, [](const auto& kv) { return !kv.second.seen; });
-  }
-  for (int held : expired) {
-    shutdown(held, SHUT_RDWR);
-    close(held);
-    closed_slow_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -12,6 +12,8 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -163,15 +165,19 @@ int main(int argc, char** argv) {
   brisk_http::HttpService service(**runtime, service_opts);
   service.install(server);
 
+  std::atomic<bool> listen_returned{false};
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     if (sig != SIGUSR1) std::fprintf(stderr, "http_server: signal %d: draining requests in flight\n", sig);
+    // stop() does nothing before the server runs: a signal that arrives during start-up waits for it.
+    while (!server.is_running() && !listen_returned) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     server.stop();
   });
   std::printf("listening on http://%s:%d\n", f.host.c_str(), port);
   std::fflush(stdout);
   const bool listened = server.listen_after_bind();  // returns once stopped and every worker has finished
+  listen_returned = true;
   pthread_kill(signal_thread.native_handle(), SIGUSR1);
   signal_thread.join();
   std::fprintf(stderr, "http_server: stopped\n");

@@ -49,10 +49,10 @@ class RequestOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("priority", ctypes.c_int32), ("deadline_ms", ctypes.c_int64),
                 ("cache_tags", ctypes.POINTER(ctypes.c_char_p)), ("num_cache_tags", ctypes.c_size_t),
                 ("top_k", ctypes.c_int32),
-                ("allow_stale", ctypes.c_int32),  # appended in 0.7
-                # tracing (appended in 0.7)
+                # appended in 0.7: the padding after top_k, tracing, stale answers
+                ("reserved1", ctypes.c_int32),
                 ("trace_parent", ctypes.c_char_p), ("traceparent_out", ctypes.c_void_p),
-                ("traceparent_out_len", ctypes.c_size_t)]
+                ("traceparent_out_len", ctypes.c_size_t), ("allow_stale", ctypes.c_int32)]
 
 
 class LabelScore(ctypes.Structure):

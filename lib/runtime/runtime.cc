@@ -344,6 +344,7 @@ Status create_fallback(Runtime::Impl& impl) {
   if (!f.classification_head.empty()) o.classification_head = f.classification_head;
   if (f.num_threads != 0) o.num_threads = f.num_threads;
   o.batching = f.batching;
+  o.batching.levels = impl.options.batching.levels;  // a rerouted request keeps its priority level
   o.cache = RuntimeCacheOptions{};
   o.cache.result_cache_bytes = 0;
   o.torchscript.reset();

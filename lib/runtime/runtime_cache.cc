@@ -175,8 +175,8 @@ std::optional<std::vector<float>> RuntimeCaches::lookup_stale(std::span<const in
 }
 
 void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> embedding,
-                          std::span<const std::string> tags) {
-  if (!result_cache_) return;
+                          std::span<const std::string> tags, uint64_t epoch) {
+  if (!result_cache_ || epoch != invalidation_epoch()) return;
   cache::PutOptions put = result_put_;
   put.tags.insert(put.tags.end(), tags.begin(), tags.end());
   const std::string key = hex128(ids.data(), ids.size_bytes());
@@ -192,6 +192,7 @@ void RuntimeCaches::store(std::span<const int32_t> ids, std::span<const float> e
 StatusOr<size_t> RuntimeCaches::invalidate_tag(std::string_view tag) {
   if (tag.empty()) return absl::InvalidArgumentError("cache tag is empty; expected a non-empty tag such as \"faq:42\"");
   if (!result_cache_) return size_t{0};
+  invalidations_.fetch_add(1, std::memory_order_acq_rel);
   if (tag == model_tag_) {
     // Not a Redis tag (one Redis set naming every result would grow without bound): this process's results
     // go; the shared ones are namespaced by the model's contents and expire after result_ttl.

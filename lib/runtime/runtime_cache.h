@@ -44,8 +44,17 @@ class BRISK_API RuntimeCaches {
   // The result for these token ids that expired at most RuntimeCacheOptions::stale_ttl ago (or is still fresh), for
   // stale-if-error; nullopt when stale_ttl is 0 or none was kept.
   std::optional<std::vector<float>> lookup_stale(std::span<const int32_t> ids);
-  // Caches an embedding under its token ids with `tags` (and keeps a stale copy when stale_ttl > 0).
-  void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {});
+  // Caches an embedding under its token ids with `tags` (and keeps a stale copy when stale_ttl > 0), unless a tag was
+  // invalidated since `epoch` (invalidation_epoch() when its computation started): a result computed before an
+  // invalidation must not come back after it.
+  void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags,
+             uint64_t epoch);
+  // The same for a result computed now.
+  void store(std::span<const int32_t> ids, std::span<const float> embedding, std::span<const std::string> tags = {}) {
+    store(ids, embedding, tags, invalidation_epoch());
+  }
+  // Counts invalidate_tag() calls.
+  uint64_t invalidation_epoch() const { return invalidations_.load(std::memory_order_acquire); }
   // "model:<model id>" drops every result in this process's L1 (the Redis copies expire with result_ttl).
   StatusOr<size_t> invalidate_tag(std::string_view tag);
 
@@ -64,6 +73,7 @@ class BRISK_API RuntimeCaches {
   std::string model_id_;
   size_t dim_ = 0;
   std::atomic<uint64_t> wrong_length_{0};
+  std::atomic<uint64_t> invalidations_{0};
   std::string model_tag_;
   cache::PutOptions result_put_;
   std::unique_ptr<cache::Cache<std::string, TokenIds>> token_cache_;

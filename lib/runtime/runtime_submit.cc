@@ -124,6 +124,7 @@ Status start_batcher(Runtime::Impl& impl) {
 
 Status Runtime::Impl::compute(std::span<const TokenizedInput> inputs, float* out,
                               std::span<const std::vector<std::string>> cache_tags) const {
+  const uint64_t epoch = caches->invalidation_epoch();
   {
     ScopedNumThreads threads(options.num_threads);
     PackedSequences packed;
@@ -141,7 +142,7 @@ Status Runtime::Impl::compute(std::span<const TokenizedInput> inputs, float* out
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     caches->store(result_cache_key(inputs[i]), {out + i * output_dim, output_dim},
-                  i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{});
+                  i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{}, epoch);
   }
   return absl::OkStatus();
 }
@@ -296,6 +297,10 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
   if (id.ok()) return id;
   if (fallback && fallback_may_answer(id.status())) {
     EmbedRequestOptions to_fallback = request;
+    // The deadline this runtime would have held the request to: its own, else its level's default.
+    if (to_fallback.timeout == std::chrono::nanoseconds::zero()) {
+      to_fallback.timeout = options.batching.levels[static_cast<size_t>(request.priority)].default_timeout;
+    }
     to_fallback.allow_stale = false;   // this runtime's stale copies answer a failed fallback too, through `answer`
     to_fallback.cache_tags.clear();    // the fallback's results are not cached
     to_fallback.trace_parent.clear();  // the request's trace is this runtime's: its callback span and answer path

@@ -3,6 +3,7 @@
  * logits, its errors and unset outputs, classify / rerank over it, and exactly-once callbacks for 200,000 submits from
  * four threads. The tokenizer is the default model's; no weights are read. */
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,17 +258,14 @@ static void on_answer(void* user_data, uint64_t request_id, brisk_status status,
   pthread_mutex_unlock(&a->mu);
 }
 
-static answer submit_and_wait(brisk_runtime* rt, const char* text, int allow_stale) {
+static answer submit_with(brisk_runtime* rt, const char* text, const brisk_request_options* o) {
   answer a;
-  brisk_request_options o;
   uint64_t id = 0;
   brisk_status s;
   memset(&a, 0, sizeof a);
   pthread_mutex_init(&a.mu, NULL);
   pthread_cond_init(&a.cv, NULL);
-  brisk_request_options_init(&o, sizeof o);
-  o.allow_stale = allow_stale;
-  s = brisk_submit_embed_ex(rt, text, &o, on_answer, &a, &id);
+  s = brisk_submit_embed_ex(rt, text, o, on_answer, &a, &id);
   if (s != BRISK_OK) {
     a.status = s;
     a.done = 1;
@@ -280,6 +278,13 @@ static answer submit_and_wait(brisk_runtime* rt, const char* text, int allow_sta
   return a;
 }
 
+static answer submit_and_wait(brisk_runtime* rt, const char* text, int allow_stale) {
+  brisk_request_options o;
+  brisk_request_options_init(&o, sizeof o);
+  o.allow_stale = allow_stale;
+  return submit_with(rt, text, &o);
+}
+
 /* cache_stale_ttl_ms and allow_stale: an expired result answers when the host model fails, and the callback learns
  * which path answered. */
 static void test_answer_paths_and_stale(void) {
@@ -288,7 +293,7 @@ static void test_answer_paths_and_stale(void) {
   brisk_runtime* rt = NULL;
   answer model, cached, failed, stale;
   struct timespec past_ttl = {0, 150 * 1000 * 1000};
-  brisk_request_options bad;
+  brisk_request_options bad, old;
   uint64_t id = 0;
   brisk_runtime_options_init(&opts, sizeof opts);
   opts.model_dir = brisk_default_model_dir();
@@ -315,6 +320,16 @@ static void test_answer_paths_and_stale(void) {
   stale = submit_and_wait(rt, "card blocked", 1);
   CHECK(stale.status == BRISK_OK && stale.path == BRISK_ANSWER_STALE);
   CHECK(stale.first == model.first);
+  /* A 0.6 caller's struct ends at top_k; the padding after it (now reserved1) may hold anything. */
+  memset(&old, 0xFF, sizeof old);
+  old.struct_size = offsetof(brisk_request_options, reserved1) + sizeof(int32_t);
+  old.priority = 0;
+  old.deadline_ms = 0;
+  old.cache_tags = NULL;
+  old.num_cache_tags = 0;
+  old.top_k = 1;
+  stale = submit_with(rt, "card blocked", &old); /* allow_stale is beyond its struct: 0, so the failure shows */
+  CHECK(stale.status == BRISK_FAILED_PRECONDITION);
   g_host.mode = 0;
   brisk_request_options_init(&bad, sizeof bad);
   bad.allow_stale = 2;

@@ -90,6 +90,8 @@ struct FallbackOptions {
   std::string model_dir;
   std::string classification_head;  // as RuntimeOptions::classification_head; empty: the primary's
   int num_threads = 0;              // 0: the primary's num_threads
+  // The fallback's batcher; its priority levels are the primary's, and a rerouted request keeps its deadline (its own,
+  // else its level's default_timeout).
   batch::BatchPolicy batching = default_runtime_batching();
 };
 
