@@ -8,7 +8,7 @@
 //
 //   HttpTarget http{.host = "127.0.0.1", .port = 8080, .timeout_ms = 100, .pool = 64};
 //   std::vector<Record> r = run_open_loop(Target{&http, nullptr}, texts, schedule);
-//   CellSummary s = summarize(r, schedule_seconds);
+//   CellSummary s = summarize(r, /*slo_ms=*/100);
 //
 // Thread safety: each run_* call owns its threads and records; a Runtime may be shared (its submit() is thread-safe).
 #pragma once
@@ -67,15 +67,16 @@ std::vector<Record> run_closed_loop(const Target& target, const std::vector<std:
                                     double seconds);
 
 struct CellSummary {
-  size_t offered = 0, ok = 0, rejected_429 = 0, errors = 0, lost = 0;
-  double seconds = 0;         // first scheduled arrival (or start) to the last answer
-  double throughput = 0;      // 200s per second over `seconds`
+  size_t offered = 0, ok = 0, ok_within_slo = 0, rejected_429 = 0, errors = 0, lost = 0;
+  double seconds = 0;                         // first scheduled arrival (or start) to the last answer
+  double throughput = 0;                      // 200s per second over `seconds`
   double p50_ms = 0, p99_ms = 0, max_ms = 0;  // 200s, from the scheduled arrival (open) or the send (closed)
   double rejected_p99_ms = 0;                 // 429s, the same
   double send_late_p99_ms = 0;                // send - scheduled: the generator's own fidelity
   std::vector<int> error_statuses;            // distinct statuses counted as errors
 };
-CellSummary summarize(const std::vector<Record>& records);
+// slo_ms: the latency objective ok_within_slo counts against.
+CellSummary summarize(const std::vector<Record>& records, int slo_ms);
 
 // Writes one CSV line per request (scheduled_ns,sent_ns,done_ns,status); false when the file cannot be written.
 bool write_records(const std::string& path, const std::vector<Record>& records);

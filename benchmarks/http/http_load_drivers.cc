@@ -171,7 +171,8 @@ std::vector<Record> run_closed_loop(const Target& target, const std::vector<std:
   std::vector<std::vector<Record>> per_worker(workers);
   std::atomic<size_t> next{0};
   const Clock::time_point start = Clock::now();
-  const Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const Clock::time_point end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (size_t w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
@@ -204,7 +205,7 @@ std::vector<Record> run_closed_loop(const Target& target, const std::vector<std:
   return all;
 }
 
-CellSummary summarize(const std::vector<Record>& records) {
+CellSummary summarize(const std::vector<Record>& records, int slo_ms) {
   CellSummary s;
   s.offered = records.size();
   std::vector<int64_t> ok, rejected, late;
@@ -220,6 +221,7 @@ CellSummary summarize(const std::vector<Record>& records) {
     const int64_t latency = r.done_ns - r.scheduled_ns;
     if (r.status == 200) {
       ++s.ok;
+      if (latency <= int64_t{slo_ms} * 1000000) ++s.ok_within_slo;
       ok.push_back(latency);
     } else if (r.status == 429) {
       ++s.rejected_429;
@@ -244,7 +246,8 @@ CellSummary summarize(const std::vector<Record>& records) {
 bool write_records(const std::string& path, const std::vector<Record>& records) {
   std::ofstream out(path);
   out << "scheduled_ns,sent_ns,done_ns,status\n";
-  for (const Record& r : records) out << r.scheduled_ns << ',' << r.sent_ns << ',' << r.done_ns << ',' << r.status << '\n';
+  for (const Record& r : records)
+    out << r.scheduled_ns << ',' << r.sent_ns << ',' << r.done_ns << ',' << r.status << '\n';
   return out.good();
 }
 

@@ -6,7 +6,7 @@
 #   cmake --build --preset cpu-only -j2 --target http_server brisk_http_load
 #   benchmarks/http/run_http_load.sh [OUT_DIR]        # default /tmp/brisk_http_load
 # Environment: OMP_WAIT_POLICY (default passive: libgomp's spinning workers lose badly on a shared 2-core machine),
-# THREADS (2), ROUNDS (3), DURATION_S (6), CAPACITY_S (4), SLO_MS (100), LOADS (0.5,0.8,1.2), WRK_S (10), WRK_C (16).
+# THREADS (2), ROUNDS (5), DURATION_S (8), CAPACITY_S (3), WINDOWS (16,32), SLO_MS (100), DEADLINE_MS (SLO_MS), POOL (192), LOADS (0.5,0.8,1.2), WRK_S (10), WRK_C (16).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build/cpu-only}
@@ -15,7 +15,7 @@ mkdir -p "$out"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 threads=${THREADS:-2}
 
-"$build/examples/http_server" --port 0 --threads "$threads" --no-cache --http-threads 160 >"$out/server.out" \
+"$build/examples/http_server" --port 0 --threads "$threads" --no-cache --http-threads 256 >"$out/server.out" \
   2>"$out/server.err" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
@@ -26,9 +26,9 @@ done
 port=$(grep -o '[0-9]*$' "$out/server.out")
 echo "http_server pid $server port $port, OMP_WAIT_POLICY=$OMP_WAIT_POLICY, $(date -u +%FT%TZ), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-timeout 900 "$build/benchmarks/brisk_http_load" --port "$port" --threads "$threads" --rounds "${ROUNDS:-3}" \
-  --duration-s "${DURATION_S:-6}" --capacity-s "${CAPACITY_S:-4}" --slo-ms "${SLO_MS:-100}" \
-  --loads "${LOADS:-0.5,0.8,1.2}" --window 64 --pool 64 --out "$out/http_load.md" --records-dir "$out/records"
+timeout 900 "$build/benchmarks/brisk_http_load" --port "$port" --threads "$threads" --rounds "${ROUNDS:-5}" \
+  --duration-s "${DURATION_S:-8}" --capacity-s "${CAPACITY_S:-3}" --slo-ms "${SLO_MS:-100}" \
+  --loads "${LOADS:-0.5,0.8,1.2}" --windows "${WINDOWS:-16,32}" --pool "${POOL:-192}" --deadline-ms "${DEADLINE_MS:-${SLO_MS:-100}}" --out "$out/http_load.md" --records-dir "$out/records"
 
 echo "wrk: load before $(cut -d' ' -f1-3 /proc/loadavg)"
 timeout 120 wrk -t2 -c"${WRK_C:-16}" -d"${WRK_S:-10}s" --latency -s "$root/benchmarks/http/embed.lua" \
