@@ -5,7 +5,8 @@
 # benchmarks/http/embed.lua, and stops the server (SIGTERM). Build first:
 #   cmake --build --preset cpu-only -j2 --target http_server brisk_http_load
 #   benchmarks/http/run_http_load.sh [OUT_DIR]        # default /tmp/brisk_http_load
-# Environment: OMP_WAIT_POLICY (default passive: libgomp's spinning workers lose badly on a shared 2-core machine),
+# Environment: OMP_WAIT_POLICY (default passive: libgomp's spinning workers lose badly on a shared 2-core machine;
+# `default` unsets it),
 # THREADS (2), ROUNDS (5), DURATION_S (8), CAPACITY_S (3), WINDOWS (16,32), SLO_MS (100), DEADLINE_MS (SLO_MS), POOL (192), LOADS (0.5,0.8,1.2), WRK_S (10), WRK_C (16).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,6 +14,7 @@ build=${BUILD:-$root/build/cpu-only}
 out=${1:-/tmp/brisk_http_load}
 mkdir -p "$out"
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+[ "$OMP_WAIT_POLICY" = default ] && unset OMP_WAIT_POLICY  # libgomp's own default (spin, then sleep)
 threads=${THREADS:-2}
 
 "$build/examples/http_server" --port 0 --threads "$threads" --no-cache --http-threads 256 >"$out/server.out" \
@@ -24,7 +26,7 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 port=$(grep -o '[0-9]*$' "$out/server.out")
-echo "http_server pid $server port $port, OMP_WAIT_POLICY=$OMP_WAIT_POLICY, $(date -u +%FT%TZ), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "http_server pid $server port $port, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(unset)}, $(date -u +%FT%TZ), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 timeout 900 "$build/benchmarks/brisk_http_load" --port "$port" --threads "$threads" --rounds "${ROUNDS:-5}" \
   --duration-s "${DURATION_S:-8}" --capacity-s "${CAPACITY_S:-3}" --slo-ms "${SLO_MS:-100}" \
