@@ -144,6 +144,8 @@ int main(int argc, char** argv) {
   server.set_read_timeout(f.read_timeout_s, 0);
   server.set_write_timeout(f.write_timeout_s, 0);
   server.set_keep_alive_timeout(f.keep_alive_s);
+  server.set_keep_alive_max_count(100000);  // httplib's default closes a keep-alive connection every 5 requests
+  server.set_tcp_nodelay(true);             // small responses must not wait for Nagle and delayed ACKs
   const int port = f.port == 0 ? server.bind_to_any_port(f.host) : (server.bind_to_port(f.host, f.port) ? f.port : -1);
   if (port < 0) {
     std::fprintf(stderr, "http_server: cannot listen on %s:%d (in use, or not an address of this machine)\n",
