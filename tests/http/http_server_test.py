@@ -238,7 +238,9 @@ def test_load_behaviour(binary):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             m = requests.get(f"{srv.url}/metrics").text
-            if metric(m, "brisk_http_client_disconnects_total") == 1 and metric(m, "brisk_batcher_queued") == 0:
+            # An input already in a batch completes (CANCELLED) when its batch ends: wait for that too.
+            if (metric(m, "brisk_http_client_disconnects_total") == 1 and metric(m, "brisk_batcher_queued") == 0 and
+                    metric(m, "brisk_http_in_flight_requests") == 1):
                 break
             time.sleep(0.1)
         check(metric(m, "brisk_http_client_disconnects_total") == 1, "the disconnect is seen")
