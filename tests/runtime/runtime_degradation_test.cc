@@ -247,3 +247,38 @@ TEST_CASE("degradation: a fallback that cannot answer the same task, and bad sta
   s.cache.redis = brisk::cache::RedisOptions{};
   bad(s, "stale_ttl is set with a Redis tier");
 }
+
+TEST_CASE("degradation: with no fallback, a submit the full queue refuses is answered stale at once when allowed") {
+  brisk::RuntimeOptions o = controlled_options();
+  o.batching.max_queue_size = 1;
+  o.cache.result_cache_bytes = 1 << 20;
+  o.cache.result_ttl = std::chrono::milliseconds(50);
+  o.cache.stale_ttl = std::chrono::minutes(10);
+  const ControlledBackend* backend = nullptr;
+  auto rt = create(o, backend);
+  auto first = submit(*rt, "cancel my card");
+  REQUIRE(first.ok());
+  Answer model = first->get();
+  REQUIRE(model.embedding.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past result_ttl
+
+  backend->set_open(false);
+  auto running = submit(*rt, "the executor is busy with this");
+  REQUIRE(running.ok());
+  backend->wait_runs(2);
+  auto queued = submit(*rt, "and this one fills the queue");
+  REQUIRE(queued.ok());
+  auto refused = submit(*rt, "cancel my card");  // the queue is full
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kResourceExhausted);
+  auto stale = submit(*rt, "cancel my card", {.allow_stale = true});
+  REQUIRE(stale.ok());
+  REQUIRE(stale->wait_for(std::chrono::seconds(0)) == std::future_status::ready);  // answered before submit returned
+  Answer answer = stale->get();
+  REQUIRE(answer.embedding.ok());
+  CHECK(answer.path == AnswerPath::kStaleCache);
+  CHECK(*answer.embedding == *model.embedding);
+  backend->set_open(true);
+  CHECK(running->get().embedding.ok());
+  CHECK(queued->get().embedding.ok());
+}
