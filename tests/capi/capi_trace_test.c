@@ -119,7 +119,7 @@ static void test_span_fn(void) {
   CHECK(strcmp(request->name, "brisk.request") == 0);
   CHECK(strcmp(request->parent_span_id, "00f067aa0ba902b7") == 0);
   CHECK(strlen(request->span_id) == 16);
-  snprintf(expected, sizeof expected, "00-4bf92f3577b34da6a3ce929d0e0e4736-%s-01", request->span_id);
+  snprintf(expected, sizeof expected, "00-4bf92f3577b34da6a3ce929d0e0e4736-%.16s-01", request->span_id);
   CHECK(strcmp(traceparent, expected) == 0);
   for (i = 0; i < g.n; ++i) {
     CHECK(strcmp(g.spans[i].trace_id, "4bf92f3577b34da6a3ce929d0e0e4736") == 0);
