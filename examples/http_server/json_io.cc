@@ -76,7 +76,7 @@ class Parser {
     had_invalid_utf8_ = marked.has_value();
     try {
       root_ = json::parse(marked ? std::string_view(*marked) : body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e999)
       fail(400, std::string("the body is not valid JSON: ") + e.what(), "validation");
       return;
     }
