@@ -58,7 +58,7 @@ struct Runtime::Impl {
   metrics::Counter callback_exceptions;                // thrown by single-flight callbacks (the batcher counts its own)
   std::array<metrics::Counter, kAnswerPaths> answers;  // submitted inputs answered, by AnswerPath
   std::unique_ptr<RuntimeCaches> caches;
-  std::atomic<uint64_t> next_cached_request_id{0};
+  std::atomic<uint64_t> next_cached_request_id{0};  // see local_answer_id()
   // Concurrent submits of one uncached input, keyed by result_cache_key: one forward pass answers them all.
   Flights flights;
   // RuntimeOptions::fallback; its request ids carry kFallbackIdBit. Destroyed after the batcher and before the
@@ -95,10 +95,15 @@ struct Runtime::Impl {
   StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options, AnswerCallback done,
                                   std::shared_ptr<RequestTrace> trace = nullptr);
   // The model's part of submit_input: single flight and the batcher; `answer` completes the request unless the
-  // batcher refuses it.
-  StatusOr<uint64_t> submit_to_model(TokenizedInput input, const EmbedRequestOptions& options,
-                                     const std::shared_ptr<AnswerCallback>& answer,
+  // batcher refuses it. `key` is result_cache_key(input).
+  StatusOr<uint64_t> submit_to_model(TokenizedInput input, const std::vector<int32_t>& key,
+                                     const EmbedRequestOptions& options, const std::shared_ptr<AnswerCallback>& answer,
                                      std::shared_ptr<RequestTrace> trace);
+  // The id of an answer that never reaches a batcher (a cache hit, a stale answer at submit): the top bit set, so it
+  // never names a batcher request.
+  uint64_t local_answer_id() {
+    return (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+  }
   // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
   void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.

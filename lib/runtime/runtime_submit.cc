@@ -273,13 +273,10 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
   std::optional<std::vector<float>> hit = caches->lookup(key);
   if (trace) record_cache_lookup(*trace, lookup_start, hit.has_value());
   if (hit) {
-    // Ids of answers that never reach a batcher have the top bit set, so they never name a batcher request.
-    const uint64_t id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t id = local_answer_id();
     counted(id, std::move(*hit), AnswerPath::kCache);
     return id;
   }
-  std::optional<TokenizedInput> for_fallback;
-  if (fallback) for_fallback = input;
   // Shared, so that a request the model's queue refuses can still be handed on with it.
   auto answer = std::make_shared<AnswerCallback>(std::move(counted));
   if (request.allow_stale) {
@@ -293,7 +290,7 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
       next(id, std::move(row), path);
     };
   }
-  StatusOr<uint64_t> id = submit_to_model(std::move(input), request, answer, std::move(trace));
+  StatusOr<uint64_t> id = submit_to_model(std::move(input), key, request, answer, std::move(trace));
   if (id.ok()) return id;
   if (fallback && fallback_may_answer(id.status())) {
     EmbedRequestOptions to_fallback = request;
@@ -306,14 +303,14 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
     to_fallback.trace_parent.clear();  // the request's trace is this runtime's: its callback span and answer path
     to_fallback.trace_context_out = nullptr;
     StatusOr<uint64_t> fallback_id = fallback->impl_->submit_input(
-        std::move(*for_fallback), to_fallback, [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
+        input_of_cache_key(key), to_fallback, [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
           (*answer)(id | kFallbackIdBit, std::move(row), AnswerPath::kFallback);
         });
     if (fallback_id.ok()) return *fallback_id | kFallbackIdBit;
   }
   if (request.allow_stale && stale_may_answer(id.status())) {
     if (std::optional<std::vector<float>> stale = caches->lookup_stale(key)) {
-      const uint64_t stale_id = (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
+      const uint64_t stale_id = local_answer_id();
       (*answer)(stale_id, std::move(*stale), AnswerPath::kStaleCache);
       return stale_id;
     }
@@ -321,7 +318,8 @@ StatusOr<uint64_t> Runtime::Impl::submit_input(TokenizedInput input, const Embed
   return id;
 }
 
-StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const EmbedRequestOptions& request,
+StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const std::vector<int32_t>& key,
+                                                  const EmbedRequestOptions& request,
                                                   const std::shared_ptr<AnswerCallback>& answer,
                                                   std::shared_ptr<RequestTrace> trace) {
   Flights::Done done = [answer](uint64_t id, StatusOr<std::vector<float>> row) {
@@ -339,7 +337,6 @@ StatusOr<uint64_t> Runtime::Impl::submit_to_model(TokenizedInput input, const Em
   const TimePoint deadline = so.deadline != kNoDeadline || level_timeout <= Duration::zero()
                                  ? so.deadline
                                  : deadline_after(now, level_timeout);
-  std::vector<int32_t> key = result_cache_key(input);
   bool lead = false;
   if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, &lead)) return *id;
   if (!lead) return batcher->submit(TaskRequest{std::move(input), {}, std::move(trace)}, so, std::move(done));
