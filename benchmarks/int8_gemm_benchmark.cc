@@ -190,7 +190,7 @@ void timed_loop(benchmark::State& state, const Inputs& in, Runner& runner) {
 }
 
 bool have_vnni(benchmark::State& state) {
-  if (cpu_has_avx512_vnni()) return true;
+  if (cpu_isa() >= CpuIsa::kAvx512Vnni) return true;
   state.SkipWithError("this CPU lacks AVX-512 VNNI: int8_gemm would run its scalar reference");
   return false;
 }

@@ -35,7 +35,7 @@ constexpr int64_t kTokens = kBatch * kSeq;
 class IsaScope {
  public:
   explicit IsaScope(benchmark::State& state) : isa_(static_cast<CpuIsa>(state.range(0))) {
-    if (isa_ > detected_cpu_isa()) {
+    if (!cpu_supports(isa_)) {
       state.SkipWithError("this CPU lacks the ISA level");
       ok_ = false;
       return;

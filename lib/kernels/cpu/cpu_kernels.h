@@ -123,11 +123,9 @@ BRISK_DECLARE_ROW_KERNELS(avx512)
 // set_cpu_isa_cap()). Called once per op invocation, outside the parallel region.
 template <typename Fn>
 Fn select_kernel(Fn scalar, Fn avx2, Fn avx512) {
-  switch (brisk::cpu_isa()) {
-    case CpuIsa::kAvx512: return avx512;
-    case CpuIsa::kAvx2: return avx2;
-    case CpuIsa::kScalar: break;
-  }
+  const CpuIsa isa = brisk::cpu_isa();
+  if (isa >= CpuIsa::kAvx512) return avx512;
+  if (isa >= CpuIsa::kAvx2) return avx2;
   return scalar;
 }
 

@@ -68,7 +68,7 @@ void Int8Linear::pack_weights() {
     inv_input_scale_.resize(static_cast<size_t>(k_));
     for (int64_t c = 0; c < k_; ++c) inv_input_scale_[c] = 1.0f / s[c];
   }
-  if (scales_.activation_scale == 0.0f && cpu_has_avx512_vnni()) {
+  if (scales_.activation_scale == 0.0f && cpu_isa() >= CpuIsa::kAvx512Vnni) {
     vnni_ = pack_int8_weights(weight_.data<int8_t>(), n_, k_);
     const float* s = scales_.weight_scale.data<float>();
     col_scales_.resize(static_cast<size_t>(n_));
@@ -101,7 +101,7 @@ void Int8Linear::forward_vnni(const float* x, int64_t rows, float* y, GemmEpilog
 Status Int8Linear::forward(const void* xv, int64_t rows, void* yv, GemmEpilogue epilogue, int64_t ldy) const {
   const float* x = static_cast<const float*>(xv);
   float* y = static_cast<float*>(yv);
-  if (vnni_.has_value() && cpu_isa() == CpuIsa::kAvx512) {
+  if (vnni_.has_value() && cpu_isa() >= CpuIsa::kAvx512Vnni) {
     forward_vnni(x, rows, y, epilogue, ldy);
     return absl::OkStatus();
   }

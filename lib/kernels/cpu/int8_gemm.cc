@@ -114,7 +114,7 @@ void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint
                       const float* channel_scale) {
   if (rows <= 0) return;
   const QuantizeRowsU8Args args{x, channel_scale, k, ldq, xq, row_scales};
-  const auto kernel = brisk::cpu_isa() == CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
+  const auto kernel = brisk::cpu_isa() >= CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
   parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }
 
@@ -122,7 +122,7 @@ void int8_gemm(const uint8_t* xq, int64_t ldq, const float* row_scales, int64_t 
                const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y, int64_t ldy) {
   if (m <= 0 || w.n <= 0) return;
   const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
-  const auto kernel = brisk::cpu_has_avx512_vnni() ? &int8_gemm_block_avx512_vnni : &int8_gemm_block_scalar;
+  const auto kernel = brisk::cpu_isa() >= CpuIsa::kAvx512Vnni ? &int8_gemm_block_avx512_vnni : &int8_gemm_block_scalar;
   // Tasks are (row block, column panel) pairs, row-block-major: a thread's contiguous range of tasks sweeps all
   // panels over one row block while that block's activations (<= 192 x k bytes) stay in L2, with the weights
   // (n x k bytes: 147 KB to 590 KB at MiniLM's shapes) beside them; for m <= 192 the tasks are the panels.
