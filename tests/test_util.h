@@ -15,7 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "brisk/core/allocator.h"
+#include "brisk/core/device.h"
 #include "brisk/runtime/runtime.h"
+#include "test_skip.h"
 
 namespace brisk::testing {
 
@@ -106,4 +109,16 @@ struct TempDir {
   }
 };
 
+// Why a CUDA test cannot run here: a build without CUDA, or no device.
+inline std::string no_cuda_reason() {
+  return brisk::built_with_cuda() ? "no CUDA device (cuda_device_count() is 0; nvidia-smi -L lists none?)"
+                                  : "brisk was built without CUDA (BRISK_WITH_CUDA=OFF, or no nvcc at configure time)";
+}
+
 }  // namespace brisk::testing
+
+// Skips the enclosing TEST_CASE (reported Skipped by ctest, see test_skip.h) without a CUDA device.
+#define BRISK_SKIP_WITHOUT_CUDA()                                                          \
+  do {                                                                                     \
+    if (::brisk::cuda_device_count() == 0) BRISK_SKIP(::brisk::testing::no_cuda_reason()); \
+  } while (0)

@@ -62,7 +62,7 @@ Sequences packed(const std::vector<int64_t>& offsets) {
   return s;
 }
 
-TEST_CASE("self_attention matches the reference on packed sequences", "[kernels][attention]") {
+TEST_CASE("self_attention matches the reference on packed sequences", "[kernels][attention][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t heads = GENERATE(1, 3, 12);
   const int64_t d = GENERATE(8, 32);

@@ -399,10 +399,7 @@ class MemoryLimitGuard {
 }  // namespace
 
 TEST_CASE("cuda Linear matches the CPU Linear for every epilogue and activation dtype", "[cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   const DType weights = GENERATE(DType::kF32, DType::kBF16);
   const DType activations = GENERATE(DType::kF32, DType::kF16, DType::kBF16);
   switch (activations) {
@@ -413,10 +410,7 @@ TEST_CASE("cuda Linear matches the CPU Linear for every epilogue and activation 
 }
 
 TEST_CASE("cuda int8 Linear matches the CPU int8 Linear", "[cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   const bool per_channel = GENERATE(true, false);
   const bool exact = GENERATE(true, false);
   const DType activations = GENERATE(DType::kF32, DType::kF16, DType::kBF16);
@@ -428,10 +422,7 @@ TEST_CASE("cuda int8 Linear matches the CPU int8 Linear", "[cuda]") {
 }
 
 TEST_CASE("cuda int8 Linear rejects static activation scales and SmoothQuant input scales", "[cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   std::vector<int8_t> wq(16 * 8, 3);
   std::vector<float> scale{0.01f}, input_scale(8, 2.0f);
   const Tensor wt = Tensor::borrow(wq.data(), {16, 8}, DType::kI8);
@@ -549,10 +540,7 @@ void check_attention(int64_t heads, int64_t d, const std::vector<int32_t>& lengt
 }  // namespace
 
 TEST_CASE("cuda self_attention matches the CPU one on packed and padded rows", "[cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   const bool padded = GENERATE(false, true);
   const bool with_bias = GENERATE(false, true);
   const DType activations = GENERATE(DType::kF32, DType::kF16, DType::kBF16);
@@ -571,10 +559,7 @@ TEST_CASE("cuda self_attention matches the CPU one on packed and padded rows", "
 
 TEST_CASE("cuda self_attention and int8 Linear report OUT_OF_MEMORY past the device cap and release scratch",
           "[cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   using brisk::float16_t;
   const int64_t heads = 12, d = 64, len = 512, batch = 8, hidden = heads * d, rows = batch * len;
   std::vector<int32_t> starts(batch), lengths(batch, static_cast<int32_t>(len));

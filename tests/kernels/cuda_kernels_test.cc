@@ -36,14 +36,6 @@ namespace {
 
 using testing::random_floats;
 
-#define SKIP_WITHOUT_CUDA()                \
-  do {                                     \
-    if (brisk::cuda_device_count() == 0) { \
-      WARN("no CUDA device: skipped");     \
-      return;                              \
-    }                                      \
-  } while (0)
-
 #define REQUIRE_OK(expr)               \
   do {                                 \
     const ::brisk::Status s_ = (expr); \
@@ -149,7 +141,7 @@ size_t sz(int64_t v) { return static_cast<size_t>(v); }
 constexpr double kLayerNormAbs = 2e-5;
 
 TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual matches the CPU op", "[cuda]", float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   // 384/1024: a warp per row; 4096: a block per row; 20000: streaming; 383: the scalar path.
   for (const int64_t cols : {384, 383, 1024, 4096, 20000}) {
@@ -179,7 +171,7 @@ TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual matches the CPU op", "[cuda]",
 
 TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual in place on x or on the residual, and on misaligned rows", "[cuda]",
                    float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {384, 4096, 20000}) {
     const int64_t rows = 5;
@@ -210,7 +202,7 @@ TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual in place on x or on the residu
 
 TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual_quantize writes the CPU's LayerNorm and its int8 rows", "[cuda]",
                    float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {384, 383, 4096, 20000}) {
     const int64_t rows = cols > 4096 ? 3 : 29;
@@ -247,7 +239,7 @@ TEMPLATE_TEST_CASE("cuda layer_norm_bias_residual_quantize writes the CPU's Laye
 // GeLU
 
 TEMPLATE_TEST_CASE("cuda bias_gelu matches the CPU op in both forms", "[cuda]", float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {1536, 100, 4096, 37}) {
     const int64_t rows = 33;
@@ -276,7 +268,7 @@ constexpr double kSoftmaxAbs = 2e-6;
 
 TEMPLATE_TEST_CASE("cuda masked_softmax matches the CPU op for every valid_cols edge", "[cuda]", float, float16_t,
                    bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   // 128: a warp; 77: scalar; 2000: a block; 20000: streaming.
   for (const int64_t cols : {128, 77, 2000, 20000}) {
@@ -293,9 +285,9 @@ TEMPLATE_TEST_CASE("cuda masked_softmax matches the CPU op for every valid_cols 
   }
 }
 
-TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves [cols, ld) alone, and an all -inf row gives zeros", "[cuda]",
-                   float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves [cols, ld) alone, and an all -inf row gives zeros",
+                   "[cuda]", float, float16_t, bfloat16_t) {
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {64, 61, 3000}) {
     for (const int64_t pad : {8, 3}) {
@@ -325,7 +317,7 @@ TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves [cols, ld) alone, and an 
 
 TEMPLATE_TEST_CASE("cuda masked_softmax_batched masks each group with its own length", "[cuda]", float, float16_t,
                    bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   const int64_t cols = 64, ld = 72, rows_per_group = 6;
   const std::vector<int32_t> lengths = {64, 1, 0, 30, 100, -2, 63};
@@ -347,7 +339,7 @@ TEMPLATE_TEST_CASE("cuda masked_softmax_batched masks each group with its own le
 
 TEMPLATE_TEST_CASE("cuda embed_layer_norm matches the CPU op with and without the optional tables", "[cuda]", float,
                    float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   const int64_t vocab = 50, max_positions = 40, type_vocab = 2, rows = 37;
   for (const int64_t hidden : {384, 100, 2048}) {
@@ -408,7 +400,7 @@ constexpr double kPoolAbs = 1e-5;
 constexpr double kPoolRel = 1e-5;
 
 TEMPLATE_TEST_CASE("cuda mean_pool and cls_pool match the CPU ops", "[cuda]", float, float16_t, bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   const int64_t seq = 19;
   const std::vector<int32_t> lengths = {19, 1, 0, 7, 25, -3, 12};
@@ -435,7 +427,7 @@ TEMPLATE_TEST_CASE("cuda mean_pool and cls_pool match the CPU ops", "[cuda]", fl
 
 TEMPLATE_TEST_CASE("cuda pool_sequences pools packed sequences and normalises them", "[cuda]", float, float16_t,
                    bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   const std::vector<int32_t> lengths = {5, 1, 0, 17, 9};
   std::vector<int32_t> starts;
@@ -466,7 +458,7 @@ TEMPLATE_TEST_CASE("cuda pool_sequences pools packed sequences and normalises th
 }
 
 TEST_CASE("cuda l2_normalize matches the CPU op, and a zero row stays zero", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   // 384: a warp; 5000: a block; 20000: streaming; 383: scalar.
   for (const int64_t cols : {384, 383, 5000, 20000}) {
     const int64_t rows = 6;
@@ -486,7 +478,7 @@ TEST_CASE("cuda l2_normalize matches the CPU op, and a zero row stays zero", "[c
 
 TEMPLATE_TEST_CASE("cuda quantize_rows_int8 matches the CPU op, an all-zero row included", "[cuda]", float, float16_t,
                    bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   for (const int64_t cols : {384, 383, 4096, 20000}) {
     const int64_t rows = 7;
@@ -513,7 +505,7 @@ TEMPLATE_TEST_CASE("cuda quantize_rows_int8 matches the CPU op, an all-zero row 
 
 TEMPLATE_TEST_CASE("cuda dequantize_rows_int8 matches the CPU op for every epilogue", "[cuda]", float, float16_t,
                    bfloat16_t) {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;
   const int64_t rows = 19;
   for (const int64_t cols : {1536, 37}) {
@@ -589,7 +581,7 @@ void check_convert(const std::vector<From>& in, size_t offset) {
 }
 
 TEST_CASE("cuda convert rounds to nearest even exactly as the host conversions do", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   for (const size_t n : {size_t{100003}, size_t{4096}, size_t{7}}) {
     for (const size_t offset : {size_t{0}, size_t{1}}) {
       INFO("n " << n << " offset " << offset);
@@ -611,7 +603,7 @@ TEST_CASE("cuda convert rounds to nearest even exactly as the host conversions d
 }
 
 TEST_CASE("cuda copy_bytes moves bytes host to device, device to device and back", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   const size_t n = (size_t{1} << 20) + 3;
   std::vector<uint8_t> host(n);
   std::mt19937 rng(141);
@@ -628,7 +620,7 @@ TEST_CASE("cuda copy_bytes moves bytes host to device, device to device and back
 // Element-wise transcendental functions: CUDA's expf, erff, tanhf (<= 2 ulp) against double.
 
 TEST_CASE("cuda vector_exp, vector_erf and vector_tanh match the double functions", "[cuda]") {
-  SKIP_WITHOUT_CUDA();
+  BRISK_SKIP_WITHOUT_CUDA();
   const int64_t n = 100003;  // odd: the element-wise tail
   struct Case {
     const char* name;

@@ -58,7 +58,7 @@ void check_bias_gelu(int64_t rows, int64_t cols, bool with_bias, GeluApproximati
   SUCCEED();
 }
 
-TEST_CASE("bias_gelu matches the double references on odd sizes", "[kernels]") {
+TEST_CASE("bias_gelu matches the double references on odd sizes", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const GeluApproximation approx : {GeluApproximation::kErf, GeluApproximation::kTanh}) {
     for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
@@ -72,7 +72,7 @@ TEST_CASE("bias_gelu matches the double references on odd sizes", "[kernels]") {
   }
 }
 
-TEST_CASE("bias_gelu limits: gelu(0) = 0, gelu(+big) = x, gelu(-big) = 0", "[kernels]") {
+TEST_CASE("bias_gelu limits: gelu(0) = 0, gelu(+big) = x, gelu(-big) = 0", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const GeluApproximation approx : {GeluApproximation::kErf, GeluApproximation::kTanh}) {
     // (-inf itself gives NaN, as in PyTorch: -inf * 0.)

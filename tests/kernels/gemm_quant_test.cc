@@ -37,7 +37,7 @@ constexpr GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasG
 
 }  // namespace
 
-TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][gemm][quant]") {
+TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][gemm][quant][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t n = GENERATE(1, 19, 384);
   const int64_t k = GENERATE(5, 64, 384);
@@ -71,7 +71,7 @@ TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][g
   }
 }
 
-TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][gemm][quant]") {
+TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][gemm][quant][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t n = GENERATE(17, 384), k = GENERATE(31, 384), m = GENERATE(1, 16, 64);
   auto w = random_floats(static_cast<size_t>(n * k), -0.3f, 0.3f, 11);
@@ -102,7 +102,7 @@ TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][
   CHECK(violations == 0);
 }
 
-TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[kernels][gemm][quant]") {
+TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[kernels][gemm][quant][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t n = 3, k = 4, m = 2;
   std::vector<int8_t> wq = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1};
@@ -118,7 +118,7 @@ TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[ke
   CHECK(y == std::vector<float>{1.0f, -2.5f, 63.5f, 3.0f, 0.0f, -0.5f - 63.5f});
 }
 
-TEST_CASE("bf16 Linear stays within the derived rounding bound", "[kernels][gemm][quant]") {
+TEST_CASE("bf16 Linear stays within the derived rounding bound", "[kernels][gemm][quant][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t n = GENERATE(5, 384), k = GENERATE(7, 384), m = GENERATE(1, 16, 100);
   auto w = random_floats(static_cast<size_t>(n * k), -0.3f, 0.3f, 21);
@@ -182,7 +182,8 @@ TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[ke
   CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("expected a contiguous f32, bf16 or i8"));
 }
 
-TEST_CASE("int8 Linear divides its input by input_scale before quantizing (SmoothQuant)", "[kernels][gemm][quant]") {
+TEST_CASE("int8 Linear divides its input by input_scale before quantizing (SmoothQuant)",
+          "[kernels][gemm][quant][isa]") {
   BRISK_FOR_EACH_CPU_ISA();  // scalar/avx2: the oneDNN path; avx512: the VNNI kernel's fused division
   const int64_t n = GENERATE(3, 40), k = GENERATE(5, 37), m = GENERATE(1, 18);
   // Powers of two keep x / s exact; each row holds one value whose quotient is 127, so the row scale is 1.

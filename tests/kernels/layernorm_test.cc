@@ -70,7 +70,7 @@ void check_layer_norm(int64_t rows, int64_t cols, bool with_bias, bool with_resi
   CHECK_CLOSE(got, want, kAbsTol, kRelTol);
 }
 
-TEST_CASE("layer_norm_bias_residual matches the double reference on odd sizes", "[kernels]") {
+TEST_CASE("layer_norm_bias_residual matches the double reference on odd sizes", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
     // Enough rows at the wide sizes that parallel_for splits them over threads.
@@ -85,7 +85,7 @@ TEST_CASE("layer_norm_bias_residual matches the double reference on odd sizes", 
   }
 }
 
-TEST_CASE("layer_norm_bias_residual works in place on x and on the residual", "[kernels]") {
+TEST_CASE("layer_norm_bias_residual works in place on x and on the residual", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {7, 17, 384, 1000}) {
     const int64_t rows = cols >= 384 ? 173 : 9;
@@ -100,7 +100,7 @@ TEST_CASE("layer_norm_bias_residual works in place on x and on the residual", "[
   }
 }
 
-TEST_CASE("layer_norm_bias_residual keeps precision at large magnitudes with a small spread", "[kernels]") {
+TEST_CASE("layer_norm_bias_residual keeps precision at large magnitudes with a small spread", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   // The residual stream of a trained BERT reaches |values| of 10 to 100 while a row's spread can be ~1: a
   // one-pass E[y^2] - E[y]^2 in fp32 loses most digits here.
@@ -115,7 +115,7 @@ TEST_CASE("layer_norm_bias_residual keeps precision at large magnitudes with a s
   check_layer_norm(64, 384, true, true, Alias::kNone, 0.0f, 100.0f, 0.0f, 23);
 }
 
-TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels]") {
+TEST_CASE("layer_norm_bias_residual of a constant row is beta", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {1, 16, 384, 1000}) {
     for (const float value : {0.0f, 1.1f, 37.5f, -1234.567f}) {

@@ -12,7 +12,8 @@ namespace {
 
 using testing::random_floats;
 
-TEST_CASE("mean_pool averages the first lengths[b] positions, and a zero length gives zeros", "[kernels]") {
+TEST_CASE("mean_pool averages the first lengths[b] positions, and a zero length gives zeros",
+          "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t dim : {1, 7, 15, 16, 17, 384, 1000}) {
     for (const int64_t seq : {1, 5, 128}) {
@@ -40,7 +41,7 @@ TEST_CASE("mean_pool averages the first lengths[b] positions, and a zero length 
   }
 }
 
-TEST_CASE("mean_pool splits a large batch over threads", "[kernels]") {
+TEST_CASE("mean_pool splits a large batch over threads", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t batch = 32, seq = 128, dim = 384;
   std::vector<int32_t> lengths(static_cast<size_t>(batch));
@@ -60,7 +61,7 @@ TEST_CASE("mean_pool splits a large batch over threads", "[kernels]") {
   CHECK_CLOSE(out, want, 1e-6, 1e-5);
 }
 
-TEST_CASE("mean_pool without lengths averages every position", "[kernels]") {
+TEST_CASE("mean_pool without lengths averages every position", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t batch = 3, seq = 9, dim = 21;
   const std::vector<float> hidden = random_floats(static_cast<size_t>(batch * seq * dim), -1.0f, 1.0f, 8);
@@ -83,7 +84,7 @@ TEST_CASE("cls_pool copies position 0 of every sequence", "[kernels]") {
   }
 }
 
-TEST_CASE("l2_normalize matches torch.nn.functional.normalize", "[kernels]") {
+TEST_CASE("l2_normalize matches torch.nn.functional.normalize", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {1, 7, 15, 16, 17, 384, 1000, 1536}) {
     const int64_t rows = cols >= 384 ? 131 : 6;

@@ -15,7 +15,7 @@ double gelu_tanh(double v) { return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M
 
 }  // namespace
 
-TEST_CASE("quantize_rows_int8 gives absmax / 127 scales and rounds half to even", "[kernels]") {
+TEST_CASE("quantize_rows_int8 gives absmax / 127 scales and rounds half to even", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t rows = 5, cols = 67;
   auto x = brisk::testing::random_floats(static_cast<size_t>(rows * cols), -4.f, 4.f, 12);
@@ -34,7 +34,8 @@ TEST_CASE("quantize_rows_int8 gives absmax / 127 scales and rounds half to even"
   }
 }
 
-TEST_CASE("dequantize_rows_int8 scales, adds the bias and applies every epilogue with a wide row stride", "[kernels]") {
+TEST_CASE("dequantize_rows_int8 scales, adds the bias and applies every epilogue with a wide row stride",
+          "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t rows = 3, cols = 37, ldy = 41;
   std::vector<int32_t> acc(static_cast<size_t>(rows * cols));

@@ -29,7 +29,7 @@ void reference_softmax_row(const float* x, double* out, int64_t cols, int64_t ld
 constexpr double kAbsTol = 1e-9;
 constexpr double kRelTol = 1e-6;
 
-TEST_CASE("masked_softmax matches the double reference on odd sizes and every valid_cols edge", "[kernels]") {
+TEST_CASE("masked_softmax matches the double reference on odd sizes and every valid_cols edge", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {1, 7, 15, 16, 17, 128, 384, 1000, 1536}) {
     const int64_t rows = cols >= 128 ? 97 : 4;
@@ -50,7 +50,7 @@ TEST_CASE("masked_softmax matches the double reference on odd sizes and every va
   }
 }
 
-TEST_CASE("masked_softmax rows sum to 1 and handle large magnitudes", "[kernels]") {
+TEST_CASE("masked_softmax rows sum to 1 and handle large magnitudes", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const float spread : {100.0f, 1e4f, 1e30f}) {
     const int64_t rows = 8, cols = 1000, valid = 777;
@@ -75,7 +75,7 @@ TEST_CASE("masked_softmax rows sum to 1 and handle large magnitudes", "[kernels]
   }
 }
 
-TEST_CASE("masked_softmax of rows whose valid scores are all -inf is 0, and -inf entries get 0", "[kernels]") {
+TEST_CASE("masked_softmax of rows whose valid scores are all -inf is 0, and -inf entries get 0", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   std::vector<float> x(2 * 33, -INFINITY);
   x[33 + 5] = 2.0f;  // row 1 has one finite score among -inf
@@ -88,7 +88,7 @@ TEST_CASE("masked_softmax of rows whose valid scores are all -inf is 0, and -inf
   }
 }
 
-TEST_CASE("masked_softmax_strided leaves the padding between rows alone", "[kernels]") {
+TEST_CASE("masked_softmax_strided leaves the padding between rows alone", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t cols : {7, 17, 128}) {
     for (const int64_t pad : {1, 9}) {
@@ -107,7 +107,7 @@ TEST_CASE("masked_softmax_strided leaves the padding between rows alone", "[kern
   }
 }
 
-TEST_CASE("masked_softmax_batched masks each group with its own length", "[kernels]") {
+TEST_CASE("masked_softmax_batched masks each group with its own length", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const int64_t batch = 5, heads = 12, seq = 37, ld = 40;
   const int64_t rows_per_group = heads * seq;

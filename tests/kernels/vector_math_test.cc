@@ -32,7 +32,7 @@ std::vector<float> float_sweep(uint32_t stride, float dense_range, int dense_poi
   return x;
 }
 
-TEST_CASE("vector_erf is within 1e-6 of std::erf over the whole float range", "[kernels]") {
+TEST_CASE("vector_erf is within 1e-6 of std::erf over the whole float range", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const std::vector<float> x = float_sweep(4099, 6.0f, 200001);
   std::vector<float> y(x.size());
@@ -53,7 +53,8 @@ TEST_CASE("vector_erf is within 1e-6 of std::erf over the whole float range", "[
   }
 }
 
-TEST_CASE("vector_exp is within 2e-7 relative of std::exp, flushes below -87.3 to 0, overflows to inf", "[kernels]") {
+TEST_CASE("vector_exp is within 2e-7 relative of std::exp, flushes below -87.3 to 0, overflows to inf",
+          "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const std::vector<float> x = float_sweep(4099, 90.0f, 200001);
   std::vector<float> y(x.size());
@@ -93,7 +94,7 @@ TEST_CASE("vector_exp is within 2e-7 relative of std::exp, flushes below -87.3 t
   }
 }
 
-TEST_CASE("vector_tanh is within 2e-7 of std::tanh, and relatively accurate near 0", "[kernels]") {
+TEST_CASE("vector_tanh is within 2e-7 of std::tanh, and relatively accurate near 0", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   const std::vector<float> x = float_sweep(4099, 5.0f, 200001);
   std::vector<float> y(x.size());
@@ -111,7 +112,7 @@ TEST_CASE("vector_tanh is within 2e-7 of std::tanh, and relatively accurate near
   SUCCEED();
 }
 
-TEST_CASE("vector_* work in place and on lengths that are not a multiple of the vector width", "[kernels]") {
+TEST_CASE("vector_* work in place and on lengths that are not a multiple of the vector width", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t n : {1, 7, 15, 16, 17, 4095, 4097, 10007}) {
     INFO("n " << n);
@@ -127,7 +128,7 @@ TEST_CASE("vector_* work in place and on lengths that are not a multiple of the 
   }
 }
 
-TEST_CASE("dot matches a double-precision sum for every length 0..70, per ISA level", "[kernels]") {
+TEST_CASE("dot matches a double-precision sum for every length 0..70, per ISA level", "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   std::vector<float> a(70), b(70);
   for (int i = 0; i < 70; ++i) {

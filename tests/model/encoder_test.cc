@@ -138,10 +138,7 @@ TEST_CASE("an encoder on cuda fails clearly where there is none; f16 on the cpu 
 
 TEST_CASE("on a GPU, the encoder matches transformers in f32, f16 and bf16, packed and padded",
           "[encoder][model][cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   for (const brisk::DType activation : {brisk::DType::kF32, brisk::DType::kF16, brisk::DType::kBF16}) {
     for (const bool remove_padding : {true, false}) {
       INFO("activation " << brisk::dtype_name(activation) << ", remove_padding " << remove_padding);

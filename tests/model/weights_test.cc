@@ -212,7 +212,8 @@ TEST_CASE("weights: the torch checkpoint equals the safetensors file", "[loading
 }
 
 TEST_CASE("weights: bad torch checkpoints give errors, not crashes", "[loading][weights][torch]") {
-  if (!brisk::torch_checkpoints_supported()) return;
+  if (!brisk::torch_checkpoints_supported())
+    BRISK_SKIP("brisk was built without libtorch (BRISK_WITH_TORCH=OFF): no .bin checkpoints");
   TempDir dir;
   const fs::path bin = dir.path / "pytorch_model.bin";
   std::ifstream in(tiny_bin_dir() / "pytorch_model.bin", std::ios::binary);
@@ -302,7 +303,8 @@ std::string none_list_item(size_t n) { return std::string("X\x04\x00\x00\x00junk
 }  // namespace
 
 TEST_CASE("weights: a hostile pickle cannot make the reader hold more than 64x data.pkl", "[loading][weights][torch]") {
-  if (!brisk::torch_checkpoints_supported()) return;
+  if (!brisk::torch_checkpoints_supported())
+    BRISK_SKIP("brisk was built without libtorch (BRISK_WITH_TORCH=OFF): no .bin checkpoints");
   TempDir dir;
   const fs::path bin = dir.path / "pytorch_model.bin";
   const std::string four_floats("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40", 16);
@@ -334,7 +336,8 @@ TEST_CASE("weights: a hostile pickle cannot make the reader hold more than 64x d
 // made it allocate 4 GB.
 TEST_CASE("weights: a zip record declaring more bytes than the archive is refused before libtorch allocates it",
           "[loading][weights][torch]") {
-  if (!brisk::torch_checkpoints_supported()) return;
+  if (!brisk::torch_checkpoints_supported())
+    BRISK_SKIP("brisk was built without libtorch (BRISK_WITH_TORCH=OFF): no .bin checkpoints");
   TempDir dir;
   const fs::path bin = dir.path / "pytorch_model.bin";
   const std::string four_floats(16, '\0');

@@ -51,7 +51,7 @@ bool have_torch() {
   auto m = TorchScriptModel::load(module_path());
   if (m.status().code() == absl::StatusCode::kUnimplemented) {
     CHECK(contains(msg(m.status()), "BRISK_WITH_TORCH"));
-    WARN("brisk was built without libtorch; skipping");
+    brisk::testing::skip_test_case("brisk was built without libtorch (BRISK_WITH_TORCH=OFF)");
     return false;
   }
   REQUIRE(m.ok());

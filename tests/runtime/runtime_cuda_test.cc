@@ -38,7 +38,7 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("a cuda runtime without a GPU or without CUDA in the build fails at create, naming the device", "[runtime]") {
-  if (brisk::cuda_device_count() > 0) return;
+  if (brisk::cuda_device_count() > 0) BRISK_SKIP("a CUDA device is present: this case checks the failure without one");
   auto rt = brisk::Runtime::create(cuda_options());
   REQUIRE_FALSE(rt.ok());
   const std::string message(rt.status().message());
@@ -54,10 +54,7 @@ TEST_CASE("a cuda runtime without a GPU or without CUDA in the build fails at cr
 }
 
 TEST_CASE("on cuda:0 the runtime gives the CPU's embeddings within fp16 rounding", "[runtime][cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   auto cpu = brisk::testing::make_runtime(brisk::testing::runtime_options());
   const std::vector<std::string_view> texts = {"how do I reset my card PIN?", "a", "the quick brown fox jumps over",
                                                "where is my parcel? it was due on monday and has not arrived"};
@@ -86,10 +83,7 @@ TEST_CASE("on cuda:0 the runtime gives the CPU's embeddings within fp16 rounding
 
 TEST_CASE("on cuda:0 a surge under a low device memory cap is refused or queued, never crashes, and leaks nothing",
           "[runtime][cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   const size_t in_use_before = brisk::device_memory_stats(brisk::Device::kCUDA).in_use_bytes;
   std::atomic<int> ok{0}, refused{0}, failed_other{0};
   {

@@ -289,10 +289,7 @@ TEST_CASE("tasks: a quantized model file and a pruned model directory keep the c
 }
 
 TEST_CASE("tasks: on cuda:0 the classification head serves the GPU encoder's output", "[runtime][cuda]") {
-  if (brisk::cuda_device_count() == 0) {
-    WARN("no CUDA device (or a build without CUDA): skipping");
-    return;
-  }
+  BRISK_SKIP_WITHOUT_CUDA();
   const json g = golden("bert_cls");
   for (const brisk::DType dtype : {brisk::DType::kF32, brisk::DType::kF16}) {
     RuntimeOptions o = task_options("bert_cls", g["max_length"].get<int>());

@@ -44,7 +44,7 @@ std::unique_ptr<Runtime> create(const RuntimeOptions& o) {
   auto rt = Runtime::create(o);
   if (rt.status().code() == absl::StatusCode::kUnimplemented) {
     CHECK_THAT(std::string(rt.status().message()), Catch::Contains("BRISK_WITH_TORCH"));
-    WARN("brisk was built without libtorch; skipping");
+    brisk::testing::skip_test_case("brisk was built without libtorch (BRISK_WITH_TORCH=OFF)");
     return nullptr;
   }
   INFO(rt.status());

@@ -76,7 +76,7 @@ bool have_torch() {
   auto b = make(options("encoder.pt"));
   if (b.status().code() == absl::StatusCode::kUnimplemented) {
     CHECK(contains(msg(b.status()), "BRISK_WITH_TORCH"));
-    WARN("brisk was built without libtorch; skipping");
+    brisk::testing::skip_test_case("brisk was built without libtorch (BRISK_WITH_TORCH=OFF)");
     return false;
   }
   INFO(b.status());
