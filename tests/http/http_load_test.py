@@ -34,7 +34,8 @@ def main():
         r = run(tool, "--port", "1", "--questions", empty.name)
         check(r.returncode == 2 and "holds no texts" in r.stderr, f"an empty question file: {r.stderr!r}")
     if not os.path.isdir(MODEL):
-        print(f"skip: no model at {MODEL}")
+        print(f"SKIP: no model at {MODEL} (scripts/setup installs it; BRISK_MODEL_DIR overrides): only the option "
+              "checks ran")
         return 77
     with Server(server, ["--model", MODEL, "--threads", "2", "--no-cache"]) as srv, \
             tempfile.TemporaryDirectory() as tmp:
