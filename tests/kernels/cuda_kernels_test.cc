@@ -285,7 +285,7 @@ TEMPLATE_TEST_CASE("cuda masked_softmax matches the CPU op for every valid_cols 
   }
 }
 
-TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves [cols, ld) alone, and an all -inf row gives zeros",
+TEMPLATE_TEST_CASE("cuda masked_softmax_strided leaves the columns cols..ld-1 alone, and an all -inf row gives zeros",
                    "[cuda]", float, float16_t, bfloat16_t) {
   BRISK_SKIP_WITHOUT_CUDA();
   using T = TestType;

@@ -188,7 +188,7 @@ TEST_CASE("cuda launch: plan_items with lane_multiple 32 never puts two items in
   }
 }
 
-TEST_CASE("cuda launch: plan_flat covers [0, n) once, with the tail in the last chunk", "[kernels][cuda-launch]") {
+TEST_CASE("cuda launch: plan_flat covers 0..n-1 once, with the tail in the last chunk", "[kernels][cuda-launch]") {
   for (const int64_t n : {1, 3, 4, 5, 1023, 1024, 1025, 100000}) {
     for (const int64_t width : {1, 4}) {
       for (const int64_t max_grid : {int64_t{1}, int64_t{5}, kMaxGridX}) {

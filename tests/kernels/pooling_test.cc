@@ -12,7 +12,7 @@ namespace {
 
 using testing::random_floats;
 
-TEST_CASE("mean_pool averages the first lengths[b] positions, and a zero length gives zeros",
+TEST_CASE("mean_pool averages the positions below each sequence's length, and a zero length gives zeros",
           "[kernels][isa]") {
   BRISK_FOR_EACH_CPU_ISA();
   for (const int64_t dim : {1, 7, 15, 16, 17, 384, 1000}) {

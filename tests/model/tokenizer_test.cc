@@ -130,7 +130,7 @@ TEST_CASE("tokenizer: vocab.txt + default options give the same ids as tokenizer
   }
 }
 
-TEST_CASE("tokenizer: truncation keeps [CLS] ... [SEP]", "[tokenizer]") {
+TEST_CASE("tokenizer: truncation keeps CLS ... SEP", "[tokenizer]") {
   const WordPieceTokenizer tok = minilm();
   const GoldenItem* longest = &golden().items[0];
   for (const auto& it : golden().items)
@@ -156,7 +156,7 @@ TEST_CASE("tokenizer: truncation keeps [CLS] ... [SEP]", "[tokenizer]") {
   }
 }
 
-TEST_CASE("tokenizer: encode_batch pads with [PAD] and masks", "[tokenizer]") {
+TEST_CASE("tokenizer: encode_batch pads with PAD and masks", "[tokenizer]") {
   const WordPieceTokenizer tok = minilm();
   std::vector<std::string_view> texts = {"hello world", "", "How do I reset my online banking password?"};
   auto b = tok.encode_batch(texts, 512);
