@@ -262,8 +262,8 @@ struct VnniDot {
 // s16 x s16 pairs summed in int32 (vpmaddwd), exact. One "vector" of this kernel is two accumulators: the weights'
 // 4 bytes per column widened to s16 give V::kLanes / 2 columns per register, each column's dot product split over
 // two int32 lanes (k = 4g, 4g+1 and 4g+2, 4g+3), summed at the end by V::sum_pairs into V::kLanes columns. V
-// provides I, kLanes, widen (V::kLanes / 2 columns x 4 s8 bytes to s16), set1_64 (4 s16 activations), madd, add,
-// zero, and sum_pairs(lo, hi, out).
+// provides I, kLanes, widen (V::kLanes / 2 columns x 4 s8 bytes to s16), set1_64 (4 s16 activations),
+// madd_add(c, a, b) (c += vpmaddwd(a, b)), zero, and sum_pairs(lo, hi, out).
 template <typename V>
 struct Int16Dot {
   using Code = int16_t;
@@ -290,7 +290,7 @@ struct Int16Dot {
         std::memcpy(&four, x + r * ldq + 4 * g, sizeof(four));
         const typename V::I a = V::set1_64(four);
 #pragma GCC unroll 8
-        for (int v = 0; v < 2 * NV; ++v) c[r][v] = V::add(c[r][v], V::madd(a, b[v]));
+        for (int v = 0; v < 2 * NV; ++v) V::madd_add(c[r][v], a, b[v]);
       }
     }
 #pragma GCC unroll 8
