@@ -11,9 +11,13 @@
 //   build/release/benchmarks/brisk_quant_accuracy [--model DIR] [--calib FILE] [--heldout FILE] [--plans
 //   "plan;plan;..."]
 // A plan is a PrecisionPlan text, or "auto" / "autoT" (the auto plan at tolerance T); "+sqA" adds SmoothQuant at
-// alpha A to the int8-dynamic layers.
+// alpha A to the int8-dynamic layers; "+w7" then requantizes every int8 weight to 7 bits (round(w / 2) in
+// [-64, 63], scale x 2), as a loader would have to for a vpmaddubsw kernel on a CPU without VNNI (its int16 pair
+// sums cannot saturate with 7-bit weights): what that choice would cost in accuracy.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +40,24 @@ namespace {
 using namespace brisk;
 using namespace brisk::quant;
 using namespace brisk::bench;
+
+// Every int8 Linear weight requantized to 7 bits: q7 = round_half_even(q / 2) clamped to [-64, 63], its scale
+// doubled (the 8-bit file is what a loader has; the file is the same on every CPU).
+void requantize_to_7_bits(EncoderWeights& w, const BertConfig& config) {
+  for (const LinearSlot& slot : linear_slots(w, config)) {
+    if (slot.weight->dtype() != DType::kI8) continue;
+    Tensor halved = Tensor::empty(slot.weight->shape(), DType::kI8).value();
+    const int8_t* from = slot.weight->data<int8_t>();
+    int8_t* to = halved.data<int8_t>();
+    for (int64_t i = 0; i < halved.numel(); ++i) {
+      to[i] = static_cast<int8_t>(std::clamp(std::nearbyint(from[i] / 2.0f), -64.0f, 63.0f));
+    }
+    Tensor scale = Tensor::empty(slot.scales->weight_scale.shape(), DType::kF32).value();
+    for (int64_t i = 0; i < scale.numel(); ++i) scale.data<float>()[i] = 2.0f * slot.scales->weight_scale.data<float>()[i];
+    *slot.weight = halved;
+    slot.scales->weight_scale = scale;
+  }
+}
 
 // Mann-Whitney AUC of scores against 0/1 labels.
 double auc(const std::vector<double>& scores, const std::vector<int>& labels) {
@@ -125,11 +147,14 @@ int run(int argc, char** argv) {
   for (const std::string& row_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
     // "PLAN+sqA": the plan with SmoothQuant at alpha A.
     std::string plan_name = row_name;
+    const bool seven_bits = plan_name.size() > 3 && plan_name.substr(plan_name.size() - 3) == "+w7";
+    if (seven_bits) plan_name.resize(plan_name.size() - 3);
     std::optional<SmoothQuantOptions> smooth;
     if (const size_t at = row_name.find("+sq"); at != std::string::npos) {
-      plan_name = row_name.substr(0, at);
+      plan_name = plan_name.substr(0, at);
       if (channel_stats.empty()) channel_stats = channel_absmax(*fp32_encoder, calib_batches).value();
-      smooth = SmoothQuantOptions{std::stof(row_name.substr(at + 3)), channel_stats};
+      smooth = SmoothQuantOptions{std::stof(row_name.substr(at + 3, row_name.find('+', at + 1) - at - 3)),
+                                  channel_stats};
     }
     LayerPrecisions precisions;
     std::string note;
@@ -150,6 +175,7 @@ int run(int argc, char** argv) {
       }
     }
     EncoderWeights w = quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr).value();
+    if (seven_bits) requantize_to_7_bits(w, config);
     const int64_t bytes = stored_bytes(w);
     auto encoder = BertEncoder::create(config, std::move(w), Device::kCPU).value();
     const Fidelity f = compare_embeddings(ref_heldout, embed_all(*encoder, heldout_batches, pooling).value(), h);
