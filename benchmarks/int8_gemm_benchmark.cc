@@ -1,10 +1,11 @@
-// brisk's dynamic-int8 GEMM (lib/kernels/cpu/int8_gemm.h, AVX-512 VNNI) against oneDNN's int8 matmul at the
+// brisk's dynamic-int8 GEMM (lib/kernels/cpu/int8_gemm.h, the kernel of the ISA level in use: BRISK_ISA caps it,
+// the benchmark's label names it) against oneDNN's int8 matmul at the
 // all-MiniLM-L6-v2 Linear shapes (k=384 -> n=384 / 1152 / 1536, k=1536 -> n=384) and m = 16 (one 16-token
-// sentence), 128 and 4096 rows, on 2 threads and on 1. Both take the same input: u8 activations
-// (already quantised, +128 shifted), s8 weights packed once outside the timed loop, f32 output with per-channel scales
-// and a bias.
+// sentence), 128 and 4096 rows, on 2 threads and on 1. Both take the same input: activations already quantised
+// (u8 +128 shifted for oneDNN and the VNNI kernels, s16 for the vpmaddwd ones), s8 weights packed once outside the
+// timed loop, f32 output with per-channel scales and a bias.
 //   brisk_int8:        int8_gemm, kBias epilogue (per-row x per-channel scales, bias).
-//   brisk_int8_quant:  quantize_rows_u8 from f32 + int8_gemm: what a dynamic-int8 Linear costs end to end.
+//   brisk_int8_quant:  quantize_activations from f32 + int8_gemm: what a dynamic-int8 Linear costs end to end.
 //   onednn_int8_zp:    matmul u8 x s8 -> f32, weights format_tag::any (reordered once), src zero point 128 (the
 //                      same signed product as brisk's), per-channel output scales, bias. oneDNN 2.6's matmul
 //                      takes no per-row scale, so it does slightly less epilogue work than brisk_int8.
@@ -65,21 +66,25 @@ Inputs make_inputs(const benchmark::State& state) {
 double ops_per_call(const Inputs& in) { return 2.0 * static_cast<double>(in.m * in.n * in.k); }
 
 // brisk: weights packed and activations quantised at construction; call() runs int8_gemm (and, with
-// with_quantize, quantize_rows_u8 first).
+// with_quantize, quantize_activations first), on the kernel of the ISA level in use.
 class BriskRunner {
  public:
   BriskRunner(const Inputs& in, bool with_quantize)
-      : in_(in), with_quantize_(with_quantize), packed_(cpu::pack_int8_weights(in.w.data(), in.n, in.k)) {
-    xq_.resize(static_cast<size_t>(in.m * packed_.k_padded));
+      : in_(in),
+        with_quantize_(with_quantize),
+        kernel_(cpu::int8_kernel_for(cpu_isa())),
+        packed_(cpu::pack_int8_weights(in.w.data(), in.n, in.k)) {
+    xq_.resize(static_cast<size_t>(in.m * packed_.k_padded * cpu::int8_activation_bytes(kernel_)));
     row_scales_.resize(static_cast<size_t>(in.m));
     y_.resize(static_cast<size_t>(in.m * in.n));
-    cpu::quantize_rows_u8(in.x.data(), in.m, in.k, packed_.k_padded, xq_.data(), row_scales_.data());
+    cpu::quantize_activations(kernel_, in.x.data(), in.m, in.k, packed_.k_padded, xq_.data(), row_scales_.data());
   }
+  const char* kernel_name() const { return cpu::int8_kernel_name(kernel_); }
   void call() {
     if (with_quantize_) {
-      cpu::quantize_rows_u8(in_.x.data(), in_.m, in_.k, packed_.k_padded, xq_.data(), row_scales_.data());
+      cpu::quantize_activations(kernel_, in_.x.data(), in_.m, in_.k, packed_.k_padded, xq_.data(), row_scales_.data());
     }
-    cpu::int8_gemm(xq_.data(), packed_.k_padded, row_scales_.data(), in_.m, packed_, in_.col_scales.data(),
+    cpu::int8_gemm(kernel_, xq_.data(), packed_.k_padded, row_scales_.data(), in_.m, packed_, in_.col_scales.data(),
                    in_.bias.data(), cpu::Int8Epilogue::kBias, y_.data(), in_.n);
     benchmark::DoNotOptimize(y_.data());
     benchmark::ClobberMemory();
@@ -88,6 +93,7 @@ class BriskRunner {
  private:
   const Inputs& in_;
   bool with_quantize_;
+  cpu::Int8Kernel kernel_;
   cpu::Int8PackedWeights packed_;
   std::vector<uint8_t> xq_;
   std::vector<float> row_scales_, y_;
@@ -189,17 +195,18 @@ void timed_loop(benchmark::State& state, const Inputs& in, Runner& runner) {
   }
 }
 
-bool have_vnni(benchmark::State& state) {
-  if (cpu_isa() >= CpuIsa::kAvx512Vnni) return true;
-  state.SkipWithError("this CPU lacks AVX-512 VNNI: int8_gemm would run its scalar reference");
+bool have_vector_kernel(benchmark::State& state) {
+  if (cpu_isa() >= CpuIsa::kAvx2) return true;
+  state.SkipWithError("the ISA level is scalar: int8_gemm would run its scalar reference");
   return false;
 }
 
 void BM_brisk_int8(benchmark::State& state, bool with_quantize) {
-  if (!have_vnni(state)) return;
+  if (!have_vector_kernel(state)) return;
   ScopedNumThreads threads(static_cast<int>(state.range(3)));
   const Inputs in = make_inputs(state);
   BriskRunner runner(in, with_quantize);
+  state.SetLabel(runner.kernel_name());
   timed_loop(state, in, runner);
 }
 
@@ -219,7 +226,7 @@ void BM_onednn_int8(benchmark::State& state, bool zero_point) {
 // the same machine load: the fairest ratio on a shared machine. Counters: each one's median call and the ratio
 // of the medians (brisk_speedup > 1: brisk faster).
 void BM_paired(benchmark::State& state) {
-  if (!have_vnni(state)) return;
+  if (!have_vector_kernel(state)) return;
   ScopedNumThreads threads(static_cast<int>(state.range(3)));
   const Inputs in = make_inputs(state);
   BriskRunner brisk(in, false);

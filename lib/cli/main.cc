@@ -69,6 +69,7 @@
 
 #include "absl/strings/strip.h"
 #include "brisk.h"
+#include "brisk/core/cpu_features.h"
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
@@ -177,6 +178,10 @@ int run_info(const ModelFlags& flags) {
       {"labels", m.labels},
       {"multi_label", m.multi_label},
       {"classification_head", m.classification_head},
+      {"cpu", brisk::cpu_model_description()},
+      {"cpu_isa", m.cpu_isa},
+      {"cpu_isa_detected", brisk::cpu_isa_name(brisk::detected_cpu_isa())},
+      {"linear_kernels", m.linear_kernels},
       {"brisk_version", brisk_version_string()},
   };
   fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));

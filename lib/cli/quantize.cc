@@ -10,6 +10,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/model_file.h"
@@ -79,11 +81,13 @@ Status quantize(const QuantizeFlags& f) {
   }
   BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized,
                          quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr));
+  std::vector<std::string> kernels;  // what computed the fidelity figures (this CPU's path)
   {
     BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, quantized, Device::kCPU));
     BRISK_ASSIGN_OR_RETURN(std::vector<float> ref, embed_all(*fp32_encoder, batches, pooling.mode));
     BRISK_ASSIGN_OR_RETURN(std::vector<float> got, embed_all(*encoder, batches, pooling.mode));
     report.fidelity = compare_embeddings(ref, got, config.hidden_size);
+    kernels = encoder->linear_kernels();
   }
 
   QuantizedModel model;
@@ -107,6 +111,8 @@ Status quantize(const QuantizeFlags& f) {
   const auto in_size = fs::file_size(fp32.weights_file), out_size = fs::file_size(f.out);
   fmt::print("plan {}: calibration-set cosine vs fp32 mean {:.5f}, worst {:.5f}\n", report.plan,
              report.fidelity.mean_cosine, report.fidelity.worst_cosine);
+  fmt::print("measured on {}, ISA level {}; linear layers: {}\n", cpu_model_description(), cpu_isa_name(cpu_isa()),
+             absl::StrJoin(kernels, "; "));
   fmt::print("size {} bytes -> {} bytes ({:.1f}% of {})\n", in_size, out_size,
              100.0 * double(out_size) / double(in_size), fs::path(fp32.weights_file).filename().string());
   if (!f.report_csv.empty()) BRISK_RETURN_IF_ERROR(write_text(f.report_csv, report.to_csv()));

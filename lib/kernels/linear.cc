@@ -95,6 +95,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
   return linear;
 }
 
+std::string Linear::kernel_name() const { return impl_ != nullptr ? impl_->kernel_name() : std::string(); }
+
 template <typename T>
 Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy) const {
   if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "brisk/kernels/gemm.h"
 
@@ -13,6 +14,8 @@ struct Linear::Impl {
   // x and y hold the Linear's activation dtype on its device. Arguments are checked by Linear::forward: rows > 0,
   // non-null pointers, ldy >= n, activation epilogues only with ldy == n.
   virtual Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const = 0;
+  // What computes it, for reports: e.g. "avx2 vpmaddwd", "oneDNN brg:avx512_core".
+  virtual std::string kernel_name() const = 0;
 };
 
 }  // namespace brisk

@@ -174,6 +174,21 @@ const BertConfig& BertEncoder::config() const { return impl_->config; }
 const EncoderOptions& BertEncoder::options() const { return impl_->options; }
 int64_t BertEncoder::hidden_size() const { return impl_->config.hidden_size; }
 
+std::vector<std::string> BertEncoder::linear_kernels() const {
+  std::vector<std::string> kernels;
+  const auto add = [&](const Linear& linear) {
+    const std::string entry = absl::StrCat(dtype_name(linear.weight_dtype()), ": ", linear.kernel_name());
+    if (std::find(kernels.begin(), kernels.end(), entry) == kernels.end()) kernels.push_back(entry);
+  };
+  for (const EncoderLayer& layer : impl_->layers) {
+    for (const Linear& qkv : layer.qkv) add(qkv);
+    add(layer.attention_output);
+    add(layer.intermediate);
+    add(layer.output);
+  }
+  return kernels;
+}
+
 StatusOr<const void*> BertEncoder::Impl::place(const Tensor& host_f32) {
   if (options.device == Device::kCPU) return host_f32.raw_data();
   const int64_t n = host_f32.numel();

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_join.h"
 #include "brisk/core/allocator.h"
+#include "brisk/core/cpu_features.h"
 #include "brisk/core/device.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
@@ -70,6 +71,9 @@ StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_inva
 }
 
 Status check_options(const RuntimeOptions& options) {
+  if (const std::string isa_error = cpu_isa_env_error(); !isa_error.empty()) {
+    return absl::InvalidArgumentError(isa_error);
+  }
   if (options.model_dir.empty()) {
     return absl::InvalidArgumentError("RuntimeOptions::model_dir is empty; expected a Hugging Face model directory");
   }
@@ -269,6 +273,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                   EncoderOptions{options.device, info.activation_dtype, options.remove_padding});
   }).join();
   if (!encoder.ok()) return encoder.status();
+  info.cpu_isa = cpu_isa_name(cpu_isa());
+  info.linear_kernels = (*encoder)->linear_kernels();
   if (!options.classification_head.empty()) {
     BRISK_ASSIGN_OR_RETURN(model.head,
                            load_classification_head(options.classification_head, model.head.has_value(), info));

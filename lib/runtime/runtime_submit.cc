@@ -419,6 +419,10 @@ std::string Runtime::stats_json() const {
   const batch::BatcherStats s = batch_stats();
   nlohmann::json j;
   j["model"] = impl_->info.model_dir;
+  if (!impl_->info.cpu_isa.empty()) {
+    j["cpu_isa"] = impl_->info.cpu_isa;
+    j["linear_kernels"] = impl_->info.linear_kernels;
+  }
   j["forward_passes"] = forward_passes();
   j["single_flight_joined"] = impl_->flights.joined();
   j["callback_exceptions"] = impl_->callback_exceptions.value();
@@ -466,6 +470,15 @@ std::string Runtime::metrics_prometheus() const {
   const std::string model = model_label(impl_->info);
   const metrics::Label model_label_pair{"model", model};
   w.gauge("brisk_runtime_info", "The loaded model (value 1).", {&model_label_pair, 1}, 1);
+  if (!impl_->info.cpu_isa.empty()) {
+    for (const std::string& kernel : impl_->info.linear_kernels) {
+      const metrics::Label labels[] = {{"model", model}, {"isa", impl_->info.cpu_isa}, {"linear_kernel", kernel}};
+      w.gauge("brisk_build_info",
+              "The CPU ISA level the model's kernels run at and what computes each precision of its Linear layers "
+              "(value 1).",
+              labels, 1);
+    }
+  }
   w.counter("brisk_runtime_forward_passes_total", "Forward passes of the encoder.", {&model_label_pair, 1},
             forward_passes());
   w.summary("brisk_runtime_tokenize_seconds", "Tokenization time per text.", {&model_label_pair, 1},

@@ -76,7 +76,7 @@ inline Closeness compare_close(const std::vector<float>& got, const std::vector<
 // CPU does not have are skipped with a warning. Declares `isa` and a guard that restores the cap.
 #define BRISK_FOR_EACH_CPU_ISA()                                                                                    \
   const ::brisk::CpuIsa isa = GENERATE(::brisk::CpuIsa::kScalar, ::brisk::CpuIsa::kAvx2, ::brisk::CpuIsa::kAvx512); \
-  if (!::brisk::cpu_supports(isa)) {                                                                          \
+  if (!::brisk::cpu_supports(isa)) {                                                                                \
     WARN("skipping ISA level " << ::brisk::cpu_isa_name(isa) << ": this CPU does not have it");                     \
     return;                                                                                                         \
   }                                                                                                                 \

@@ -26,8 +26,8 @@
 namespace brisk {
 
 enum class CpuIsa : int { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3, kAvx512Vnni = 4, kAvx512Bf16 = 5 };
-inline constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::kScalar,  CpuIsa::kAvx2,       CpuIsa::kAvxVnni,
-                                         CpuIsa::kAvx512,  CpuIsa::kAvx512Vnni, CpuIsa::kAvx512Bf16};
+inline constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::kScalar, CpuIsa::kAvx2,       CpuIsa::kAvxVnni,
+                                         CpuIsa::kAvx512, CpuIsa::kAvx512Vnni, CpuIsa::kAvx512Bf16};
 
 // The level the kernels use now: the highest level the CPU supports at or below the cap.
 BRISK_API CpuIsa cpu_isa();

@@ -4,10 +4,13 @@
 // its handle and workspace cached per stream; the erf GeLU, which cuBLASLt lacks, runs as brisk's bias_gelu.
 // The weight's dtype picks the precision:
 //   f32  fp32 throughout.
-//   bf16 activations rounded to bf16, bf16 x bf16 products accumulated in f32 (oneDNN's avx512_bf16 path).
+//   bf16 activations rounded to bf16, bf16 x bf16 products accumulated in f32 (oneDNN's avx512_bf16 path). On a
+//        CPU without avx512_bf16 (or below the avx512_bf16 cap) the weights are widened to f32 at create() and the
+//        Linear computes in f32: every plan loads on every CPU.
 //   i8   symmetric int8 weights with QuantScales; activations quantized to s8 per token (dynamic) or with one
-//        calibrated scale (static); s8 x s8 products accumulated in s32, then scaled back to f32 before the
-//        bias and the epilogue (VNNI on this CPU; IMMA tensor cores on CUDA, with dynamic per-token scales).
+//        calibrated scale (static); s8 x s8 products accumulated exactly in s32, then scaled back to f32 before the
+//        bias and the epilogue: brisk's kernel for the ISA level at create() (lib/kernels/cpu/int8_gemm.h: VNNI,
+//        AVX-VNNI, or vpmaddwd on AVX-512BW / AVX2), IMMA tensor cores on CUDA (dynamic per-token scales).
 // Activations (x, y) are float on the CPU. On CUDA they are the `activation` dtype given to create(): f32, f16 or
 // bf16 (f32 or bf16 weights are converted to it once, at create()), accumulated in f32.
 //
@@ -23,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "brisk/core/export.h"
 #include "brisk/core/half.h"
@@ -62,6 +66,11 @@ class BRISK_API Linear {
   DType weight_dtype() const { return weight_dtype_; }
   DType activation_dtype() const { return activation_dtype_; }
   Device device() const { return device_; }
+  // What computes this Linear, for reports (brisk info, stats_json): brisk's int8 kernel for the ISA level in use
+  // at create() ("avx512_vnni vpdpbusd", "avx2 vpmaddwd", ...), oneDNN's implementation ("oneDNN brg:avx512_core"),
+  // "... (bf16 weights widened to f32 at load)" on a CPU without avx512_bf16, or cuBLASLt's. Empty for an empty
+  // Linear.
+  std::string kernel_name() const;
 
   // x: [rows, in_features] row-major; y: [rows, out_features] with rows ldy elements apart (0: out_features), both
   // on this Linear's device. The activation epilogues (GeLU, ReLU) need ldy == out_features. T must match

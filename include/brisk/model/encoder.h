@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <span>
 #include <vector>
@@ -83,6 +84,9 @@ class BRISK_API BertEncoder {
   const BertConfig& config() const;
   const EncoderOptions& options() const;
   int64_t hidden_size() const;
+  // What computes its Linear layers: one "<weight dtype>: <kernel>" entry per distinct pair, in layer order, e.g.
+  // "i8: avx2 vpmaddwd", "f32: oneDNN brg:avx512_core" (Linear::kernel_name()).
+  std::vector<std::string> linear_kernels() const;
 
   // Last hidden states, [total_tokens, hidden] f32 in host memory, row t for packed token t.
   Status forward(const PackedSequences& batch, float* hidden_states) const;

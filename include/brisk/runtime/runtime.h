@@ -242,6 +242,11 @@ struct ModelInfo {
   std::string task = "embedding";        // "embedding" or "classification" (classify; rerank with one label)
   std::vector<std::string> labels;       // classification: by label id
   bool multi_label = false;              // classification: a sigmoid per label
+  // The CPU ISA level the model's kernels picked at create() (cpu_isa_name(): "avx2", "avx512_vnni", ...; BRISK_ISA
+  // caps it), and what computes each precision of its Linear layers ("i8: avx2 vpmaddwd", "bf16: oneDNN ... (bf16
+  // weights widened to f32 at load: no avx512_bf16)"; BertEncoder::linear_kernels()); empty for other backends.
+  std::string cpu_isa;
+  std::vector<std::string> linear_kernels;
 };
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else

@@ -8,6 +8,7 @@
 
 #include "brisk/core/parallel.h"
 #include "cpu_ops.h"
+#include "dnnl_engine.h"
 #include "oneapi/dnnl/dnnl.h"
 
 namespace brisk::kernels::cpu {
@@ -43,6 +44,7 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
     qkv = biased.data();
   }
   zero_uncovered_rows(seqs, rows, hidden, context);
+  dnnl_isa_cap_once();  // before dnnl_sgemm generates its first kernel
 
   std::atomic<int> failures{0};
   auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) noexcept {

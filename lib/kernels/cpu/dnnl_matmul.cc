@@ -9,6 +9,27 @@
 #include "dnnl_engine.h"
 
 namespace brisk::kernels::cpu {
+namespace {
+
+std::mutex g_implementations_mu;
+std::map<std::string, int64_t>& implementations_seen() {
+  static auto* seen = new std::map<std::string, int64_t>();
+  return *seen;
+}
+
+bool is_reference(const std::string& implementation) { return implementation.rfind("ref", 0) == 0; }
+
+void record_implementation(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_implementations_mu);
+  ++implementations_seen()[name];
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> dnnl_matmul_implementations() {
+  std::lock_guard<std::mutex> lock(g_implementations_mu);
+  return implementations_seen();
+}
 
 DnnlPackedMatmul::DnnlPackedMatmul(const Tensor& weight, dnnl::memory::data_type type, Describe describe)
     : weight_(weight), n_(weight.dim(0)), k_(weight.dim(1)), type_(type), describe_(std::move(describe)) {}
@@ -43,24 +64,36 @@ StatusOr<DnnlPackedMatmul::Primitive> DnnlPackedMatmul::primitive(int64_t rows, 
   if (packed_.has_value()) {
     try {
       auto pd = describe_(rows, variant, packed_->get_desc());
-      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), true};
+      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), true, pd.impl_info_str()};
     } catch (const dnnl::error&) {
       // No implementation for the blocked layout at this row count: use the plain weights below.
     }
   }
-  if (!prim.has_value()) {
+  // oneDNN's reference implementation is orders of magnitude slower than its JIT ones. Some small shapes (k = n =
+  // 64, a pruned layer's) have a JIT implementation for the plain layout only: try it before settling for "ref".
+  if (!prim.has_value() || is_reference(prim->implementation)) {
     try {
       auto pd = describe_(rows, variant, plain_desc());
-      prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), false};
+      if (!prim.has_value() || !is_reference(pd.impl_info_str())) {
+        prim = Primitive{dnnl::matmul(pd), pd.scratchpad_desc(), false, pd.impl_info_str()};
+      }
     } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat("oneDNN matmul [", rows, " x ", k_, "] x [", k_, " x ", n_,
-                                              "] could not be created: ", e.what()));
+      if (!prim.has_value()) {
+        return absl::InternalError(absl::StrCat("oneDNN matmul [", rows, " x ", k_, "] x [", k_, " x ", n_,
+                                                "] could not be created: ", e.what()));
+      }
     }
   }
+  record_implementation(prim->implementation);
   std::lock_guard<std::mutex> lock(mu_);
   if (cache_.size() >= kMaxCachedPrimitives) cache_.clear();
   cache_.emplace(key, *prim);
   return *prim;
+}
+
+StatusOr<std::string> DnnlPackedMatmul::implementation(int64_t rows, int64_t variant) const {
+  BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows, variant));
+  return prim.implementation;
 }
 
 Status DnnlPackedMatmul::run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const {

@@ -9,12 +9,16 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -34,12 +38,15 @@ class DnnlPackedMatmul {
   void pack();
   // Runs the matmul; `args` holds SRC, DST and any BIAS, WEIGHTS and SCRATCHPAD are added here.
   Status run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const;
+  // oneDNN's implementation name (impl_info_str(), e.g. "brg:avx512_core") for `rows` rows of `variant`.
+  StatusOr<std::string> implementation(int64_t rows, int64_t variant) const;
 
  private:
   struct Primitive {
     dnnl::matmul matmul;
     dnnl::memory::desc scratchpad;
     bool uses_packed = false;
+    std::string implementation;
   };
   dnnl::memory::desc plain_desc() const;
   StatusOr<Primitive> primitive(int64_t rows, int64_t variant) const;
@@ -55,5 +62,9 @@ class DnnlPackedMatmul {
   mutable absl::flat_hash_map<std::tuple<int64_t, int64_t, int>, Primitive> cache_;
   static constexpr size_t kMaxCachedPrimitives = 512;
 };
+
+// How many matmul primitives this process has created so far, by oneDNN implementation name (impl_info_str()):
+// what the tests check for oneDNN's reference implementations ("ref:any"), which must never run on a hot path.
+BRISK_API std::map<std::string, int64_t> dnnl_matmul_implementations();
 
 }  // namespace brisk::kernels::cpu

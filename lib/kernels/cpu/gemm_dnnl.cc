@@ -1,8 +1,12 @@
 // CPU Linear on oneDNN matmul, for f32 and bf16 weights (packing, primitive cache and scratchpads: dnnl_matmul.h).
 // bf16: each call rounds its activations to bf16 into a per-thread buffer; the matmul accumulates in f32 and writes
-// f32, with the bias and epilogue fused as post-ops like the f32 path.
+// f32, with the bias and epilogue fused as post-ops like the f32 path. That needs avx512_bf16: below that level
+// (cpu_isa() at create(), or oneDNN's own cap), bf16 weights are widened to f32 once, at create(), and the Linear
+// computes in f32.
 #include <vector>
 
+#include "brisk/core/cpu_features.h"
+#include "brisk/core/half.h"
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
 #include "dnnl_engine.h"
@@ -32,8 +36,9 @@ int64_t variant_of(GemmEpilogue epilogue, int64_t ldy) { return ldy * 8 + static
 
 class DnnlLinear final : public Linear::Impl {
  public:
-  DnnlLinear(const Tensor& weight, const Tensor& bias)
-      : bias_(bias),
+  DnnlLinear(const Tensor& weight, const Tensor& bias, bool widened_from_bf16)
+      : widened_from_bf16_(widened_from_bf16),
+        bias_(bias),
         n_(weight.dim(0)),
         k_(weight.dim(1)),
         type_(weight.dtype() == DType::kBF16 ? dt::bf16 : dt::f32),
@@ -43,11 +48,13 @@ class DnnlLinear final : public Linear::Impl {
 
   void pack() { matmul_.pack(); }
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override;
+  std::string kernel_name() const override;
 
  private:
   bool has_bias() const { return bias_.defined() && bias_.numel() > 0; }
   dnnl::matmul::primitive_desc describe(int64_t rows, int64_t variant, const dnnl::memory::desc& weights) const;
 
+  bool widened_from_bf16_ = false;
   Tensor bias_;  // [n] f32, or undefined
   int64_t n_ = 0;
   int64_t k_ = 0;
@@ -68,6 +75,14 @@ dnnl::matmul::primitive_desc DnnlLinear::describe(int64_t rows, int64_t variant,
     return {dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n_}, dt::f32, tag::ab), dst), attr, cpu_engine()};
   }
   return {dnnl::matmul::desc(src, weights, dst), attr, cpu_engine()};
+}
+
+std::string DnnlLinear::kernel_name() const {
+  // The implementation oneDNN picks for a typical batch (32 x 128 tokens) of this shape.
+  const StatusOr<std::string> impl = matmul_.implementation(4096, variant_of(GemmEpilogue::kBias, n_));
+  std::string name = absl::StrCat("oneDNN ", impl.ok() ? *impl : std::string("(no implementation)"));
+  if (widened_from_bf16_) name += " (bf16 weights widened to f32 at load: no avx512_bf16)";
+  return name;
 }
 
 Status DnnlLinear::forward(const void* xv, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const {
@@ -94,7 +109,15 @@ Status DnnlLinear::forward(const void* xv, int64_t rows, void* y, GemmEpilogue e
 }  // namespace
 
 StatusOr<std::shared_ptr<const Linear::Impl>> make_dnnl_linear(const Tensor& weight, const Tensor& bias) {
-  auto impl = std::make_shared<DnnlLinear>(weight, bias);
+  const bool widen = weight.dtype() == DType::kBF16 && (cpu_isa() < CpuIsa::kAvx512Bf16 || !dnnl_runs_bf16());
+  Tensor weights = weight;
+  if (widen) {
+    BRISK_ASSIGN_OR_RETURN(weights, Tensor::empty({weight.dim(0), weight.dim(1)}, DType::kF32, Device::kCPU));
+    const uint16_t* from = static_cast<const uint16_t*>(weight.raw_data());
+    float* to = weights.data<float>();
+    for (int64_t i = 0; i < weight.numel(); ++i) to[i] = bf16_to_float(from[i]);
+  }
+  auto impl = std::make_shared<DnnlLinear>(weights, bias, widen);
   try {
     impl->pack();
   } catch (const dnnl::error& e) {

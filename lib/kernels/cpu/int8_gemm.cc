@@ -1,12 +1,11 @@
 // The int8 GEMM of int8_gemm.h: weight packing, the scalar references (GEMM block and row quantisation), and the
-// one ISA dispatch point, with the work split over brisk::parallel_for.
+// one dispatch point per op, with the work split over brisk::parallel_for.
 #include "int8_gemm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
 
@@ -15,15 +14,58 @@ namespace {
 
 int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
-// Rows per parallel task for large m: a task's activations (this many rows x k bytes) are reused across the
-// panels it computes; a multiple of the VNNI kernel's 6-row tiles.
+// Rows per parallel task for large m: a task's activations (this many rows x k elements) are reused across the
+// panels it computes; a multiple of the kernels' row tiles (4 and 6).
 constexpr int64_t kRowsPerTask = 192;
 
 // Each task should hold at least this many multiply-adds (~0.3 us of VNNI work on one core): below that, the
 // second thread's wake-up costs more than it saves.
 constexpr int64_t kMinMacsPerTask = 1 << 18;
 
+struct KernelEntry {
+  Int8GemmBlock gemm;
+  QuantizeActivationRows quantize;
+};
+
+KernelEntry entry(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kAvx512Vnni: return {&int8_gemm_block_avx512_vnni, &quantize_activation_rows_avx512_vnni};
+    case Int8Kernel::kAvx512: return {&int8_gemm_block_avx512, &quantize_activation_rows_avx512};
+    case Int8Kernel::kAvxVnni: return {&int8_gemm_block_avx_vnni, &quantize_activation_rows_avx_vnni};
+    case Int8Kernel::kAvx2: return {&int8_gemm_block_avx2, &quantize_activation_rows_avx2};
+    case Int8Kernel::kScalar: break;
+  }
+  return {&int8_gemm_block_scalar, &quantize_activation_rows_scalar};
+}
+
 }  // namespace
+
+Int8Kernel int8_kernel_for(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx512Bf16:
+    case CpuIsa::kAvx512Vnni: return Int8Kernel::kAvx512Vnni;
+    case CpuIsa::kAvx512: return Int8Kernel::kAvx512;
+    case CpuIsa::kAvxVnni: return Int8Kernel::kAvxVnni;
+    case CpuIsa::kAvx2: return Int8Kernel::kAvx2;
+    case CpuIsa::kScalar: break;
+  }
+  return Int8Kernel::kScalar;
+}
+
+const char* int8_kernel_name(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kAvx512Vnni: return "avx512_vnni vpdpbusd";
+    case Int8Kernel::kAvx512: return "avx512 vpmaddwd";
+    case Int8Kernel::kAvxVnni: return "avx_vnni vpdpbusd";
+    case Int8Kernel::kAvx2: return "avx2 vpmaddwd";
+    case Int8Kernel::kScalar: break;
+  }
+  return "scalar reference";
+}
+
+int64_t int8_activation_bytes(Int8Kernel kernel) {
+  return kernel == Int8Kernel::kAvx2 || kernel == Int8Kernel::kAvx512 ? 2 : 1;
+}
 
 Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
   Int8PackedWeights p;
@@ -32,7 +74,6 @@ Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
   p.k_padded = round_up(k, 4);
   p.n_padded = round_up(n, 16);
   p.data.assign(static_cast<size_t>(p.n_padded * p.k_padded), 0);
-  p.column_sums.assign(static_cast<size_t>(n), 0);
   p.compensation.assign(static_cast<size_t>(p.n_padded), 0);
   for (int64_t first = 0; first < p.n_padded; first += kInt8PanelColumns) {
     const int64_t width = std::min(kInt8PanelColumns, p.n_padded - first);
@@ -44,31 +85,36 @@ Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
         panel[(c / 4) * width * 4 + (j - first) * 4 + c % 4] = v;
         sum += v;
       }
-      p.column_sums[static_cast<size_t>(j)] = sum;
       p.compensation[static_cast<size_t>(j)] = -128 * sum;
     }
   }
   return p;
 }
 
-void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end) {
+void quantize_activation_rows_scalar(const QuantizeActivationsArgs& a, int64_t row_begin, int64_t row_end) {
   for (int64_t r = row_begin; r < row_end; ++r) {
     const float* x = a.x + r * a.k;
-    uint8_t* q = a.xq + r * a.ldq;
+    uint8_t* q = static_cast<uint8_t*>(a.xq) + r * a.ldq;
     const float* cs = a.channel_scale;
     auto value = [&](int64_t c) { return cs != nullptr ? x[c] * cs[c] : x[c]; };
-    float absmax = 0.0f;
-    for (int64_t c = 0; c < a.k; ++c) absmax = std::max(absmax, std::fabs(value(c)));
-    if (absmax == 0.0f) {
-      a.row_scales[r] = 1.0f;
-      std::memset(q, 128, static_cast<size_t>(a.ldq));
-      continue;
+    float inv = 0.0f;
+    if (a.static_scale > 0.0f) {
+      a.row_scales[r] = a.static_scale;
+      inv = 1.0f / a.static_scale;
+    } else {
+      float absmax = 0.0f;
+      for (int64_t c = 0; c < a.k; ++c) absmax = std::max(absmax, std::fabs(value(c)));
+      if (absmax == 0.0f) {
+        a.row_scales[r] = 1.0f;
+        std::memset(q, 128, static_cast<size_t>(a.ldq));
+        continue;
+      }
+      a.row_scales[r] = absmax / 127.0f;
+      inv = 127.0f / absmax;
     }
-    a.row_scales[r] = absmax / 127.0f;
-    const float inv = 127.0f / absmax;
     for (int64_t c = 0; c < a.k; ++c) {
-      // |x * inv| <= 127 up to one rounding, so the clamp only guards against that last ulp.
-      const float v = std::min(std::max(std::nearbyint(value(c) * inv), -127.0f), 127.0f);
+      // Dynamic: |x * inv| <= 127 up to one rounding, so the clamp only guards against that last ulp.
+      const float v = std::nearbyint(std::min(std::max(value(c) * inv, -127.0f), 127.0f));
       q[c] = static_cast<uint8_t>(static_cast<int>(v) + 128);
     }
     std::memset(q + a.k, 128, static_cast<size_t>(a.ldq - a.k));
@@ -79,13 +125,14 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
                             int64_t panel_end) {
   const Int8PackedWeights& w = *a.w;
   const int64_t groups = w.k_padded / 4;
+  const uint8_t* xq = static_cast<const uint8_t*>(a.xq);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const int64_t first = p * kInt8PanelColumns;
     const int64_t width = std::min(kInt8PanelColumns, w.n_padded - first);
     const int64_t last = std::min(first + width, w.n);
     const int8_t* panel = w.data.data() + first * w.k_padded;
     for (int64_t r = row_begin; r < row_end; ++r) {
-      const uint8_t* x = a.xq + r * a.ldq;
+      const uint8_t* x = xq + r * a.ldq;
       float* y = a.y + r * a.ldy;
       for (int64_t j = first; j < last; ++j) {
         int32_t acc = w.compensation[static_cast<size_t>(j)];
@@ -93,7 +140,7 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
         for (int64_t g = 0; g < groups; ++g) {
           for (int64_t b = 0; b < 4; ++b) acc += static_cast<int32_t>(x[4 * g + b]) * col[g * width * 4 + b];
         }
-        // The same operations, in the same order, as the VNNI kernel's epilogue.
+        // The same operations, in the same order, as the vector kernels' epilogue.
         const float scale = a.row_scales[r] * a.col_scales[j];
         float v = std::fma(static_cast<float>(acc), scale, a.bias != nullptr ? a.bias[j] : 0.0f);
         if (a.epilogue == Int8Epilogue::kBiasRelu) v = std::max(v, 0.0f);
@@ -110,21 +157,22 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
   }
 }
 
-void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales,
-                      const float* channel_scale) {
+void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
+                          float* row_scales, const float* channel_scale, float static_scale) {
   if (rows <= 0) return;
-  const QuantizeRowsU8Args args{x, channel_scale, k, ldq, xq, row_scales};
-  const auto kernel = brisk::cpu_isa() >= CpuIsa::kAvx512 ? &quantize_rows_u8_avx512 : &quantize_rows_u8_scalar;
-  parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  const QuantizeActivationsArgs args{x, channel_scale, k, ldq, xq, row_scales, static_scale};
+  const QuantizeActivationRows quantize = entry(kernel).quantize;
+  parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { quantize(args, begin, end); });
 }
 
-void int8_gemm(const uint8_t* xq, int64_t ldq, const float* row_scales, int64_t m, const Int8PackedWeights& w,
-               const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y, int64_t ldy) {
+void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
+               const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
+               int64_t ldy) {
   if (m <= 0 || w.n <= 0) return;
   const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
-  const auto kernel = brisk::cpu_isa() >= CpuIsa::kAvx512Vnni ? &int8_gemm_block_avx512_vnni : &int8_gemm_block_scalar;
+  const Int8GemmBlock block = entry(kernel).gemm;
   // Tasks are (row block, column panel) pairs, row-block-major: a thread's contiguous range of tasks sweeps all
-  // panels over one row block while that block's activations (<= 192 x k bytes) stay in L2, with the weights
+  // panels over one row block while that block's activations (<= 192 x k elements) stay in L2, with the weights
   // (n x k bytes: 147 KB to 590 KB at MiniLM's shapes) beside them; for m <= 192 the tasks are the panels.
   const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
   const int64_t row_blocks = (m + kRowsPerTask - 1) / kRowsPerTask;
@@ -137,7 +185,7 @@ void int8_gemm(const uint8_t* xq, int64_t ldq, const float* row_scales, int64_t 
       const int64_t rb = t / panels;
       const int64_t p_begin = t % panels;
       const int64_t p_end = std::min(panels, p_begin + (end - t));
-      kernel(args, rb * rows_per_block, std::min(m, (rb + 1) * rows_per_block), p_begin, p_end);
+      block(args, rb * rows_per_block, std::min(m, (rb + 1) * rows_per_block), p_begin, p_end);
       t += p_end - p_begin;
     }
   });

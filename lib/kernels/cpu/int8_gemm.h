@@ -1,26 +1,33 @@
-// Private to brisk (the quantizer's dynamic-int8 Linear layers): an int8 GEMM with u8 activations and s8 weights
-// on AVX-512 VNNI (vpdpbusd), with the dequantisation, bias and activation fused into its store.
+// Private to brisk (the quantizer's int8 Linear layers): an int8 GEMM of quantized activations and s8 weights, with
+// the dequantisation, bias and activation fused into its store, on one kernel per ISA level.
 //
-//   const Int8PackedWeights w = pack_int8_weights(w_s8, n, k);          // once, at load time
-//   std::vector<uint8_t> xq(m * w.k_padded);
+//   const Int8Kernel kernel = int8_kernel_for(cpu_isa());                 // once, at load time
+//   const Int8PackedWeights w = pack_int8_weights(w_s8, n, k);           // once, at load time (one layout for all)
+//   std::vector<uint8_t> xq(m * w.k_padded * int8_activation_bytes(kernel));
 //   std::vector<float> row_scales(m);
-//   quantize_rows_u8(x, m, k, w.k_padded, xq.data(), row_scales.data());  // per call
-//   int8_gemm(xq.data(), w.k_padded, row_scales.data(), m, w, col_scales, bias, Int8Epilogue::kBiasGeluErf, y, n);
+//   quantize_activations(kernel, x, m, k, w.k_padded, xq.data(), row_scales.data());              // per call
+//   int8_gemm(kernel, xq.data(), w.k_padded, row_scales.data(), m, w, col_scales, bias, Int8Epilogue::kBias, y, n);
 //
-// Arithmetic: activations are quantised per row, symmetric, and stored shifted by +128 as u8 (vpdpbusd multiplies
-// u8 by s8); the shift is removed exactly with the weights' column sums, so the int32 accumulator equals
-// sum_k q[m,k] * w[j,k] for q = xq - 128. Weights are symmetric per output channel; their scales (col_scales) are
-// the caller's. The accumulator is converted to float and scaled once: y = epi(float(acc) * (row_scale * col_scale)
-// + bias), one rounding for the conversion (exact while |acc| < 2^24) and one for the fused multiply-add.
-// vpdpbusd does not saturate; every partial sum is bounded by k * (127 * 128 + 2 * 128 * 128), inside int32
-// for k <= 32768.
+// Arithmetic: activations are quantised per row (dynamic: scale = absmax / 127) or with one static scale, to
+// q in [-127, 127]; weights are symmetric s8 per output channel, their scales (col_scales) the caller's. Every
+// kernel computes the exact integer dot product sum_k q[m,k] * w[j,k], then y = epi(float(acc) * (row_scale *
+// col_scale) + bias): one rounding for the conversion (exact while |acc| < 2^24) and one for the fused
+// multiply-add. So all kernels give the same bits, except for the GeLU forms (std::erf / std::tanh in the scalar
+// reference against simd_math.h's, <= 1e-6 apart).
 //
-// ISA: the VNNI kernel (int8_gemm_avx512.cc) runs when cpu_isa() is kAvx512 and the CPU has avx512_vnni
-// (cpu_has_avx512_vnni()); otherwise the scalar reference in int8_gemm.cc does, with the same results except
-// for the GeLU forms (std::erf / std::tanh against simd_math.h's, <= 1e-6 apart).
+// The kernels and the activation encoding each one reads:
+//   kAvx512Vnni  vpdpbusd zmm (u8 x s8 -> s32, no saturation)      u8: q + 128, removed with the column sums
+//   kAvxVnni     vpdpbusd ymm (VEX AVX-VNNI)                        u8: q + 128
+//   kAvx512      vpmovsxbw + vpmaddwd zmm (AVX-512BW, no VNNI)      s16: q
+//   kAvx2        vpmovsxbw + vpmaddwd ymm                           s16: q
+//   kScalar      the reference, plain C++                           u8: q + 128
+// Without VNNI, vpmaddubsw (u8 x s8 pairs summed in int16) would saturate: 255 * 127 * 2 > 32767. The int16
+// kernels widen the weights instead and multiply in vpmaddwd (s16 x s16 pairs summed in int32, exact): the same
+// multiplies per instruction as the vpmaddubsw + vpmaddwd chain, on the same ports, with no saturation, no 7-bit
+// weights and no accuracy cost (benchmarks/RESULTS.md, "int8 without VNNI").
 //
-// Thread safety: pack_int8_weights returns an immutable value; int8_gemm and quantize_rows_u8 are reentrant and
-// parallelise internally with brisk::parallel_for (concurrent calls must write disjoint outputs).
+// Thread safety: pack_int8_weights returns an immutable value; int8_gemm and quantize_activations are reentrant
+// and parallelise internally with brisk::parallel_for (concurrent calls must write disjoint outputs).
 #pragma once
 
 #include <cstddef>
@@ -28,6 +35,7 @@
 #include <new>
 #include <vector>
 
+#include "brisk/core/cpu_features.h"
 #include "brisk/core/export.h"
 
 namespace brisk::kernels::cpu {
@@ -48,11 +56,21 @@ struct CacheAlignedAllocator {
   }
 };
 
-// Weights in the VNNI layout. Columns (output channels) are padded with zero weights to n_padded, a multiple of
-// 16, and grouped in panels of kInt8PanelColumns (the last panel may be narrower: 16, 32 or 48). Panel p starts
-// at byte p * kInt8PanelColumns * k_padded and holds, for each group of 4 consecutive k (k_padded / 4 groups, k
-// padded with zeros), `width` columns x 4 bytes: w[j, 4g .. 4g+3] at panel + g * width * 4 + (j - first) * 4.
-// One 64-byte load is then 16 columns' dword operands for vpdpbusd.
+enum class Int8Kernel : int { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni };
+
+// The kernel for an ISA level (the level's best).
+BRISK_API Int8Kernel int8_kernel_for(CpuIsa isa);
+// The kernel's name for reports: "avx512_vnni vpdpbusd", "avx2 vpmaddwd", ...
+BRISK_API const char* int8_kernel_name(Int8Kernel kernel);
+// Bytes per quantized activation: 1 (u8, q + 128) or 2 (s16, q).
+BRISK_API int64_t int8_activation_bytes(Int8Kernel kernel);
+
+// Weights in the packed layout every kernel reads. Columns (output channels) are padded with zero weights to
+// n_padded, a multiple of 16, and grouped in panels of kInt8PanelColumns (the last panel may be narrower: 16, 32
+// or 48). Panel p starts at byte p * kInt8PanelColumns * k_padded and holds, for each group of 4 consecutive k
+// (k_padded / 4 groups, k padded with zeros), `width` columns x 4 bytes: w[j, 4g .. 4g+3] at panel + g * width * 4
+// + (j - first) * 4. One 64-byte load is 16 columns' dword operands for vpdpbusd; one 16-byte load, widened to
+// s16, is 4 columns' operands for vpmaddwd.
 inline constexpr int64_t kInt8PanelColumns = 64;
 
 struct Int8PackedWeights {
@@ -61,37 +79,38 @@ struct Int8PackedWeights {
   int64_t k_padded = 0;  // k rounded up to a multiple of 4: the minimum row stride of the activations
   int64_t n_padded = 0;  // n rounded up to a multiple of 16
   std::vector<int8_t, CacheAlignedAllocator<int8_t>> data;  // n_padded * k_padded bytes, layout above
-  std::vector<int32_t> column_sums;                         // [n]: sum_k w[j, k]
-  // [n_padded]: -128 * column_sums (0 in the padding): the accumulators' starting values, which cancel the +128
-  // shift of the u8 activations.
+  // [n_padded]: -128 * sum_k w[j, k] (0 in the padding): the u8 kernels' starting accumulators, which cancel the
+  // +128 shift of their activations.
   std::vector<int32_t, CacheAlignedAllocator<int32_t>> compensation;
 };
 
 // Packs s8 weights [n, k] row-major (PyTorch's Linear layout).
 BRISK_API Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k);
 
-// Per-row dynamic quantisation: row_scales[r] = absmax(x[r, :]) / 127 and xq[r, c] = round(x[r, c] / scale) + 128
-// (round half to even, computed as x * (127 / absmax)), with row stride ldq >= k; xq[r, k .. ldq) is filled with
-// 128 (the encoding of 0), so ldq = k_padded gives the padded rows int8_gemm reads. An all-zero row gets scale 1
-// and all bytes 128. Inputs must be finite.
-// `channel_scale` (nullable, [k]) multiplies x column by column first (SmoothQuant's 1 / s), in the same pass.
-BRISK_API void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ldq, uint8_t* xq, float* row_scales,
-                                const float* channel_scale = nullptr);
+// Quantizes rows of x [rows, k] into `kernel`'s encoding, ldq >= k elements apart (int8_activation_bytes each):
+// dynamic (static_scale == 0): row_scales[r] = absmax(x[r, :]) / 127 and q = round(x * (127 / absmax)); static
+// (static_scale > 0): row_scales[r] = static_scale and q = round(x / static_scale); both round half to even and
+// clamp to [-127, 127]. The padding [k, ldq) holds the encoding of 0, so ldq = k_padded gives the padded rows
+// int8_gemm reads. An all-zero row gets scale 1. `channel_scale` (nullable, [k]) multiplies x column by column
+// first (SmoothQuant's 1 / s), in the same pass. Inputs must be finite.
+BRISK_API void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
+                                    float* row_scales, const float* channel_scale = nullptr, float static_scale = 0.0f);
 
 enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, kBiasAccumulate };
 
-// y[r, j] (row stride ldy >= n) = epi(row_scales[r] * col_scales[j] * (sum_k xq[r,k] * w[j,k] - 128 *
-// column_sums[j]) + bias[j]) for r < m, j < n; kBiasAccumulate adds that value to y's contents (y must be
-// initialised); bias is nullable (0). xq: m rows of at least w.k_padded bytes at stride ldq >= w.k_padded, the
-// padding bytes any value (the padded weights are 0). col_scales: [n].
-BRISK_API void int8_gemm(const uint8_t* xq, int64_t ldq, const float* row_scales, int64_t m, const Int8PackedWeights& w,
-                         const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y, int64_t ldy);
+// y[r, j] (row stride ldy >= n) = epi(row_scales[r] * col_scales[j] * sum_k q[r,k] * w[j,k] + bias[j]) for r < m,
+// j < n; kBiasAccumulate adds that value to y's contents (y must be initialised); bias is nullable (0). xq: m rows
+// in `kernel`'s encoding (quantize_activations with the same kernel) of at least w.k_padded elements at stride
+// ldq >= w.k_padded. col_scales: [n].
+BRISK_API void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
+                         const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue,
+                         float* y, int64_t ldy);
 
 // ---- Row kernels behind the two ops (the dispatch is in int8_gemm.cc) ----
 
 struct Int8GemmArgs {
-  const uint8_t* xq;
-  int64_t ldq;
+  const void* xq;
+  int64_t ldq;  // in elements
   const float* row_scales;
   const Int8PackedWeights* w;
   const float* col_scales;
@@ -101,22 +120,30 @@ struct Int8GemmArgs {
   int64_t ldy;
 };
 
-// Computes rows [row_begin, row_end) x panels [panel_begin, panel_end) of y.
-void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin,
-                            int64_t panel_end);
-void int8_gemm_block_avx512_vnni(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin,
-                                 int64_t panel_end);
-
-struct QuantizeRowsU8Args {
+struct QuantizeActivationsArgs {
   const float* x;              // row stride k
   const float* channel_scale;  // nullable, [k]
   int64_t k;
-  int64_t ldq;
-  uint8_t* xq;
+  int64_t ldq;  // in elements
+  void* xq;
   float* row_scales;
+  float static_scale;  // 0: dynamic
 };
 
-void quantize_rows_u8_scalar(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end);
-void quantize_rows_u8_avx512(const QuantizeRowsU8Args& a, int64_t row_begin, int64_t row_end);
+// Computes rows [row_begin, row_end) x panels [panel_begin, panel_end) of y.
+using Int8GemmBlock = void (*)(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                               int64_t panel_end);
+using QuantizeActivationRows = void (*)(const QuantizeActivationsArgs& a, int64_t row_begin, int64_t row_end);
+
+#define BRISK_DECLARE_INT8_KERNEL(name)                                                                       \
+  void int8_gemm_block_##name(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin, \
+                              int64_t panel_end);                                                             \
+  void quantize_activation_rows_##name(const QuantizeActivationsArgs& a, int64_t row_begin, int64_t row_end);
+BRISK_DECLARE_INT8_KERNEL(scalar)       // int8_gemm.cc
+BRISK_DECLARE_INT8_KERNEL(avx2)         // int8_gemm_int16_avx2.cc
+BRISK_DECLARE_INT8_KERNEL(avx_vnni)     // int8_gemm_avx_vnni.cc
+BRISK_DECLARE_INT8_KERNEL(avx512)       // int8_gemm_int16_avx512.cc
+BRISK_DECLARE_INT8_KERNEL(avx512_vnni)  // int8_gemm_avx512.cc
+#undef BRISK_DECLARE_INT8_KERNEL
 
 }  // namespace brisk::kernels::cpu

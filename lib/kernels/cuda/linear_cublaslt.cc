@@ -58,6 +58,7 @@ class FloatLinear final : public Linear::Impl {
   FloatLinear(DeviceBuffer weight, DeviceBuffer bias, int64_t n, int64_t k)
       : weight_(std::move(weight)), bias_(std::move(bias)), n_(n), k_(k) {}
 
+  std::string kernel_name() const override { return "cuBLASLt matmul (fp32 compute)"; }
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
     const bool has_bias = bias_.get() != nullptr;
@@ -146,6 +147,7 @@ class Int8Linear final : public Linear::Impl {
         n_(n),
         k_(k) {}
 
+  std::string kernel_name() const override { return "cuBLASLt IMMA int8 matmul"; }
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
     // The GEMM runs on a multiple of 4 rows (IMMA wants its dimensions so); the extra activation rows are zeroed

@@ -1,0 +1,138 @@
+// Every plan loads and runs at every ISA level this CPU has. The quantized file does not depend on the CPU, only
+// the loading path does: each plan's file (the real all-MiniLM-L6-v2, written and read back as brisk quantize
+// does) is loaded under each cap (set_cpu_isa_cap, which brisk's kernels pick their implementation from when a
+// Linear is created and when an op runs) and embeds real sentences:
+// - close to the fp32 encoder's embeddings, as its precision allows;
+// - the same at every level, up to the float differences of the levels' vector kernels (the int8 kernels are exact
+//   integer arithmetic with one shared epilogue, so only LayerNorm, softmax, GeLU and pooling differ, and bf16
+//   activations where the CPU has avx512_bf16);
+// - on the kernel each level should pick (the encoder's linear_kernels());
+// and no oneDNN matmul the encoder created runs oneDNN's reference implementation.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../../lib/kernels/cpu/dnnl_matmul.h"
+#include "brisk/core/cpu_features.h"
+#include "brisk/model/tokenizer.h"
+#include "brisk/quant/model_file.h"
+#include "brisk/quant/quantizer.h"
+#include "kernels/kernel_test_util.h"
+#include "test_util.h"
+
+using namespace brisk;
+using namespace brisk::quant;
+
+namespace {
+
+struct PlanCase {
+  const char* plan;
+  bool smoothquant;
+  double min_mean_cosine;  // against the fp32 encoder, at every level
+  double min_worst_cosine;
+  // Against the scalar level's embeddings. The levels' LayerNorm, softmax and GeLU differ in the last bits; an
+  // int8 layer can turn such a difference into a one-code step of an activation, which the layers after it carry,
+  // more so with one static scale per tensor; bf16 activations (avx512_bf16 only) differ more again. A broken kernel
+  // (a saturating one, say) lands far below these bounds.
+  double min_level_agreement;
+  const char* linear_kernel_at_avx2;  // a substring of linear_kernels() at the avx2 level
+};
+
+const PlanCase kPlans[] = {
+    {"fp32", false, 0.999999, 0.999999, 0.999999, "f32: oneDNN"},
+    {"bf16", false, 0.999, 0.998, 0.9999, "widened to f32 at load"},
+    {"int8", false, 0.99, 0.97, 0.999, "i8: avx2 vpmaddwd"},
+    {"int8", true, 0.995, 0.98, 0.999, "i8: avx2 vpmaddwd"},
+    {"int8-static", false, 0.95, 0.9, 0.998, "i8: avx2 vpmaddwd"},
+    {"mixed", false, 0.99, 0.97, 0.998, "i8: avx2 vpmaddwd"},
+};
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& e : v) s += (s.empty() ? "" : "; ") + e;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has", "[quant][isa]") {
+  const auto before = kernels::cpu::dnnl_matmul_implementations();
+  const std::string dir = testing::model_dir().string();
+  const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
+  const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
+  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
+  std::vector<PackedSequences> batches(2);
+  const char* texts[] = {"How do I reset my online banking password?",
+                         "The train to Lyon leaves at 7:45 from platform 3.",
+                         "Can I return shoes I bought on sale?",
+                         "my laptop will not connect to the office wifi since the update",
+                         "What is the capital of Australia?",
+                         "I was charged twice for the same order, please refund one of them."};
+  for (size_t i = 0; i < std::size(texts); ++i) batches[i % 2].add(tok.encode(texts[i], 128).value());
+
+  auto reference_encoder = BertEncoder::create(config, fp32, Device::kCPU).value();
+  const std::vector<float> reference = embed_all(*reference_encoder, batches, Pooling::kMean).value();
+  const ActivationRanges ranges = calibrate(*reference_encoder, batches, CalibrationOptions{}, nullptr).value();
+  SmoothQuantOptions smooth;
+  smooth.absmax = channel_absmax(*reference_encoder, batches).value();
+
+  // The levels this CPU has, up to the process's cap (BRISK_ISA=avx2 rehearses an AVX2-only machine).
+  std::vector<CpuIsa> levels;
+  for (CpuIsa isa : kAllCpuIsas) {
+    if (cpu_supports(isa) && isa <= cpu_isa()) levels.push_back(isa);
+  }
+  testing::TempDir tmp;
+  for (const PlanCase& c : kPlans) {
+    INFO("plan " << c.plan << (c.smoothquant ? " +smoothquant 0.5" : ""));
+    const LayerPrecisions precisions = PrecisionPlan::parse(c.plan).value().resolve(layer_names(config)).value();
+    QuantizedModel m;
+    m.config = config;
+    m.weights = quantize_weights(fp32, config, precisions, ranges, c.smoothquant ? &smooth : nullptr).value();
+    m.precisions = precisions;
+    m.plan = c.plan;
+    m.model_files = read_model_files(dir).value();
+    const std::string path = tmp.file(std::string(c.plan) + (c.smoothquant ? "-sq" : "") + ".safetensors");
+    REQUIRE(save_quantized_model(path, m).ok());
+    const QuantizedModel loaded = load_quantized_model(path).value();
+
+    std::vector<float> first_level;
+    for (const CpuIsa isa : levels) {
+      INFO("ISA level " << cpu_isa_name(isa));
+      testing::IsaCapGuard guard(isa);
+      auto encoder = BertEncoder::create(loaded.config, loaded.weights, Device::kCPU);
+      REQUIRE(encoder.ok());
+      const std::string kernels = joined((*encoder)->linear_kernels());
+      INFO("linear kernels: " << kernels);
+      if (isa == CpuIsa::kAvx2) CHECK_THAT(kernels, Catch::Contains(c.linear_kernel_at_avx2));
+      if (isa >= CpuIsa::kAvx512Vnni && std::string(c.plan).find("int8") == 0) {
+        CHECK_THAT(kernels, Catch::Contains("i8: avx512_vnni vpdpbusd"));
+      }
+      if (std::string(c.plan) == "bf16") {
+        CHECK((kernels.find("widened") != std::string::npos) == (isa < CpuIsa::kAvx512Bf16));
+      }
+      auto got = embed_all(**encoder, batches, Pooling::kMean);
+      REQUIRE(got.ok());
+      const Fidelity vs_fp32 = compare_embeddings(reference, *got, config.hidden_size);
+      CHECK(vs_fp32.mean_cosine >= c.min_mean_cosine);
+      CHECK(vs_fp32.worst_cosine >= c.min_worst_cosine);
+      if (first_level.empty()) {
+        first_level = *got;
+      } else {
+        const Fidelity vs_first = compare_embeddings(first_level, *got, config.hidden_size);
+        CHECK(vs_first.worst_cosine >= c.min_level_agreement);
+      }
+    }
+  }
+  // The matmul primitives created by this test's encoders (the registry counts the whole process's).
+  const auto after = kernels::cpu::dnnl_matmul_implementations();
+  int64_t created = 0;
+  for (const auto& [impl, count] : after) {
+    const int64_t mine = count - (before.count(impl) ? before.at(impl) : 0);
+    INFO("oneDNN implementation " << impl << ": " << mine << " primitives");
+    created += mine;
+    if (mine > 0) CHECK(impl.rfind("ref", 0) != 0);
+  }
+  CHECK(created > 0);
+}
