@@ -154,18 +154,26 @@ def log(msg: str) -> None:
 # Machine and versions
 
 def machine_info() -> dict:
-    model, cores = platform.processor() or "unknown", os.cpu_count()
+    """The CPU as RESULTS.md tables name it: model name (family F, model M), and the ISA level brisk runs at (the
+    CPU's best unless BRISK_ISA caps it; the peers use their own dispatch)."""
+    model, cores, family, number = platform.processor() or "unknown", os.cpu_count(), "?", "?"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in out.splitlines():
             key, _, val = line.partition(":")
             if key.strip() == "Model name":
                 model = val.strip()
+            elif key.strip() == "CPU family":
+                family = val.strip()
+            elif key.strip() == "Model":
+                number = val.strip()
             elif key.strip() == "CPU(s)":
                 cores = int(val.strip())
     except (OSError, ValueError):
         pass
-    return {"cpu": model, "cpus": cores, "affinity": len(os.sched_getaffinity(0))}
+    isa = os.environ.get("BRISK_ISA") or "the CPU's best (BRISK_ISA unset)"
+    return {"cpu": f"{model} (family {family}, model {number}); brisk ISA level {isa}", "cpus": cores,
+            "affinity": len(os.sched_getaffinity(0))}
 
 
 def load_average() -> str:

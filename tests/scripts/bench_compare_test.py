@@ -3,7 +3,8 @@
 
     bench_compare_test.py SCRIPT [BUILD_DIR]
 With BUILD_DIR (a build with brisk_peak_benchmark and brisk_encoder_benchmark), --measure runs one short round
-there, to check that the benchmark names the script filters on still exist (no speed is asserted).
+there, at the CPU's level and under BRISK_ISA=avx2, to check that the benchmark names the script filters on still
+exist and that each ISA level divides by its own peak (no speed is asserted).
 Every expected ratio below is worked out by hand from the fixture's numbers (shown beside it)."""
 import contextlib
 import importlib.machinery
@@ -23,8 +24,11 @@ DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = BUILD_DIR = None
 
 
-def run(*args):
-    return subprocess.run([sys.executable, SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=120)
+def run(*args, isa=None):
+    """Runs the script; isa: BRISK_ISA for it and the benchmarks it starts (None: this process's own)."""
+    env = dict(os.environ, **({"BRISK_ISA": isa} if isa else {}))
+    return subprocess.run([sys.executable, SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def subset(path: Path, names, tmp: str) -> Path:
@@ -231,21 +235,180 @@ class Extract(unittest.TestCase):
         self.assertIn("has neither shapes", r.stderr)
 
 
+class IsaClasses(unittest.TestCase):
+    """Fractions of the peak of the ISA level in use, and baselines per ISA class (avx2, avx512)."""
+
+    def extract(self, *files):
+        r = run("--extract", *[DATA / f for f in files])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout), r.stderr
+
+    def test_an_avx2_run_divides_by_the_avx2_peak(self):
+        doc, _ = self.extract("gbench_peak_avx2_1.json", "gbench_encoder_1.json", "gbench_peak_avx2_2.json")
+        run_ = doc["run"]
+        self.assertEqual((run_["isa"], run_["isa_class"]), ("avx2", "avx2"))
+        self.assertEqual(run_["cpu"], "AMD EPYC 7B13 64-Core Processor (family 25, model 1)")
+        figs = doc["figures"]
+        # Round peak (180 + 200) / 2 = 190 GFLOP/s; 60 seq/s x 2.868903936 GFLOP = 172.134 / 190 = 0.905968;
+        # FFN up 160 / 190 = 0.842105.
+        enc = figs["encoder_32x128_fraction_of_fp32_peak"]
+        self.assertAlmostEqual(enc["ratio"], 0.90597, places=5)
+        self.assertEqual(enc["denominator_values"], [190.0])
+        self.assertIn("BM_fp32_fma_peak_avx2/threads:2", enc["denominator"])
+        self.assertAlmostEqual(figs["gemm_ffn_up_4096x1536x384_fraction_of_fp32_peak"]["ratio"], 0.84211, places=5)
+
+    def test_an_avx512_run_divides_by_the_avx512_peak_even_where_the_avx2_one_ran(self):
+        doc, _ = self.extract("gbench_peak_avx512_both.json", "gbench_encoder_1.json")
+        self.assertEqual((doc["run"]["isa"], doc["run"]["isa_class"]), ("avx512_vnni", "avx512"))
+        enc = doc["figures"]["encoder_32x128_fraction_of_fp32_peak"]
+        self.assertAlmostEqual(enc["ratio"], 0.57378, places=5)  # 172.134 / 300, not / 150
+        self.assertIn("BM_fp32_fma_peak_avx512/threads:2", enc["denominator"])
+
+    def test_files_of_older_binaries_are_class_avx512(self):
+        doc, _ = self.extract("gbench_peak_1.json", "gbench_encoder_1.json", "gbench_peak_2.json")
+        self.assertEqual(doc["run"]["isa_class"], "avx512")
+        self.assertNotIn("isa", doc["run"])
+
+    def test_the_scalar_level_gives_no_figures_and_no_error(self):
+        doc, stderr = self.extract("gbench_peak_scalar.json")
+        self.assertEqual(doc["figures"], {})
+        self.assertEqual((doc["run"]["isa"], doc["run"]["isa_class"]), ("scalar", "scalar"))
+        self.assertIn("scalar", stderr)
+
+    def test_rounds_at_different_levels_are_refused(self):
+        r = run("--extract", DATA / "gbench_peak_avx2_1.json", DATA / "gbench_encoder_1.json",
+                DATA / "gbench_peak_avx512_both.json")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("peak runs at different ISA levels", r.stderr)
+
+    def test_new_avx2_figures_are_compared_with_the_avx2_baseline(self):
+        out = Path(tempfile.mkdtemp(prefix="bench_compare_isa_")) / "rows.json"
+        # BASE names the avx512 baseline, as .ci/run does; NEW is class avx2: key_figures_avx2.json beside it is used.
+        r = run(DATA / "baseline.json", DATA / "new_figures_avx2.json", "--json", out)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # 0.80 -> 0.70, ranges disjoint: a regression
+        self.assertIn(f"comparing with `{DATA / 'baseline_avx2.json'}`", r.stderr)
+        self.assertIn(f"- BASE `{DATA / 'baseline_avx2.json'}`", r.stdout)
+        self.assertIn("ISA avx2 (class avx2)", r.stdout)
+        self.assertIn("ISA avx_vnni (class avx2)", r.stdout)
+        self.assertIn("CPU AMD EPYC 9B45 (family 26, model 2)", r.stdout)
+        row = json.loads(out.read_text())["rows"][0]
+        self.assertEqual((row["base"], row["new"], row["verdict"]), (0.8, 0.7, "regression"))
+
+    def test_new_avx512_figures_are_compared_with_the_avx512_baseline(self):
+        r = run(DATA / "baseline_avx2.json", DATA / "baseline.json")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"- BASE `{DATA / 'baseline.json'}`", r.stdout)
+        self.assertIn("0 alert(s)", r.stdout)
+        r = run(DATA / "baseline.json", DATA / "baseline.json")  # same class: BASE itself, no note
+        self.assertEqual(r.returncode, 0)
+        self.assertNotIn("comparing with", r.stderr)
+
+    def test_no_baseline_of_the_class(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp) / "key_figures.json"  # an avx512 baseline with no key_figures_avx2.json beside it
+            base.write_text((DATA / "baseline.json").read_text())
+            r = run("--report", base, DATA / "new_figures_avx2.json")
+            self.assertEqual(r.returncode, 0, r.stderr)  # report mode (CI): said, never a failure
+            self.assertIn("no baseline of ISA class avx2", r.stdout)
+            self.assertIn(str(Path(tmp) / "key_figures_avx2.json"), r.stdout)
+            self.assertIn("nothing compared", r.stdout)
+            r = run(base, DATA / "new_figures_avx2.json")
+            self.assertEqual(r.returncode, 2, r.stdout)  # alert mode: an error, named
+            self.assertIn("error: no baseline of ISA class avx2", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_a_bad_isa_class_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = json.loads((DATA / "new_figures_avx2.json").read_text())
+            doc["run"]["isa_class"] = "avx1024"
+            bad = Path(tmp) / "bad.json"
+            bad.write_text(json.dumps(doc))
+            r = run("--report", DATA / "baseline.json", bad)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn('run.isa_class is "avx1024"; expected one of avx2, avx512, scalar', r.stderr)
+
+
+def cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 class Measure(unittest.TestCase):
-    def test_one_round_on_the_built_benchmarks(self):
+    """One short round on the built benchmarks, at the CPU's own level and capped at avx2 (BRISK_ISA=avx2): the
+    names the script filters on still exist, and each level divides by its own peak (no speed is asserted)."""
+
+    def setUp(self):
         if not BUILD_DIR:
             self.skipTest("partial skip: brisk_peak_benchmark and brisk_encoder_benchmark are not built "
                           "(BRISK_BUILD_BENCHMARKS=OFF), so no --measure round; the other checks ran")
+
+    def measure_one_round(self, isa):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "figures.json"
-            r = run("--measure", BUILD_DIR, "--rounds", "1", "--min-time", "0.01", "-o", out)
+            r = run("--measure", BUILD_DIR, "--rounds", "1", "--min-time", "0.01", "-o", out, isa=isa)
             self.assertEqual(r.returncode, 0, r.stderr)
-            figs = json.loads(out.read_text())["figures"]
+            doc = json.loads(out.read_text())
+            figs = doc["figures"]
+            cls = doc["run"]["isa_class"]
             for name in ("encoder_32x128_fraction_of_fp32_peak", "gemm_ffn_up_4096x1536x384_fraction_of_fp32_peak",
                          "attention_32x128_fraction_of_fp32_peak"):
                 self.assertIn(name, figs)
                 self.assertGreater(figs[name]["ratio"], 0)
+                self.assertIn(f"BM_fp32_fma_peak_{cls}/threads:2", figs[name]["denominator"])
+            self.assertIn("family", doc["run"]["cpu"])
             self.assertEqual(run("--report", out, out).returncode, 0)
+            # What CI runs: the committed baseline of this class (benchmarks/key_figures*.json) is found.
+            r = run("--report", Path(SCRIPT).resolve().parent.parent / "benchmarks" / "key_figures.json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("no baseline", r.stdout)
+            return doc["run"]
+
+    def test_one_round_at_the_cpus_level(self):
+        flags = cpu_flags()
+        expected = ("avx512" if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags else
+                    "avx2" if {"avx2", "fma"} <= flags else None)
+        if expected is None or os.environ.get("BRISK_ISA") == "scalar":
+            self.skipTest("no AVX2/FMA (CPU or BRISK_ISA): no peak to divide by")
+        run_ = self.measure_one_round(None)
+        if not os.environ.get("BRISK_ISA"):  # else the cap decides
+            self.assertEqual(run_["isa_class"], expected)
+
+    def test_one_round_capped_at_avx2(self):
+        if not {"avx2", "fma"} <= cpu_flags():
+            self.skipTest("this CPU lacks AVX2/FMA")
+        run_ = self.measure_one_round("avx2")
+        self.assertEqual((run_["isa"], run_["isa_class"]), ("avx2", "avx2"))
+        self.assertTrue(run_["command"].startswith("BRISK_ISA=avx2 "))
+
+    def test_the_peaks_above_the_level_in_use_are_skipped(self):
+        if not {"avx2", "fma"} <= cpu_flags():
+            self.skipTest("this CPU lacks AVX2/FMA")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "peaks.json"
+            r = subprocess.run([str(Path(BUILD_DIR) / "benchmarks" / "brisk_peak_benchmark"),
+                                "--benchmark_filter=threads:1", "--benchmark_min_time=0.001",
+                                f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                               capture_output=True, text=True, timeout=60, env=dict(os.environ, BRISK_ISA="avx2"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = json.loads(out.read_text())
+            self.assertEqual(doc["context"]["brisk_isa"], "avx2")
+            self.assertEqual(doc["context"]["brisk_fp32_peak"], "BM_fp32_fma_peak_avx2")
+            ran = {b["run_name"]: not b.get("error_occurred") for b in doc["benchmarks"]}
+            self.assertTrue(ran["BM_fp32_fma_peak_avx2/threads:1/real_time"])
+            self.assertTrue(ran["BM_int8_peak_avx2/threads:1/real_time"])
+            self.assertTrue(ran["BM_int16_peak_avx2/threads:1/real_time"])
+            for name, ok in ran.items():
+                if "avx512" in name or "vnni" in name:
+                    self.assertFalse(ok, f"{name} ran under BRISK_ISA=avx2")
+            r = subprocess.run([str(Path(BUILD_DIR) / "benchmarks" / "brisk_peak_benchmark")], capture_output=True,
+                               text=True, timeout=60, env=dict(os.environ, BRISK_ISA="avx3"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("BRISK_ISA is 'avx3'", r.stderr)
 
 
 if __name__ == "__main__":
