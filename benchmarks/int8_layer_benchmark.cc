@@ -92,9 +92,8 @@ void BM_Int8Gemm(benchmark::State& state) {
                    epilogue, y.data(), n);
     benchmark::ClobberMemory();
   }
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k),
-                                               benchmark::Counter::kIsIterationInvariantRate,
-                                               benchmark::Counter::kIs1000);
+  state.counters["GOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 // args: B, T
@@ -111,8 +110,7 @@ void BM_Attention(benchmark::State& state) {
   }
   const brisk::AttentionRows rows{starts.data(), lengths.data(), s.batch, s.seq};
   for (auto _ : state) {
-    if (!brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n, kHeads, kHidden / kHeads,
-                               ctx.data())
+    if (!brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n, kHeads, kHidden / kHeads, ctx.data())
              .ok()) {
       state.SkipWithError("attention failed");
     }

@@ -53,7 +53,8 @@ void requantize_to_7_bits(EncoderWeights& w, const BertConfig& config) {
       to[i] = static_cast<int8_t>(std::clamp(std::nearbyint(from[i] / 2.0f), -64.0f, 63.0f));
     }
     Tensor scale = Tensor::empty(slot.scales->weight_scale.shape(), DType::kF32).value();
-    for (int64_t i = 0; i < scale.numel(); ++i) scale.data<float>()[i] = 2.0f * slot.scales->weight_scale.data<float>()[i];
+    for (int64_t i = 0; i < scale.numel(); ++i)
+      scale.data<float>()[i] = 2.0f * slot.scales->weight_scale.data<float>()[i];
     *slot.weight = halved;
     slot.scales->weight_scale = scale;
   }
@@ -153,8 +154,8 @@ int run(int argc, char** argv) {
     if (const size_t at = row_name.find("+sq"); at != std::string::npos) {
       plan_name = plan_name.substr(0, at);
       if (channel_stats.empty()) channel_stats = channel_absmax(*fp32_encoder, calib_batches).value();
-      smooth = SmoothQuantOptions{std::stof(row_name.substr(at + 3, row_name.find('+', at + 1) - at - 3)),
-                                  channel_stats};
+      smooth =
+          SmoothQuantOptions{std::stof(row_name.substr(at + 3, row_name.find('+', at + 1) - at - 3)), channel_stats};
     }
     LayerPrecisions precisions;
     std::string note;

@@ -8,20 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <iostream>
 #include <random>
 #include <vector>
 
 #include "../../lib/kernels/cpu/int8_gemm.h"
 #include "kernel_test_util.h"
-
-#ifndef BRISK_SKIP
-#define BRISK_SKIP(reason)                                 \
-  do {                                                     \
-    std::cout << "BRISK_SKIPPED: " << reason << std::endl; \
-    return;                                                \
-  } while (0)
-#endif
 
 namespace brisk {
 namespace {
@@ -54,11 +45,15 @@ struct Avx512Vnni {
 };
 #define BRISK_INT8_KERNELS Scalar, Avx2, AvxVnni, Avx512, Avx512Vnni
 
-// Skips the test case when the CPU lacks the kernel's level; otherwise declares `kernel`.
-#define BRISK_INT8_KERNEL()                                                                         \
-  if (!cpu_supports(TestType::kIsa)) BRISK_SKIP("this CPU lacks " << cpu_isa_name(TestType::kIsa)); \
-  const Int8Kernel kernel = TestType::kKernel;                                                      \
-  REQUIRE(kernels::cpu::int8_kernel_for(TestType::kIsa) == kernel);                                 \
+// Skips the test case when the CPU lacks the kernel's level, or BRISK_ISA caps the process below it (BRISK_ISA=avx2
+// rehearses an AVX2-only machine); otherwise declares `kernel`.
+#define BRISK_INT8_KERNEL()                                                                                 \
+  if (!cpu_supports(TestType::kIsa)) {                                                                      \
+    BRISK_SKIP("this CPU (" << cpu_model_description() << ") lacks " << cpu_isa_name(TestType::kIsa));      \
+  }                                                                                                         \
+  if (TestType::kIsa > cpu_isa()) BRISK_SKIP("BRISK_ISA caps this process at " << cpu_isa_name(cpu_isa())); \
+  const Int8Kernel kernel = TestType::kKernel;                                                              \
+  REQUIRE(kernels::cpu::int8_kernel_for(TestType::kIsa) == kernel);                                         \
   INFO("kernel " << kernels::cpu::int8_kernel_name(kernel))
 
 constexpr Int8Epilogue kEpilogues[] = {Int8Epilogue::kBias, Int8Epilogue::kBiasGeluErf, Int8Epilogue::kBiasGeluTanh,
