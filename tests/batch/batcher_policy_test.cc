@@ -162,7 +162,7 @@ TEST_CASE("Length bucketing groups similar lengths and cuts padding against FIFO
   CHECK(fifo.batch_padded_tokens.sum() == fifo.padded_tokens);
 }
 
-TEST_CASE("A bucketed batch does not pad short requests to a far longer one; they wait for their own batch",
+TEST_CASE("A bucketed batch does not pad short requests to a far longer one, they wait for their own batch",
           "[batch]") {
   const int spread = GENERATE(0, 1, 4);
   BatchPolicy p = manual_policy();

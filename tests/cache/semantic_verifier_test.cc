@@ -270,7 +270,7 @@ TEST_CASE("semantic verifier: each call's latency is recorded", "[cache][semanti
   CHECK(contains(text, "brisk_semantic_lookups_total{cache=\"faq\",result=\"rejected_by_verifier\"} 0\n"));
 }
 
-TEST_CASE("semantic verifier runs with no lock held: it may call the cache; removed entries are not served",
+TEST_CASE("semantic verifier runs with no lock held: it may call the cache, removed entries are not served",
           "[cache][semantic][verifier]") {
   SemanticCache* self = nullptr;
   std::atomic<int> mode{0};

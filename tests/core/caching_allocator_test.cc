@@ -157,7 +157,7 @@ TEST_CASE("caching allocator: a freed block is reused without a new backend allo
   CHECK(f.alloc.stats().cached_bytes == 2048);
 }
 
-TEST_CASE("caching allocator: a reused block waits for the fence of its free; a returned one drops it",
+TEST_CASE("caching allocator: a reused block waits for the fence of its free, a returned one drops it",
           "[core][allocator]") {
   Fixture f;
   void* a = f.get(1000);

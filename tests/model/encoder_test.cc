@@ -113,7 +113,7 @@ TEST_CASE("with padding removal off, the padded pass matches transformers too", 
   check_model("tiny_distilbert", padded);
 }
 
-TEST_CASE("an encoder on cuda fails clearly where there is none; f16 on the cpu is refused", "[encoder][model]") {
+TEST_CASE("an encoder on cuda fails clearly where there is none, f16 on the cpu is refused", "[encoder][model]") {
   const std::string dir = (brisk::testing::test_data_dir() / "tiny_bert").string();
   auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
   REQUIRE(config.ok());

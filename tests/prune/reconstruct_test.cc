@@ -186,7 +186,7 @@ TEST_CASE("reconstruction lowers the pruned layer's output error on held-out act
                     t.weights.layers[2].output_weight.nbytes()) == 0);
 }
 
-TEST_CASE("reconstruction: keeping every column reproduces the projection; a singular system is refused") {
+TEST_CASE("reconstruction: keeping every column reproduces the projection, a singular system is refused") {
   Tiny t;
   auto stats = collect_activations(*t.encoder, {random_batch(40, 12, 4)});
   REQUIRE(stats.ok());

@@ -101,7 +101,7 @@ TEST_CASE("a sweep finds the feed-forward that was made sensitive, and leaves th
   CHECK(find(*user, "encoder.layer.2.attention", 0.5).metric == 2.0);
 }
 
-TEST_CASE("zero mode: a dead head costs nothing, a loud head the most in its layer; layers are removed whole") {
+TEST_CASE("zero mode: a dead head costs nothing, a loud head the most in its layer, layers are removed whole") {
   Constructed m;
   SensitivityOptions o;
   o.mode = "zero";

@@ -59,7 +59,7 @@ TEST_CASE("each preset stays close to fp32 and drifts by its precision", "[quant
   CHECK(mixed.mean_cosine > 0.99);
 }
 
-TEST_CASE("calibration records every linear input; static int8 uses it", "[quant][quantizer]") {
+TEST_CASE("calibration records every linear input, static int8 uses it", "[quant][quantizer]") {
   Fixture f;
   auto reference = BertEncoder::create(f.config, f.fp32, Device::kCPU).value();
   int64_t last_done = 0;

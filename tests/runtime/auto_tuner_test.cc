@@ -75,7 +75,7 @@ TEST_CASE("search finds a known optimum in far fewer evaluations than the grid, 
   CHECK(r->defaults_final.goodput == synthetic(defaults()).goodput);
 }
 
-TEST_CASE("search stops after a round without improvement; search evaluations see the incumbent") {
+TEST_CASE("search stops after a round without improvement, search evaluations see the incumbent") {
   size_t with_incumbent = 0, without = 0;
   auto flat = [&](const Candidate&, const Measurement* incumbent) -> brisk::StatusOr<Measurement> {
     (incumbent ? with_incumbent : without) += 1;
@@ -191,7 +191,7 @@ TEST_CASE("should_stop_early: clearly worse than the incumbent, after enough req
   CHECK(brisk::tune::should_stop_early(p, &incumbent));
 }
 
-TEST_CASE("percentile is the nearest rank; the Poisson schedule is seeded and has the rate's count") {
+TEST_CASE("percentile is the nearest rank, the Poisson schedule is seeded and has the rate's count") {
   // Nearest-rank examples of the textbook definition (e.g. Wikipedia "Percentile"): {15, 20, 35, 40, 50}.
   const std::vector<int64_t> v = {15, 20, 35, 40, 50};
   CHECK(brisk::load_test::percentile(v, 5) == 15);

@@ -285,7 +285,7 @@ TEST_CASE("a failing batch sets the error status on batch_compute and the reques
   CHECK(named(spans, "brisk.callback").status == brisk::SpanStatusCode::kUnset);
 }
 
-TEST_CASE("a refused submit exports its request span with the error; a malformed traceparent is refused") {
+TEST_CASE("a refused submit exports its request span with the error, a malformed traceparent is refused") {
   Fixture f;
   Pending p;
   auto refused = f.rt->submit("priority 7 does not exist", {.priority = 7, .trace_parent = kParent}, p.callback());
@@ -342,7 +342,7 @@ TEST_CASE("not sampled, no trace_parent or no sink: nothing is recorded") {
   CHECK(no_sink.sink->count() == 0);
 }
 
-TEST_CASE("a single-flight follower is traced as joined; the leader carries the batch") {
+TEST_CASE("a single-flight follower is traced as joined, the leader carries the batch") {
   Fixture f;
   f.backend->close();
   Pending leader, follower;

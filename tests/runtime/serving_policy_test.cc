@@ -84,7 +84,7 @@ TEST_CASE("policy file round trip keeps every parameter and the provenance") {
   fs::remove(path);
 }
 
-TEST_CASE("policy file: absent parameters stay as they are; an empty object changes nothing") {
+TEST_CASE("policy file: absent parameters stay as they are, an empty object changes nothing") {
   auto p = brisk::parse_policy_json("{}");
   REQUIRE(p.ok());
   brisk::RuntimeOptions o;
