@@ -1,5 +1,6 @@
 // Request parsing and reply building for the HTTP example (json_io.h).
 #include "json_io.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <bit>
 #include <cstdint>
@@ -74,12 +75,13 @@ class Parser {
   Parser(std::string_view body, HttpError* err) : err_(err) {
     std::optional<std::string> marked = mark_invalid_utf8(body);
     had_invalid_utf8_ = marked.has_value();
-    try {
-      root_ = json::parse(marked ? std::string_view(*marked) : body);
-    } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e999)
-      fail(400, std::string("the body is not valid JSON: ") + e.what(), "validation");
+    // A syntax error, a number out of range (1e999), or arrays nested past brisk::kMaxJsonDepth.
+    brisk::StatusOr<json> parsed = brisk::parse_json_bounded(marked ? std::string_view(*marked) : body, "the body");
+    if (!parsed.ok()) {
+      fail(400, std::string(parsed.status().message()), "validation");
       return;
     }
+    root_ = std::move(*parsed);
     if (!root_.is_object()) fail(400, std::string("the body is ") + type_name(root_) + "; expected a JSON object");
   }
   bool ok() const { return ok_; }

@@ -1,5 +1,6 @@
 // Capacity planning: the curve file, Erlang B/C, the report's approximation, the batching simulation, the planner.
 #include "brisk/batch/capacity.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <fmt/format.h>
 
@@ -83,11 +84,9 @@ Status ServiceCurve::validate(std::string_view source) const {
 }
 
 StatusOr<ServiceCurve> ServiceCurve::from_json(std::string_view text, std::string_view source) {
-  const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   const std::string src(source);
   auto bad = [&](const std::string& what) { return absl::InvalidArgumentError(fmt::format("{}: {}", src, what)); };
-  if (j.is_discarded())
-    return bad("is not valid JSON; expected a service-time curve object (see brisk/batch/capacity.h)");
+  BRISK_ASSIGN_OR_RETURN(const nlohmann::json j, parse_json_bounded(text, src));
   if (!j.is_object()) return bad("is not a JSON object; expected {\"batch_ms\": {\"1\": ms, \"2\": ms, ...}, ...}");
   ServiceCurve c;
   auto text_field = [&](const char* key, std::string& out) -> Status {
@@ -101,7 +100,7 @@ StatusOr<ServiceCurve> ServiceCurve::from_json(std::string_view text, std::strin
     auto it = j.find(key);
     if (it == j.end()) return absl::OkStatus();
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1'000'000) {
-      return bad(fmt::format("\"{}\" is {}; expected a whole number from 0 to 1000000", key, it->dump()));
+      return bad(fmt::format("\"{}\" is {}; expected a whole number from 0 to 1000000", key, shown_json(*it)));
     }
     out = static_cast<int>(it->get<int64_t>());
     return absl::OkStatus();
@@ -137,7 +136,7 @@ StatusOr<ServiceCurve> ServiceCurve::from_json(std::string_view text, std::strin
                       b, c.batch_ms.size()));
     }
     if (!value.is_number()) {
-      return bad(fmt::format("batch_ms[\"{}\"] is {}; expected a number of milliseconds > 0", key, value.dump()));
+      return bad(fmt::format("batch_ms[\"{}\"] is {}; expected a number of milliseconds > 0", key, shown_json(value)));
     }
     c.batch_ms[b - 1] = value.get<double>();
   }

@@ -1,5 +1,6 @@
 // `brisk plan`: capacity planning from a measured batch service-time curve (see plan.h).
 #include "plan.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <fmt/format.h>
 
@@ -29,14 +30,8 @@ using batch::PlanRow;
 using batch::ServiceCurve;
 using json = nlohmann::json;
 
-StatusOr<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("--bench {}: cannot open the file", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(fmt::format("--bench {}: read failed", path));
-  return s.str();
-}
+// A curve file holds a few dozen batch sizes; 4 MiB is far past any real one.
+constexpr int64_t kMaxCurveFileBytes = int64_t{4} << 20;
 
 std::string now_string() {
   std::time_t t = std::time(nullptr);
@@ -266,7 +261,7 @@ int run_plan(PlanFlags& f) {
 
   StatusOr<ServiceCurve> curve = absl::UnknownError("no curve");
   if (!f.bench.empty()) {
-    StatusOr<std::string> text = read_text_file(f.bench);
+    StatusOr<std::string> text = read_text_file_bounded(f.bench, kMaxCurveFileBytes, "service-time curve (--bench)");
     if (!text.ok()) return report_error(text.status());
     curve = ServiceCurve::from_json(*text, "--bench " + f.bench);
   } else {

@@ -1,5 +1,6 @@
 // Sequence-classification heads: reading Hugging Face's from a checkpoint, and applying one on the host.
 #include "brisk/model/classification_head.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +36,7 @@ StatusOr<DenseLayer> read_dense(const NamedTensors& tensors, const std::string& 
 }  // namespace
 
 StatusOr<LabelConfig> read_label_config(const std::string& config_json, const std::string& source) {
-  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  BRISK_ASSIGN_OR_RETURN(const nlohmann::json config, parse_json_bounded(config_json, source + ": config.json"));
   if (!config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": config.json is not a JSON object"));
   }
@@ -68,7 +69,7 @@ StatusOr<LabelConfig> read_label_config(const std::string& config_json, const st
     }
     if (!value.is_string() || value.get<std::string>().empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": id2label[", key, "] is ", value.dump(), "; expected a non-empty string"));
+          absl::StrCat(source, ": id2label[", key, "] is ", shown_json(value), "; expected a non-empty string"));
     }
     out.labels[static_cast<size_t>(id)] = value.get<std::string>();
   }

@@ -1,5 +1,6 @@
 // BertConfig / PoolingConfig parsing. See include/brisk/model/config.h.
 #include "brisk/model/config.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,8 +26,7 @@ Status bad(const std::string& source, const std::string& what) {
 }
 
 StatusOr<json> parse_object(const std::string& text, const std::string& source) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad(source, "is not valid JSON; expected a JSON object");
+  BRISK_ASSIGN_OR_RETURN(json j, parse_json_bounded(text, source));
   if (!j.is_object()) return bad(source, absl::StrCat("is a JSON ", j.type_name(), "; expected a JSON object"));
   return j;
 }
@@ -174,19 +174,9 @@ std::string_view pooling_name(Pooling pooling) {
 }
 
 StatusOr<std::string> read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return absl::NotFoundError(absl::StrCat(path, ": file not found"));
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory; expected a file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for reading"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return ss.str();
+  // Model text files (config.json, vocab.txt, tokenizer.json: 17 MB for XLM-RoBERTa's) are far below this.
+  constexpr int64_t kMaxModelTextFileBytes = int64_t{512} << 20;
+  return read_text_file_bounded(path, kMaxModelTextFileBytes, "model text file");
 }
 
 StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const std::string& source) {
@@ -377,8 +367,8 @@ StatusOr<std::filesystem::path> module_dir(const std::string& rel, const std::st
 // `pooling_dir` receives the Pooling module's path relative to the model directory.
 Status read_modules(const ModelFileSource& src, const std::string& source, const std::string& text,
                     std::filesystem::path& pooling_dir, bool& normalize) {
-  json modules = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (modules.is_discarded() || !modules.is_array()) {
+  BRISK_ASSIGN_OR_RETURN(json modules, parse_json_bounded(text, source));
+  if (!modules.is_array()) {
     return bad(source, "is not a JSON array; expected sentence-transformers' list of modules");
   }
   int poolings = 0;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/utf8.h"
 #include "brisk/model/intent_head.h"
 #include "brisk/model/safetensors.h"
@@ -57,7 +58,9 @@ StatusOr<json> parse_object(const std::map<std::string, std::string>& metadata, 
                             const std::string& path) {
   auto it = metadata.find(key);
   if (it == metadata.end()) return bad(path, absl::StrCat("the metadata has no '", key, "'; expected a JSON object"));
-  json j = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  StatusOr<json> parsed = parse_json_bounded(it->second, absl::StrCat("metadata '", key, "'"));
+  if (!parsed.ok()) return bad(path, absl::StrCat(parsed.status().message(), "; expected a JSON object"));
+  json j = std::move(*parsed);
   if (!j.is_object()) {
     return bad(path, absl::StrCat("metadata '", key, "' is not a JSON object; expected {...}"));
   }
@@ -264,8 +267,9 @@ bool is_intent_head_file(const std::string& path) {
   if (len == 0 || len > SafetensorsFile::kMaxHeaderBytes || len > static_cast<uint64_t>(st.st_size) - 8) return false;
   std::string header(static_cast<size_t>(len), '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(len))) return false;
-  const json j = json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return false;
+  StatusOr<json> parsed = parse_json_bounded(header, "header");
+  if (!parsed.ok() || !parsed->is_object()) return false;
+  const json& j = *parsed;
   auto md = j.find("__metadata__");
   if (md == j.end() || !md->is_object()) return false;
   auto format = md->find("format");

@@ -1,5 +1,6 @@
 // SafetensorsFile: mmap + full header validation. See include/brisk/model/safetensors.h.
 #include "brisk/model/safetensors.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -210,10 +211,12 @@ StatusOr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const uint64_t data_size = size - out.data_start_;
 
   const char* hbegin = reinterpret_cast<const char*>(bytes + 8);
-  json header = json::parse(hbegin, hbegin + header_len, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) {
-    return bad(file, absl::StrCat("header (", header_len, " bytes) is not valid JSON; expected a JSON object"));
+  StatusOr<json> parsed = parse_json_bounded(std::string_view(hbegin, header_len), "header");
+  if (!parsed.ok()) {
+    return bad(file, absl::StrCat("header (", header_len, " bytes) is not valid JSON (", parsed.status().message(),
+                                  "); expected a JSON object"));
   }
+  json header = std::move(*parsed);
   if (!header.is_object()) {
     return bad(file, absl::StrCat("header is a JSON ", json_type(header), "; expected a JSON object"));
   }

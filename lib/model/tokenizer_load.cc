@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/model/tokenizer.h"
 #include "json_describe.h"
 #include "model_file_source.h"
@@ -49,8 +50,8 @@ StatusOr<std::string> read_source(const ModelFileSource& src, const std::string&
 }
 
 StatusOr<json> parse_json(const std::string& text, const std::string& path) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  BRISK_ASSIGN_OR_RETURN(json j, parse_json_bounded(text, absl::StrCat("\"", path, "\"")));
+  if (!j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not valid JSON; expected a JSON object"));
   }
   return j;

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "../model/f32_tensors.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/prune/structured.h"
@@ -38,8 +39,8 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 StatusOr<std::string> pruned_config_json(const std::string& original, const BertConfig& pruned) {
-  nlohmann::json j = nlohmann::json::parse(original, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  BRISK_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_bounded(original, "config.json"));
+  if (!j.is_object()) {
     return absl::InvalidArgumentError("config.json is not a JSON object; expected the source model's config");
   }
   const bool distil = pruned.family == ModelFamily::kDistilBert;

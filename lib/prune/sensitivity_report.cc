@@ -1,6 +1,7 @@
 // SensitivityTable's CSV and JSON renderings and the three output files. The SVG is in sensitivity_svg.cc.
 // See include/brisk/prune/sensitivity_report.h.
 #include "brisk/prune/sensitivity_report.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <fmt/format.h>
 
@@ -80,11 +81,13 @@ std::string SensitivityTable::to_json() const {
 }
 
 StatusOr<SensitivityTable> SensitivityTable::from_json(const std::string& text, const std::string& source) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(fmt::format("{}: {}; expected brisk sensitivity's JSON output", source, what));
   };
-  if (j.is_discarded() || !j.is_object()) return bad("is not a JSON object");
+  StatusOr<nlohmann::json> parsed = parse_json_bounded(text, source);
+  if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) return bad("is not a JSON object");
   SensitivityTable t;
   auto get = [&](const nlohmann::json& o, const char* key, auto& out, const std::string& where) -> Status {
     auto it = o.find(key);

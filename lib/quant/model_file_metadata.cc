@@ -1,5 +1,6 @@
 // The metadata of a quantized model file. See model_file_metadata.h and include/brisk/quant/model_file.h.
 #include "model_file_metadata.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <openssl/evp.h>
 
@@ -35,8 +36,9 @@ std::string quoted(const std::string& text) {
 }
 
 StatusOr<json> parse_json_object(const std::string& text, const std::string& key, const std::string& file) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad(file, absl::StrCat("metadata ", key, " is not valid JSON; expected a JSON object"));
+  StatusOr<json> parsed = parse_json_bounded(text, absl::StrCat("metadata ", key));
+  if (!parsed.ok()) return bad(file, absl::StrCat(parsed.status().message(), "; expected a JSON object"));
+  json j = std::move(*parsed);
   if (!j.is_object()) {
     return bad(file, absl::StrCat("metadata ", key, " is a JSON ", j.type_name(), "; expected a JSON object"));
   }

@@ -1,5 +1,6 @@
 // The serving policy file: JSON parsing with range checks, writing, and applying it to RuntimeOptions.
 #include "brisk/runtime/serving_policy.h"
+#include "brisk/core/internal/bounded_input.h"
 
 #include <fmt/format.h>
 
@@ -23,18 +24,14 @@ constexpr size_t kMaxProvenanceString = 4096;
 constexpr const char* kFormat = "brisk-serving-policy";
 
 // A JSON value's short description for messages: its text, cut when long.
-std::string shown(const json& v) {
-  std::string text = v.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
 
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
 
   Status bad(std::string_view key, const json& value, std::string_view expected) const {
-    return absl::InvalidArgumentError(fmt::format("{}: {} is {}; expected {}", source_, key, shown(value), expected));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {} is {}; expected {}", source_, key, shown_json(value), expected));
   }
 
   // An integer in [lo, hi].
@@ -197,11 +194,7 @@ Status check_relations(const ServingPolicy& p, const std::string& source) {
 
 StatusOr<ServingPolicy> parse_policy_json(const std::string& text, const std::string& source) {
   const Reader r(source);
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: is not valid JSON; expected a brisk serving policy object", source));
-  }
+  BRISK_ASSIGN_OR_RETURN(const json j, parse_json_bounded(text, source));
   if (!j.is_object()) return r.bad("the document", j, "a JSON object (a brisk serving policy)");
   BRISK_RETURN_IF_ERROR(r.known_keys(j, kTopKeys, ""));
   if (auto it = j.find("format"); it != j.end() && (!it->is_string() || it->get<std::string>() != kFormat)) {

@@ -273,6 +273,9 @@ TEST_CASE("The curve file round-trips and its errors name the field", "[capacity
     return std::string(r.status().message());
   };
   CHECK_THAT(error("{"), Contains("curve.json: is not valid JSON"));
+  // A depth bomb (100,000 nested arrays, as `brisk plan --bench` read one) is refused, naming the limit.
+  CHECK_THAT(error("{\"batch_ms\":{\"1\":" + std::string(100000, '[') + std::string(100000, ']') + "}}"),
+             Contains("curve.json: arrays and objects are nested more than 64 levels deep"));
   CHECK_THAT(error("[1,2]"), Contains("is not a JSON object"));
   CHECK_THAT(error(R"({"seq":16})"), Contains("\"batch_ms\" is missing"));
   CHECK_THAT(error(R"({"batch_ms":[1,2]})"), Contains("\"batch_ms\" is array; expected an object"));

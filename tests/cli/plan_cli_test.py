@@ -95,7 +95,11 @@ def test_bad_input(brisk, d):
         check(r.returncode == 1 and message in r.stderr and name in r.stderr and not_a_crash(r),
               f"a curve file {name} is refused naming the file and '{message}' (rc {r.returncode}, {r.stderr})")
     r = run([brisk, "plan", "--rate", "100", "--slo-p99-ms", "30", "--bench", os.path.join(d, "missing.json")])
-    check(r.returncode == 1 and "cannot open" in r.stderr, f"a missing file is named ({r.stderr})")
+    check(r.returncode == 1 and "missing.json: file not found" in r.stderr, f"a missing file is named ({r.stderr})")
+    # An endless file (issue 30: /dev/zero was read without a bound) is refused at the size cap.
+    r = run([brisk, "plan", "--rate", "100", "--slo-p99-ms", "30", "--bench", "/dev/zero"])
+    check(r.returncode == 1 and "/dev/zero: is larger than 4194304 bytes" in r.stderr and not_a_crash(r),
+          f"--bench /dev/zero is refused at the size cap ({r.stderr})")
     r = run([brisk, "plan", "--rate", "100", "--slo-p99-ms", "2", "--bench", curve])
     check(r.returncode == 1 and "the P99 SLO (2.000 ms) is below the batch-1 service time (4.000 ms)" in r.stderr
           and "--slo-p99-ms 2" in r.stderr, f"an impossible SLO is reported with both numbers ({r.stderr})")
