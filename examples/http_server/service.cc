@@ -27,12 +27,13 @@ HttpError task_error(const brisk::Runtime& rt, const char* endpoint, const char*
           "backend"};
 }
 
+// In double throughout: finite floats cannot overflow the sum, and 1 / norm of a row near FLT_MAX is no float.
 void l2_normalize(std::vector<float>& v) {
   double sum = 0;
   for (float x : v) sum += double{x} * x;
-  if (sum <= 0) return;
-  const float inv = static_cast<float>(1.0 / std::sqrt(sum));
-  for (float& x : v) x *= inv;
+  if (!(sum > 0) || !std::isfinite(sum)) return;
+  const double norm = std::sqrt(sum);
+  for (float& x : v) x = static_cast<float>(x / norm);
 }
 
 }  // namespace

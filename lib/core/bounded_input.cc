@@ -24,8 +24,8 @@ StatusOr<std::string> read_text_file_bounded(const std::string& path, int64_t ma
     in.read(buffer, sizeof buffer);
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (static_cast<int64_t>(text.size()) > max_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": is larger than ", max_bytes, " bytes; expected a ", std::string(what),
-                                                     " of at most ", max_bytes, " bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": is larger than ", max_bytes, " bytes; expected a ",
+                                                     std::string(what), " of at most ", max_bytes, " bytes"));
     }
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
@@ -34,8 +34,7 @@ StatusOr<std::string> read_text_file_bounded(const std::string& path, int64_t ma
 
 StatusOr<nlohmann::json> parse_json_bounded(std::string_view text, std::string_view source, int max_depth) {
   bool too_deep = false;
-  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t,
-                                                      nlohmann::json&) {
+  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
     if (depth >= max_depth) too_deep = true;  // depth counts from 0 at the top level
     // Keep nothing once the limit is passed: the parser (iterative) still reads the rest, but builds no deep value.
     return !too_deep;
@@ -44,11 +43,12 @@ StatusOr<nlohmann::json> parse_json_bounded(std::string_view text, std::string_v
   try {
     j = nlohmann::json::parse(text.begin(), text.end(), limit, /*allow_exceptions=*/true);
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": is not valid JSON (", e.what(), "); expected a JSON document"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source), ": is not valid JSON (", e.what(), "); expected a JSON document"));
   }
   if (too_deep) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": arrays and objects are nested more than ", max_depth,
-                                                   " levels deep; expected at most ", max_depth));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": arrays and objects are nested more than ",
+                                                   max_depth, " levels deep; expected at most ", max_depth));
   }
   return j;
 }

@@ -33,15 +33,18 @@ Status check_scales(const Tensor& weight, const QuantScales& scales) {
     }
     for (int64_t i = 0; i < in.numel(); ++i) {
       const float x = in.data<float>()[i];
-      if (!(x > 0.0f) || !std::isfinite(x)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Linear input_scale[", i, "] is ", x, "; expected a finite value > 0"));
+      // The layer divides its input by it (multiplies by 1 / x): 1e-45 would make that infinite.
+      if (!(x > 0.0f) || !std::isfinite(x) || !std::isfinite(1.0f / x)) {
+        return absl::InvalidArgumentError(absl::StrCat("Linear input_scale[", i, "] is ", x,
+                                                       "; expected a finite value > 0 whose inverse is finite"));
       }
     }
   }
-  if (!(scales.activation_scale >= 0.0f) || !std::isfinite(scales.activation_scale)) {
+  if (!(scales.activation_scale >= 0.0f) || !std::isfinite(scales.activation_scale) ||
+      (scales.activation_scale > 0.0f && !std::isfinite(1.0f / scales.activation_scale))) {
     return absl::InvalidArgumentError(absl::StrCat("Linear activation_scale is ", scales.activation_scale,
-                                                   "; expected 0 (dynamic) or a finite value > 0 (static)"));
+                                                   "; expected 0 (dynamic) or a finite value > 0 (static) whose "
+                                                   "inverse is finite"));
   }
   return absl::OkStatus();
 }

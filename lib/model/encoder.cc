@@ -1,6 +1,7 @@
 // BertEncoder construction: the checks of a config against its weights, the layers' Linears, and the non-linear
 // parameters placed on the encoder's device (encoder_forward.cc runs the pass).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "brisk/core/device.h"
@@ -246,6 +247,48 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                 EncoderOptions{device, device == Device::kCPU ? DType::kF32 : DType::kF16, true});
 }
 
+namespace {
+
+// A NaN or an infinity in an f32 parameter would reach every output (and, unchecked, the caches): refused at load,
+// naming the tensor and the element.
+Status check_finite_f32(const Tensor& t, const std::string& name) {
+  if (!t.defined() || t.dtype() != DType::kF32 || t.device() != Device::kCPU) return absl::OkStatus();
+  const float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (!std::isfinite(v[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " ", t.shape_string(), " holds ", v[i],
+                                                     " at element ", i, "; expected finite values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status check_finite_weights(EncoderWeights& w, const BertConfig& config) {
+  const EmbeddingWeights& e = w.embeddings;
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.word, "embeddings.word_embeddings.weight"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.word_scale, "embeddings.word_embeddings.scale"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.position, "embeddings.position_embeddings.weight"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.token_type, "embeddings.token_type_embeddings.weight"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.ln_gamma, "embeddings.LayerNorm.weight"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(e.ln_beta, "embeddings.LayerNorm.bias"));
+  for (const LinearSlot& slot : linear_slots(w, config)) {
+    BRISK_RETURN_IF_ERROR(check_finite_f32(*slot.weight, slot.name + ".weight"));
+    BRISK_RETURN_IF_ERROR(check_finite_f32(*slot.bias, slot.name + ".bias"));
+    BRISK_RETURN_IF_ERROR(check_finite_f32(slot.scales->input_scale, slot.name + ".input_scale"));
+  }
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const EncoderLayerWeights& l = w.layers[i];
+    const std::string layer = absl::StrCat("encoder.layer.", i);
+    BRISK_RETURN_IF_ERROR(check_finite_f32(l.attention_ln_gamma, layer + ".attention.output.LayerNorm.weight"));
+    BRISK_RETURN_IF_ERROR(check_finite_f32(l.attention_ln_beta, layer + ".attention.output.LayerNorm.bias"));
+    BRISK_RETURN_IF_ERROR(check_finite_f32(l.output_ln_gamma, layer + ".output.LayerNorm.weight"));
+    BRISK_RETURN_IF_ERROR(check_finite_f32(l.output_ln_beta, layer + ".output.LayerNorm.bias"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& config, EncoderWeights weights,
                                                            const EncoderOptions& options) {
   BRISK_RETURN_IF_ERROR(config.validate("BertEncoder config"));
@@ -261,6 +304,7 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                                                    device_name(options.device),
                                                    "; expected f32 (cpu), or f32, f16 or bf16 (cuda)"));
   }
+  BRISK_RETURN_IF_ERROR(check_finite_weights(weights, config));
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->weights = std::move(weights);

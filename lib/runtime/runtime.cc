@@ -335,8 +335,10 @@ Status finish_create(Runtime::Impl& impl) {
   info.multi_label = backend.output == BackendOutput::kLogits && backend.multi_label;
   if (backend.output == BackendOutput::kEmbedding) info.hidden_size = static_cast<int>(backend.output_dim);
   impl.output_dim = static_cast<size_t>(backend.output_dim);
-  BRISK_ASSIGN_OR_RETURN(impl.caches,
-                         RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim));
+  BRISK_ASSIGN_OR_RETURN(
+      impl.caches, RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim,
+                                         /*unit_norm=*/backend.output == BackendOutput::kEmbedding && info.normalize &&
+                                             (backend.name == "native" || backend.name == "torchscript")));
   BRISK_RETURN_IF_ERROR(create_fallback(impl));
   return start_batcher(impl);
 }

@@ -1,6 +1,7 @@
 // The runtime's token and result caches: keys, model tag, stats.
 #include "runtime_cache.h"
 
+#include <cmath>
 #include <xxhash.h>
 
 #include <filesystem>
@@ -56,7 +57,7 @@ std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend) 
 }
 
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options, std::string model_id,
-                                                               size_t dim) {
+                                                               size_t dim, bool unit_norm) {
   if (options.result_ttl < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is negative (",
                                                    options.result_ttl.count(), " ns); expected >= 0 (0: no expiry)"));
@@ -92,6 +93,7 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
   auto caches = std::unique_ptr<RuntimeCaches>(new RuntimeCaches());
   caches->model_id_ = std::move(model_id);
   caches->dim_ = dim;
+  caches->unit_norm_ = unit_norm;
   caches->model_tag_ = absl::StrCat("model:", caches->model_id_);
   if (options.token_cache_entries > 0) {
     cache::CacheOptions<std::string, TokenIds> o;
@@ -146,7 +148,7 @@ std::optional<std::vector<float>> RuntimeCaches::lookup(std::span<const int32_t>
   if (!result_cache_) return std::nullopt;
   const std::string key = hex128(ids.data(), ids.size_bytes());
   std::optional<std::vector<float>> hit = result_cache_->get("", key);
-  drop_if_wrong_length(key, hit);
+  drop_if_invalid(key, hit);
   return hit;
 }
 
@@ -157,15 +159,24 @@ std::vector<std::optional<std::vector<float>>> RuntimeCaches::lookup_many(
   keys.reserve(ids.size());
   for (std::span<const int32_t> one : ids) keys.push_back(hex128(one.data(), one.size_bytes()));
   std::vector<std::optional<std::vector<float>>> hits = result_cache_->get_many("", keys);
-  for (size_t i = 0; i < hits.size(); ++i) drop_if_wrong_length(keys[i], hits[i]);
+  for (size_t i = 0; i < hits.size(); ++i) drop_if_invalid(keys[i], hits[i]);
   return hits;
 }
 
-void RuntimeCaches::drop_if_wrong_length(const std::string& key, std::optional<std::vector<float>>& hit) {
-  if (!hit || hit->size() == dim_) return;
+void RuntimeCaches::drop_if_invalid(const std::string& key, std::optional<std::vector<float>>& hit) {
+  if (!hit) return;
+  bool valid = hit->size() == dim_;
+  if (!valid) {
+    wrong_length_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    double sum = 0.0;  // in double: finite floats cannot overflow it
+    for (const float v : *hit) sum += static_cast<double>(v) * v;
+    valid = std::isfinite(sum) && (!unit_norm_ || std::fabs(std::sqrt(sum) - 1.0) <= 1e-3);
+    if (!valid) invalid_values_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (valid) return;
   // Only a foreign writer to the shared Redis tier can plant this: never let it reach a caller's buffer.
   result_cache_->l1().invalidate(ResultCache::l1_key("", key));
-  wrong_length_.fetch_add(1, std::memory_order_relaxed);
   hit.reset();
 }
 
@@ -249,6 +260,7 @@ std::string RuntimeCaches::stats_json() const {
                       {"wrong_key", s.l2_rejected_wrong_key}}},
                     {"auth_failures", s.redis.auth_failures},
                     {"wrong_length", wrong_length_.load(std::memory_order_relaxed)},
+                    {"invalid_values", invalid_values_.load(std::memory_order_relaxed)},
                     {"backfills", s.backfills},
                     {"remote_invalidations", s.remote_invalidations},
                     {"writes",

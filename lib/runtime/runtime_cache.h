@@ -25,9 +25,11 @@ class BRISK_API RuntimeCaches {
  public:
   using Tokenize = absl::FunctionRef<StatusOr<std::vector<int32_t>>(std::string_view)>;
 
-  // dim: the embedding length; a cached value of another length is dropped, never returned.
+  // dim: the embedding length. A cached value is checked before it is returned: one of another length, with a NaN
+  // or an infinity, or (unit_norm: the model's embeddings are L2-normalised) whose norm is not 1 within 1e-3, is
+  // dropped and counted, never returned (only a foreign writer to the shared Redis tier can plant one).
   static StatusOr<std::unique_ptr<RuntimeCaches>> create(const RuntimeCacheOptions& options, std::string model_id,
-                                                         size_t dim);
+                                                         size_t dim, bool unit_norm = false);
 
   // Texts longer than this (bytes) bypass the token cache.
   static constexpr size_t kMaxTokenCacheTextBytes = 1024;
@@ -68,11 +70,14 @@ class BRISK_API RuntimeCaches {
   using ResultCache = cache::TieredCache<std::vector<float>, cache::FloatVectorCodec>;
 
   RuntimeCaches() = default;
-  // A hit of the wrong length (planted in the shared Redis tier) is dropped from L1, counted and reset.
-  void drop_if_wrong_length(const std::string& key, std::optional<std::vector<float>>& hit);
+  // A hit of the wrong length, non-finite, or off the unit sphere (planted in the shared Redis tier) is dropped from
+  // L1, counted and reset.
+  void drop_if_invalid(const std::string& key, std::optional<std::vector<float>>& hit);
   std::string model_id_;
   size_t dim_ = 0;
+  bool unit_norm_ = false;
   std::atomic<uint64_t> wrong_length_{0};
+  std::atomic<uint64_t> invalid_values_{0};  // non-finite, or not unit-norm where unit_norm_
   std::atomic<uint64_t> invalidations_{0};
   std::string model_tag_;
   cache::PutOptions result_put_;

@@ -55,6 +55,7 @@ struct Runtime::Impl {
   size_t output_dim = 0;                               // backend->info().output_dim: floats per row
   metrics::Histogram tokenize_ns;                      // per text, both paths, token-cache hits excluded
   mutable metrics::Counter forward_passes;             // compute() is const
+  mutable metrics::Counter nonfinite_outputs;          // rows compute() refused: a NaN or an infinity
   metrics::Counter callback_exceptions;                // thrown by single-flight callbacks (the batcher counts its own)
   std::array<metrics::Counter, kAnswerPaths> answers;  // submitted inputs answered, by AnswerPath
   std::unique_ptr<RuntimeCaches> caches;
@@ -73,9 +74,12 @@ struct Runtime::Impl {
   // Each text through tokenize(); an error names the text's index.
   StatusOr<std::vector<TokenizedInput>> tokenize_texts(std::span<const std::string_view> texts);
   // One forward pass of the backend over inputs on the calling thread: inputs.size() x output_dim floats into out.
-  // The results go into the result cache, tagged with cache_tags[i] when given.
+  // The results go into the result cache, tagged with cache_tags[i] when given. Every row is checked first: a row
+  // holding a NaN or an infinity (a corrupt model file, a faulty host backend) is neither cached nor served; it is
+  // counted, and its error goes to row_errors[i] when given (the other rows are served), else it fails the call.
   Status compute(std::span<const TokenizedInput> inputs, float* out,
-                 std::span<const std::vector<std::string>> cache_tags = {}) const;
+                 std::span<const std::vector<std::string>> cache_tags = {},
+                 std::vector<Status>* row_errors = nullptr) const;
   // The rows of tokenized inputs for the synchronous calls (embed, classify, rerank): from the result cache, else
   // computed into rows[i] (output_dim floats each) through the batcher's thread, so that every forward pass runs on
   // one thread (one OpenMP pool) and joins concurrent submit() traffic. The misses enter the queue in groups of

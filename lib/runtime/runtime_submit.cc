@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <filesystem>
@@ -27,10 +28,15 @@ Status run_batch(Runtime::Impl& impl, const batch::BatchInfo& info, std::span<Ta
   }
   const size_t dim = impl.output_dim;
   std::vector<float> out(requests.size() * dim);
-  const Status computed = impl.compute(inputs, out.data(), tags);
+  std::vector<Status> row_errors;
+  const Status computed = impl.compute(inputs, out.data(), tags, &row_errors);
   if (impl.options.span_sink) record_batch_spans(info, requests, impl.batcher->clock().now(), computed);
   BRISK_RETURN_IF_ERROR(computed);
   for (size_t i = 0; i < requests.size(); ++i) {
+    if (!row_errors[i].ok()) {
+      results[i] = row_errors[i];
+      continue;
+    }
     results[i] = std::vector<float>(out.begin() + static_cast<ptrdiff_t>(i * dim),
                                     out.begin() + static_cast<ptrdiff_t>((i + 1) * dim));
   }
@@ -122,8 +128,25 @@ Status start_batcher(Runtime::Impl& impl) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The first non-finite value of a row of the backend's output, as an error naming the backend and the element.
+Status check_finite_row(const Runtime::Impl& impl, const float* row) {
+  for (size_t j = 0; j < impl.output_dim; ++j) {
+    if (std::isfinite(row[j])) continue;
+    return absl::DataLossError(absl::StrCat("the ", impl.info.backend, " backend of model '", model_label(impl.info),
+                                            "' produced ", row[j], " at element ", j, " of ", impl.output_dim,
+                                            " for this input; expected finite values (the result was neither ",
+                                            "served nor cached: a corrupt model file or a faulty backend)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Status Runtime::Impl::compute(std::span<const TokenizedInput> inputs, float* out,
-                              std::span<const std::vector<std::string>> cache_tags) const {
+                              std::span<const std::vector<std::string>> cache_tags,
+                              std::vector<Status>* row_errors) const {
   const uint64_t epoch = caches->invalidation_epoch();
   {
     ScopedNumThreads threads(options.num_threads);
@@ -140,11 +163,19 @@ Status Runtime::Impl::compute(std::span<const TokenizedInput> inputs, float* out
     BRISK_RETURN_IF_ERROR(backend->run(packed, {out, inputs.size() * output_dim}));
     forward_passes.add(1);
   }
+  if (row_errors != nullptr) row_errors->assign(inputs.size(), absl::OkStatus());
+  Status first_error;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (Status finite = check_finite_row(*this, out + i * output_dim); !finite.ok()) {
+      nonfinite_outputs.add(1);
+      if (row_errors != nullptr) (*row_errors)[i] = finite;
+      if (first_error.ok()) first_error = finite;
+      continue;
+    }
     caches->store(result_cache_key(inputs[i]), {out + i * output_dim, output_dim},
                   i < cache_tags.size() ? cache_tags[i] : std::span<const std::string>{}, epoch);
   }
-  return absl::OkStatus();
+  return row_errors != nullptr ? absl::OkStatus() : first_error;
 }
 
 Status Runtime::Impl::rows_for(std::span<TokenizedInput> inputs, std::span<float* const> rows) {
@@ -424,6 +455,7 @@ std::string Runtime::stats_json() const {
     j["linear_kernels"] = impl_->info.linear_kernels;
   }
   j["forward_passes"] = forward_passes();
+  j["nonfinite_outputs"] = impl_->nonfinite_outputs.value();
   j["single_flight_joined"] = impl_->flights.joined();
   j["callback_exceptions"] = impl_->callback_exceptions.value();
   nlohmann::json answers;
@@ -481,6 +513,9 @@ std::string Runtime::metrics_prometheus() const {
   }
   w.counter("brisk_runtime_forward_passes_total", "Forward passes of the encoder.", {&model_label_pair, 1},
             forward_passes());
+  w.counter("brisk_runtime_nonfinite_outputs_total",
+            "Rows of the backend's output refused for a NaN or an infinity: neither served nor cached.",
+            {&model_label_pair, 1}, impl_->nonfinite_outputs.value());
   w.summary("brisk_runtime_tokenize_seconds", "Tokenization time per text.", {&model_label_pair, 1},
             impl_->tokenize_ns.snapshot(), 1e-9);
   for (size_t p = 0; p < kAnswerPaths; ++p) {

@@ -10,7 +10,9 @@
 
 namespace {
 
-std::string nested_arrays(int depth) { return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']'); }
+std::string nested_arrays(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
 
 }  // namespace
 
@@ -19,8 +21,9 @@ TEST_CASE("parse_json_bounded refuses documents nested past the limit, at any de
     INFO("depth " << depth);
     auto r = brisk::parse_json_bounded(nested_arrays(depth), "policy.json");
     REQUIRE_FALSE(r.ok());
-    CHECK_THAT(std::string(r.status().message()),
-               Catch::Contains("policy.json: arrays and objects are nested more than 64 levels deep; expected at most 64"));
+    CHECK_THAT(
+        std::string(r.status().message()),
+        Catch::Contains("policy.json: arrays and objects are nested more than 64 levels deep; expected at most 64"));
   }
   // Objects too, and a bomb inside an otherwise valid document.
   std::string objects;

@@ -219,4 +219,12 @@ TEST_CASE("int8 Linear divides its input by input_scale before quantizing (Smoot
                                         Tensor::borrow(zero.data(), {k}, DType::kF32)});
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(std::string(bad.status().message()), Catch::Contains("input_scale[2] is 0"));
+  // Issue 30: 1e-45 passed every load check, and its inverse (infinite) made every output NaN.
+  zero[2] = 1e-45f;
+  auto tiny = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                             QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                         Tensor::borrow(zero.data(), {k}, DType::kF32)});
+  REQUIRE_FALSE(tiny.ok());
+  CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("input_scale[2] is 1.4013e-45"));
+  CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("whose inverse is finite"));
 }

@@ -90,10 +90,13 @@ TEST_CASE("l2_normalize matches torch.nn.functional.normalize", "[kernels][isa]"
     const int64_t rows = cols >= 384 ? 131 : 6;
     INFO("rows " << rows << " cols " << cols);
     std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), -3.0f, 3.0f, static_cast<uint32_t>(cols));
-    // Row 0 all zeros (stays zero), row 1 tiny (norm below eps: divided by eps), row 2 large.
+    // Row 0 all zeros (stays zero), row 1 tiny (norm below eps: divided by eps), row 2 large, row 3 near FLT_MAX
+    // (issue 30: a float sum of squares overflowed there and the row came back un-normalised), row 4 at 1e20.
     std::fill(x.begin(), x.begin() + cols, 0.0f);
     for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(cols + c)] = 1e-15f * static_cast<float>(c % 3);
     for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(2 * cols + c)] *= 1e6f;
+    for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(3 * cols + c)] = c % 2 ? 3e38f : -3e38f;
+    for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(4 * cols + c)] *= 1e20f;
     std::vector<double> want(x.size());
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = x.data() + r * cols;

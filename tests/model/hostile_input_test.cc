@@ -2,11 +2,14 @@
 // file brisk reads, and a config claiming far more layers than its weights file holds. Each is a quick error.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "brisk/model/config.h"
+#include "brisk/model/encoder.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
@@ -61,4 +64,22 @@ TEST_CASE("a config with millions of layers fails before allocating them", "[loa
   auto weights = brisk::EncoderWeights::load(dir.string(), *config);
   REQUIRE_FALSE(weights.ok());
   CHECK(weights.status().message().find("num_hidden_layers = 16777216") != std::string::npos);
+}
+
+// Issue 30: a NaN in an f32 parameter (here a LayerNorm weight) reached every output; it is refused at load, naming
+// the tensor and the element.
+TEST_CASE("a NaN in an f32 tensor is refused at load, naming the tensor and the element", "[loading][hostile]") {
+  const auto dir = brisk::testing::test_data_dir() / "tiny_bert_st";
+  auto config = brisk::BertConfig::from_json_file((dir / "config.json").string());
+  REQUIRE(config.ok());
+  auto weights = brisk::EncoderWeights::load(dir.string(), *config);
+  REQUIRE(weights.ok());
+  brisk::Tensor gamma = brisk::Tensor::empty(weights->layers[1].output_ln_gamma.shape(), brisk::DType::kF32).value();
+  std::copy_n(weights->layers[1].output_ln_gamma.data<float>(), gamma.numel(), gamma.data<float>());
+  gamma.data<float>()[2] = std::nanf("");
+  weights->layers[1].output_ln_gamma = gamma;
+  auto encoder = brisk::BertEncoder::create(*config, *weights, brisk::Device::kCPU);
+  REQUIRE_FALSE(encoder.ok());
+  CHECK_THAT(std::string(encoder.status().message()),
+             Catch::Contains("encoder.layer.1.output.LayerNorm.weight [8] holds nan at element 2; expected finite"));
 }

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -124,6 +126,68 @@ TEST_CASE("runtime caches lookup_many makes one Redis MGET for all the L1 misses
   REQUIRE(server.raw({"CONFIG", "RESETSTAT"}) == "OK");
   CHECK_FALSE(reader->lookup_many(std::span<const std::span<const int32_t>>(&spans[1], 1))[0].has_value());
   CHECK(stats(*reader)["redis"]["wrong_length"] == 2);
+}
+
+#endif  // BRISK_HAVE_REDIS
+
+#if defined(BRISK_HAVE_REDIS)
+
+// Issue 30: a value another process wrote to the shared tier (well-formed, checksummed, unsigned: a forgery needs
+// no key) holding NaN, an infinity, or, for a model whose embeddings are unit-norm, the wrong norm, is never served:
+// dropped, counted, and asked for again next time. Values of the right length and norm are served.
+TEST_CASE("runtime caches never serve a poisoned shared value: NaN, infinity, wrong norm, wrong length",
+          "[runtime][cache][redis]") {
+  brisk::testing::RedisServer server;
+  REQUIRE(server.ok());
+  brisk::RuntimeCacheOptions o;
+  o.redis.emplace();
+  o.redis->port = server.port();
+  o.redis->connect_timeout = 500ms;
+  o.redis->command_timeout = 500ms;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::vector<float>> poisoned = {
+      {std::nanf(""), 0.f, 0.f, 1.f}, {inf, 0.f, 0.f, 0.f}, {1e6f, 0.f, 0.f, 0.f}, {0.5f, 0.5f, 0.f, 0.f}};
+  const std::vector<float> good = {0.6f, 0.8f, 0.f, 0.f};  // unit norm
+  std::vector<std::vector<int32_t>> ids;
+  for (int32_t i = 0; i < 6; ++i) ids.push_back({101, 3000 + i, 102});
+  // The forger: a cache of the same model id that checks nothing it writes.
+  auto forger = brisk::RuntimeCaches::create(o, "m-1", kDim);
+  REQUIRE(forger.ok());
+  for (size_t i = 0; i < poisoned.size(); ++i) (*forger)->store(ids[i], poisoned[i]);
+  (*forger)->store(ids[4], good);
+  auto longer = brisk::RuntimeCaches::create(o, "m-1", kDim + 1);  // and one of the wrong length
+  REQUIRE(longer.ok());
+  (*longer)->store(ids[5], std::vector<float>(kDim + 1, 0.5f));
+  REQUIRE(brisk::testing::wait_until([&] {
+    return nlohmann::json::parse((*forger)->stats_json())["redis"]["writes"]["written"] == 5 &&
+           nlohmann::json::parse((*longer)->stats_json())["redis"]["writes"]["written"] == 1;
+  }));
+
+  auto reader = brisk::RuntimeCaches::create(o, "m-1", kDim, /*unit_norm=*/true);
+  REQUIRE(reader.ok());
+  const std::vector<std::span<const int32_t>> spans(ids.begin(), ids.end());
+  const std::vector<Row> got = (*reader)->lookup_many(spans);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("poisoned value " << i);
+    CHECK_FALSE(got[i].has_value());
+  }
+  CHECK(got[4] == Row(good));
+  CHECK_FALSE(got[5].has_value());
+  nlohmann::json s = stats(**reader);
+  CHECK(s["redis"]["invalid_values"] == 4);
+  CHECK(s["redis"]["wrong_length"] == 1);
+  // Not kept in L1: each lookup goes back to Redis and is refused again.
+  CHECK_FALSE((*reader)->lookup(ids[0]).has_value());
+  CHECK(stats(**reader)["redis"]["invalid_values"] == 5);
+  // Without the unit-norm requirement (logits, or embeddings not normalised) a finite value of any norm is served,
+  // a non-finite one never.
+  auto logits = brisk::RuntimeCaches::create(o, "m-1", kDim, /*unit_norm=*/false);
+  REQUIRE(logits.ok());
+  const std::vector<Row> raw = (*logits)->lookup_many(spans);
+  CHECK_FALSE(raw[0].has_value());
+  CHECK_FALSE(raw[1].has_value());
+  CHECK(raw[2] == Row(poisoned[2]));
+  CHECK(raw[3] == Row(poisoned[3]));
 }
 
 #endif  // BRISK_HAVE_REDIS

@@ -33,8 +33,8 @@ void l2_normalize_rows_scalar(float* x, int64_t cols, float eps, int64_t row_beg
     double sq = 0.0;
     for (int64_t i = 0; i < cols; ++i) sq += static_cast<double>(p[i]) * p[i];
     const double norm = std::sqrt(sq);
-    const double inv = 1.0 / (norm > eps ? norm : static_cast<double>(eps));
-    for (int64_t i = 0; i < cols; ++i) p[i] = static_cast<float>(p[i] * inv);
+    const double divisor = norm > eps ? norm : static_cast<double>(eps);
+    for (int64_t i = 0; i < cols; ++i) p[i] = static_cast<float>(p[i] / divisor);
   }
 }
 

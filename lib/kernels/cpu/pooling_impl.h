@@ -70,26 +70,17 @@ void l2_normalize_rows(float* x, int64_t cols, float eps, int64_t row_begin, int
   const typename S::Tail tail = S::tail_mask(has_tail ? cols - n_vec : 0);
   for (int64_t r = row_begin; r < row_end; ++r) {
     float* p = x + r * cols;
-    V q0 = S::zero(), q1 = S::zero(), q2 = S::zero(), q3 = S::zero();
-    int64_t i = 0;
-    for (; i + 4 * W <= n_vec; i += 4 * W) {
-      const V v0 = S::load(p + i), v1 = S::load(p + i + W), v2 = S::load(p + i + 2 * W), v3 = S::load(p + i + 3 * W);
-      q0 = S::fmadd(v0, v0, q0);
-      q1 = S::fmadd(v1, v1, q1);
-      q2 = S::fmadd(v2, v2, q2);
-      q3 = S::fmadd(v3, v3, q3);
+    // The sum of squares in double, as the scalar reference does: finite floats cannot overflow it (a float one
+    // overflows past |x| ~ 1e19 and would skip the normalisation), and 384 terms cost nothing next to pooling.
+    double sq = 0.0;
+    for (int64_t j = 0; j < cols; ++j) sq += static_cast<double>(p[j]) * p[j];
+    const double norm = std::sqrt(sq);
+    if (norm > 1e37) {  // 1 / norm is no normal float: divide in double (values near FLT_MAX only)
+      for (int64_t j = 0; j < cols; ++j) p[j] = static_cast<float>(p[j] / norm);
+      continue;
     }
-    for (; i < n_vec; i += W) {
-      const V v0 = S::load(p + i);
-      q0 = S::fmadd(v0, v0, q0);
-    }
-    if (has_tail) {
-      const V v0 = S::load_partial(p + i, tail);
-      q1 = S::fmadd(v0, v0, q1);
-    }
-    const double norm = std::sqrt(static_cast<double>(S::reduce_add(S::add(S::add(q0, q1), S::add(q2, q3)))));
     const V scale = S::set1(static_cast<float>(1.0 / (norm > eps ? norm : static_cast<double>(eps))));
-    i = 0;
+    int64_t i = 0;
     for (; i < n_vec; i += W) S::store(p + i, S::mul(S::load(p + i), scale));
     if (has_tail) S::store_partial(p + i, S::mul(S::load_partial(p + i, tail), scale), tail);
   }

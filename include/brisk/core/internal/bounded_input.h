@@ -27,7 +27,8 @@ inline constexpr int kMaxJsonDepth = 64;
 // The file's bytes, or an error naming the path and `what` when it is missing, is a directory, cannot be read, or
 // holds more than max_bytes ("... is larger than 1048576 bytes; expected a <what> of at most ..."). Reads at most
 // max_bytes + 1 bytes, so a device or a pipe that never ends (/dev/zero) is refused as too large.
-BRISK_API StatusOr<std::string> read_text_file_bounded(const std::string& path, int64_t max_bytes, std::string_view what);
+BRISK_API StatusOr<std::string> read_text_file_bounded(const std::string& path, int64_t max_bytes,
+                                                       std::string_view what);
 
 // The JSON value of `text`, or an error naming `source`: invalid JSON (with nlohmann's position and reason), or
 // arrays/objects nested deeper than max_depth. The parser is iterative and a too-deep document's values are
