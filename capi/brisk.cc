@@ -150,6 +150,16 @@ brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOp
     if (o.redis_user != nullptr) r.user = o.redis_user;
     if (o.redis_password != nullptr) r.password = o.redis_password;
     if (o.redis_signing_key != nullptr) r.signing_key = o.redis_signing_key;
+    if (o.redis_allow_unsigned != 0 && o.redis_allow_unsigned != 1) {
+      return bad("redis_allow_unsigned", o.redis_allow_unsigned, "0 or 1");
+    }
+    r.allow_unsigned = o.redis_allow_unsigned == 1;
+    if (r.signing_key.empty() && !r.allow_unsigned) {
+      return fail(BRISK_INVALID_ARGUMENT,
+                  "brisk_runtime_create: options->redis_signing_key is not set; expected a secret shared by every "
+                  "process using the server, or options->redis_allow_unsigned = 1 to accept unsigned values (which "
+                  "anyone who can write to the server can forge)");
+    }
     r.tls = o.redis_tls == 1;
   }
   return BRISK_OK;

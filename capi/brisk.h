@@ -190,6 +190,10 @@ typedef struct brisk_runtime_options {
   const char* otlp_trace_path;   /* non-NULL and not "": append the spans to this file as OTLP/JSON lines (one
                                     ExportTraceServiceRequest per request), for an OpenTelemetry Collector */
   const char* otlp_service_name; /* the OTLP resource's service.name (NULL or "": "brisk") */
+  /* Redis (appended in 0.8; a struct from before gets the default, 0). */
+  int32_t redis_allow_unsigned; /* 1: with no redis_signing_key, accept unsigned shared values (anyone who can
+                                   write to the server can forge them); 0 (default): redis_host without a signing
+                                   key fails brisk_runtime_create with BRISK_INVALID_ARGUMENT naming this field */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {

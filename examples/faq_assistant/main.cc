@@ -17,7 +17,8 @@
 //   faq_assistant --quiet --limit 100              # only the report, first 100 questions
 //   faq_assistant --clients 16 --metrics           # 16 concurrent users, then the Prometheus metrics
 //   faq_assistant --no-cache                       # every question embedded and searched
-//   faq_assistant --redis 127.0.0.1:6379           # results shared with other processes through Redis
+//   BRISK_REDIS_SIGNING_KEY=secret faq_assistant --redis 127.0.0.1:6379   # results shared through Redis, signed
+//   faq_assistant --redis 127.0.0.1:6379 --redis-allow-unsigned           # ... unsigned (any writer can forge)
 //   faq_assistant --faq my.tsv --questions q.txt --threshold 0.6 --model /models/all-MiniLM-L6-v2
 //   faq_assistant --model minilm.int8.safetensors  # a file written by `brisk quantize`
 //   faq_assistant --device cuda:0 --dtype f16      # on the first GPU (a build with BRISK_WITH_CUDA)
@@ -70,13 +71,14 @@ struct Options {
   std::string questions_path = BRISK_FAQ_DIR "/questions.txt";
   double threshold = 0.5;
   bool quiet = false;
-  int limit = 0;         // 0: every question
-  int threads = 0;       // 0: one per core
-  int index_batch = 32;  // FAQ questions per embed call while indexing
-  int clients = 8;       // concurrent users submitting through the batcher; 0: one at a time via embed()
-  bool metrics = false;  // print the Prometheus metrics after the report
-  bool cache = true;     // the runtime's result cache and the semantic answer cache
-  std::string redis;     // HOST:PORT of a Redis server for the shared result tier; empty: none
+  int limit = 0;                      // 0: every question
+  int threads = 0;                    // 0: one per core
+  int index_batch = 32;               // FAQ questions per embed call while indexing
+  int clients = 8;                    // concurrent users submitting through the batcher; 0: one at a time via embed()
+  bool metrics = false;               // print the Prometheus metrics after the report
+  bool cache = true;                  // the runtime's result cache and the semantic answer cache
+  std::string redis;                  // HOST:PORT of a Redis server for the shared result tier; empty: none
+  bool redis_allow_unsigned = false;  // without BRISK_REDIS_SIGNING_KEY: accept unsigned shared values
   std::string device = "cpu";
   std::string dtype;              // "", "f32", "f16" or "bf16"; "": the device's default (f32 on cpu, f16 on cuda)
   brisk::DeviceSpec device_spec;  // parsed from `device` in main()
@@ -374,6 +376,8 @@ StatusOr<brisk::cache::RedisOptions> parse_redis(const std::string& address) {
     return absl::InvalidArgumentError(fmt::format("--redis '{}': expected HOST:PORT, e.g. 127.0.0.1:6379", address));
   }
   r.host = address.substr(0, colon);
+  // The signing key comes from the environment, never the command line (where `ps` shows it to every user).
+  if (const char* key = std::getenv("BRISK_REDIS_SIGNING_KEY"); key != nullptr) r.signing_key = key;
   try {
     r.port = std::stoi(address.substr(colon + 1));
   } catch (const std::exception&) {
@@ -403,6 +407,7 @@ Status run(const Options& opt) {
     ro.cache.token_cache_entries = 0;
   } else if (!opt.redis.empty()) {
     BRISK_ASSIGN_OR_RETURN(ro.cache.redis, parse_redis(opt.redis));
+    ro.cache.redis->allow_unsigned = opt.redis_allow_unsigned;
   }
   const auto t_load = Clock::now();
   BRISK_ASSIGN_OR_RETURN(std::unique_ptr<brisk::Runtime> rt, brisk::Runtime::create(ro));
@@ -497,7 +502,12 @@ int main(int argc, char** argv) {
   app.add_flag("--metrics", opt.metrics, "print the runtime's Prometheus metrics after the report");
   app.add_flag("--no-cache{false}", opt.cache,
                "no result cache and no semantic cache: embed and search every question");
-  app.add_option("--redis", opt.redis, "HOST:PORT of a Redis server that shares cached results between processes");
+  app.add_option("--redis", opt.redis,
+                 "HOST:PORT of a Redis server that shares cached results between processes; the values are signed "
+                 "with the secret in $BRISK_REDIS_SIGNING_KEY");
+  app.add_flag("--redis-allow-unsigned", opt.redis_allow_unsigned,
+               "with --redis and no $BRISK_REDIS_SIGNING_KEY: share unsigned values (anyone who can write to the "
+               "server can forge them)");
   app.add_option("--device", opt.device, "where the encoder runs: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
   app.add_option("--dtype", opt.dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

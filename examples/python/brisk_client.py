@@ -42,7 +42,8 @@ class RuntimeOptions(ctypes.Structure):
                 ("policy_path", ctypes.c_char_p),
                 # request tracing (appended in 0.7); this client uses the OTLP/JSON file, not a span callback
                 ("span_fn", ctypes.c_void_p), ("span_user_data", ctypes.c_void_p),
-                ("otlp_trace_path", ctypes.c_char_p), ("otlp_service_name", ctypes.c_char_p)]
+                ("otlp_trace_path", ctypes.c_char_p), ("otlp_service_name", ctypes.c_char_p),
+                ("redis_allow_unsigned", ctypes.c_int32)]
 
 
 class RequestOptions(ctypes.Structure):

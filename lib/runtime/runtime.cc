@@ -71,6 +71,12 @@ StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_inva
 }
 
 Status check_options(const RuntimeOptions& options) {
+  if (options.cache.redis && options.cache.redis->signing_key.empty() && !options.cache.redis->allow_unsigned) {
+    return absl::InvalidArgumentError(
+        "RuntimeOptions::cache.redis.signing_key is empty; expected a secret shared by every process using the "
+        "server (values read back are then authenticated), or cache.redis.allow_unsigned = true to accept "
+        "unsigned values, which anyone who can write to the server can forge");
+  }
   if (const std::string isa_error = cpu_isa_env_error(); !isa_error.empty()) {
     return absl::InvalidArgumentError(isa_error);
   }

@@ -94,6 +94,7 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
   caches->model_id_ = std::move(model_id);
   caches->dim_ = dim;
   caches->unit_norm_ = unit_norm;
+  caches->authenticated_ = options.redis && !options.redis->signing_key.empty();
   caches->model_tag_ = absl::StrCat("model:", caches->model_id_);
   if (options.token_cache_entries > 0) {
     cache::CacheOptions<std::string, TokenIds> o;
@@ -249,7 +250,8 @@ std::string RuntimeCaches::stats_json() const {
     const cache::TieredCacheStats s = result_cache_->stats();
     j["result"] = cache_json(s.l1);
     if (result_cache_->redis() != nullptr) {
-      j["redis"] = {{"hits", s.l2_hits},
+      j["redis"] = {{"authenticated", authenticated_},  // values signed and checked (RedisOptions::signing_key)
+                    {"hits", s.l2_hits},
                     {"misses", s.l2_misses},
                     {"errors", s.l2_errors},
                     {"decode_errors", s.l2_decode_errors},

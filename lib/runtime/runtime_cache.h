@@ -76,6 +76,7 @@ class BRISK_API RuntimeCaches {
   std::string model_id_;
   size_t dim_ = 0;
   bool unit_norm_ = false;
+  bool authenticated_ = false;  // shared values are signed and their signatures checked
   std::atomic<uint64_t> wrong_length_{0};
   std::atomic<uint64_t> invalid_values_{0};  // non-finite, or not unit-norm where unit_norm_
   std::atomic<uint64_t> invalidations_{0};

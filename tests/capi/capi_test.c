@@ -251,6 +251,12 @@ static void test_redis_security(const char* dir) {
   opts.num_threads = 2;
   opts.redis_host = "127.0.0.1";
   opts.redis_port = 1; /* nothing listens there: the tier fails soft, create still works */
+  CHECK(opts.redis_allow_unsigned == 0);
+  /* Unsigned shared values are a choice, not a default (issue 30). */
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_allow_unsigned"));
+  opts.redis_allow_unsigned = 2;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_allow_unsigned"));
+  opts.redis_allow_unsigned = 1;
   opts.redis_tls = 1;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_UNIMPLEMENTED, "tls"));
   opts.redis_tls = 2;
@@ -266,9 +272,9 @@ static void test_redis_security(const char* dir) {
   old->num_threads = 2;
   old->redis_host = "127.0.0.1";
   old->redis_port = 1;
-  CHECK(brisk_runtime_create(old, &rt) == BRISK_OK);
-  brisk_runtime_destroy(rt);
-  rt = NULL;
+  /* A struct from before the signing key (0.3) gets the defaults: no signing key, no unsigned tier, so no Redis. */
+  CHECK(failed_with(brisk_runtime_create(old, &rt), BRISK_INVALID_ARGUMENT, "redis_signing_key"));
+  CHECK(rt == NULL);
 
   /* A port where nothing listens, so that the test never talks to (or shuts down) another test's server. */
   for (i = 0; i < 20 && port == 0; ++i) {

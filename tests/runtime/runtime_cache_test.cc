@@ -182,7 +182,7 @@ TEST_CASE("bad cache options are refused with the field named", "[runtime][cache
 
   opts = options();
   opts.cache.result_cache_bytes = 0;
-  opts.cache.redis.emplace();
+  opts.cache.redis.emplace().allow_unsigned = true;
   rt = brisk::Runtime::create(opts);
   REQUIRE_FALSE(rt.ok());
   CHECK_THAT(std::string(rt.status().message()), Catch::Contains("result_cache_bytes"));

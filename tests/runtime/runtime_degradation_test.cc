@@ -244,7 +244,7 @@ TEST_CASE("degradation: a fallback that cannot answer the same task, and bad sta
   s.cache.result_ttl = std::chrono::nanoseconds(0);
   bad(s, "expected both > 0");
   s.cache.result_ttl = std::chrono::minutes(1);
-  s.cache.redis = brisk::cache::RedisOptions{};
+  s.cache.redis = brisk::cache::RedisOptions{.allow_unsigned = true};
   bad(s, "stale_ttl is set with a Redis tier");
 }
 

@@ -28,6 +28,7 @@ brisk::RuntimeOptions options_with_redis(int redis_port) {
   brisk::RuntimeOptions opts = brisk::testing::runtime_options();
   brisk::cache::RedisOptions& redis = opts.cache.redis.emplace();
   redis.port = redis_port;
+  redis.allow_unsigned = true;  // the signed tier has its own test below
   redis.command_timeout = 50ms;
   redis.breaker.open_duration = 100ms;
   return opts;
@@ -156,6 +157,22 @@ TEST_CASE("runtimes authenticate to Redis, sign their results and refuse results
   auto no_tls = brisk::Runtime::create(tls);
   REQUIRE_FALSE(no_tls.ok());
   CHECK(no_tls.status().code() == absl::StatusCode::kUnimplemented);
+}
+
+// Issue 30: a Redis tier without a signing key is refused at create, naming the option that would allow it.
+TEST_CASE("a Redis tier without a signing key is refused unless unsigned values are allowed", "[runtime][redis]") {
+  brisk::RuntimeOptions opts = options_with_redis(1);  // nothing listens on port 1: create does not need a server
+  opts.cache.redis->allow_unsigned = false;
+  auto refused = brisk::Runtime::create(opts);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(absl::IsInvalidArgument(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("cache.redis.signing_key is empty"));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("cache.redis.allow_unsigned = true"));
+  opts.cache.redis->signing_key = "a shared secret";
+  CHECK(brisk::Runtime::create(opts).ok());
+  opts.cache.redis->signing_key.clear();
+  opts.cache.redis->allow_unsigned = true;
+  CHECK(brisk::Runtime::create(opts).ok());
 }
 
 #endif  // BRISK_HAVE_REDIS

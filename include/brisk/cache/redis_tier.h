@@ -71,7 +71,10 @@ struct BRISK_API RedisOptions {
   std::string password;          // empty: no AUTH
   bool tls = false;              // true: UNIMPLEMENTED (this build's hiredis has no TLS)
   std::string signing_key;       // shared secret; non-empty: TieredCache signs its values and refuses unsigned ones
-  Status validate() const;       // names the bad field
+  // With an empty signing_key: accept (and write) unsigned values, which anyone who can write to the server can
+  // forge. brisk::Runtime refuses a Redis tier without a signing key unless this says so (issue 30).
+  bool allow_unsigned = false;
+  Status validate() const;  // names the bad field
 };
 
 // One invalidation received from the channel (published by another RedisTier).
