@@ -110,7 +110,10 @@ int main(int argc, char** argv) {
   opts.model_dir = f.model_dir;
   opts.classification_head = f.head;
   opts.num_threads = f.threads;
-  opts.normalize = false;  // TEI's normalize is per request: the service normalizes
+  // TEI's normalize is per request, so the service normalizes embeddings itself. A head (brisk fit-intents) was
+  // fitted on the model's own embeddings, normalised as the model says: with one, the model's rule stays, so that
+  // the head sees what it was fitted on (and its model id matches).
+  if (f.head.empty()) opts.normalize = false;
   opts.batching.max_batch_size = f.max_batch_size;
   opts.batching.max_queue_size = f.max_queue;
   opts.batching.reject_predicted_late = f.reject_late;

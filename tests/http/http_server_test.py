@@ -212,6 +212,24 @@ def test_tasks(binary):
               "/rerank returns every passage once, sorted, sigmoid scores, with its text")
 
 
+def test_intent_head(binary):
+    """A head written by `brisk fit-intents` loads in the server (issue 30: --head refused every such head) and
+    classifies as `brisk classify --head` does."""
+    brisk = os.path.join(os.path.dirname(os.path.abspath(binary)), "..", "lib", "brisk")
+    train = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "intent_router", "data", "train.tsv")
+    with tempfile.TemporaryDirectory() as tmp:
+        head = os.path.join(tmp, "intents.safetensors")
+        r = subprocess.run([brisk, "fit-intents", "--examples", train, "--out", head], capture_output=True, text=True)
+        check(r.returncode == 0, f"brisk fit-intents writes a head ({r.stderr[-300:]})")
+        want = subprocess.run([brisk, "classify", "--head", head, "I lost my debit card"], capture_output=True,
+                              text=True)
+        expected = json.loads(want.stdout)["labels"][0]["label"] if want.returncode == 0 else None
+        with Server(binary, ["--model", MODEL, "--head", head]) as srv:
+            out = requests.post(f"{srv.url}/predict", json={"inputs": "I lost my debit card"})
+            check(out.status_code == 200 and out.json()[0]["label"] == expected == "card_lost",
+                  f"/predict with --head gives brisk classify --head's label ({out.status_code}, {out.text[:200]})")
+
+
 def test_load_behaviour(binary):
     """Overload, deadline, disconnect and drain, made deterministic by slow requests on one compute thread."""
     args = ["--model", MODEL, "--threads", "1", "--max-batch-size", "1", "--no-cache", "--no-reject-late",
@@ -377,7 +395,7 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_tasks, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
+    for test in (test_clients, test_tasks, test_intent_head, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
                  test_prometheus):
         if only and test.__name__ not in only:
             continue
