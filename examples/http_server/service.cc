@@ -2,6 +2,7 @@
 #include "service.h"
 
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +37,15 @@ void l2_normalize(std::vector<float>& v) {
   for (float& x : v) x = static_cast<float>(x / norm);
 }
 
+// Compares the SHA-256 digests of the two, in constant time: the time taken depends on neither the key's length nor
+// where a guess first differs (a length check, or memcmp of the raw strings, leaks the key's length).
+bool same_key_digest(const std::string& given, const std::string& expected) {
+  unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
+  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), b);
+  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+}
+
 }  // namespace
 
 HttpService::HttpService(const brisk::Runtime& runtime, ServiceOptions options)
@@ -53,10 +63,8 @@ httplib::Server::Handler HttpService::route(Handler h, bool needs_key) {
     guard_->handler_started(connection_key(req));
     metrics_.in_flight.add(1);
     if (needs_key && !options_.api_key.empty()) {
-      const std::string expected = "Bearer " + options_.api_key;
       const std::string given = req.get_header_value("Authorization");
-      if (given.empty() || given.size() != expected.size() ||
-          CRYPTO_memcmp(given.data(), expected.data(), given.size()) != 0) {
+      if (given.empty() || !same_key_digest(given, "Bearer " + options_.api_key)) {
         reply_error(res, {401,
                           given.empty() ? "Authorization is missing; expected \"Bearer <api key>\""
                                         : "Authorization is not the server's API key; expected \"Bearer <api key>\"",
