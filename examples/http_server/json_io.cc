@@ -185,8 +185,10 @@ std::optional<EmbedRequest> parse_openai_embeddings(std::string_view body, const
     r.base64 = format == "base64";
   }
   if (auto it = root.find("dimensions"); it != root.end() && !it->is_null()) {
-    if (!it->is_number_integer()) {
-      p.fail(400, std::string("dimensions is ") + type_name(*it) + "; expected an integer");
+    // nlohmann keeps integers past INT64_MAX as unsigned: 18446744073709551615 must not come back as -1.
+    if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT32_MAX})) {
+      p.fail(400, std::string("dimensions is ") + brisk::shown_json(*it) + "; expected an integer from 1 to " +
+                      std::to_string(INT32_MAX));
       return std::nullopt;
     }
     r.dimensions = it->get<long long>();

@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
   app.add_option("--read-timeout-s", f.read_timeout_s, "a request head must arrive within it (body: twice it)")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  app.add_option("--write-timeout-s", f.write_timeout_s, "per send() of a response")->capture_default_str();
+  app.add_option("--write-timeout-s", f.write_timeout_s, "per send() of a response")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   app.add_option("--keep-alive-s", f.keep_alive_s, "idle keep-alive connections are closed after it")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));

@@ -79,6 +79,12 @@ def test_clients(binary):
         except openai.BadRequestError as e:
             msg = e.response.json()["error"]
             check(msg.startswith("dimensions is 128"), f"dimensions 128 is refused naming the field ({msg})")
+        # Issue 30: 2^64 - 1 (kept unsigned by the JSON parser) was echoed as -1.
+        r = requests.post(f"{srv.url}/v1/embeddings", json={"input": "x", "model": "m",
+                                                            "dimensions": 18446744073709551615}, headers=AUTH)
+        check(r.status_code == 400 and r.json()["error"].startswith("dimensions is 18446744073709551615; expected an "
+                                                                     "integer from 1 to 2147483647"),
+              f"dimensions past INT32_MAX is refused with its real value ({r.text[:200]})")
         bad = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="wrong", max_retries=0)
         try:
             bad.embeddings.create(model="m", input="x")
@@ -210,6 +216,14 @@ def test_tasks(binary):
         check(sorted(x["index"] for x in r) == list(range(len(passages))) and scores == sorted(scores, reverse=True)
               and all(x["text"] == passages[x["index"]] and 0 < x["score"] < 1 for x in r),
               "/rerank returns every passage once, sorted, sigmoid scores, with its text")
+
+
+def test_bad_flags(binary):
+    """Issue 30: --write-timeout-s -1 was accepted."""
+    for flag in ("--write-timeout-s", "--read-timeout-s", "--keep-alive-s"):
+        r = subprocess.run([binary, "--model", MODEL, flag, "-1"], capture_output=True, text=True, timeout=60)
+        check(r.returncode != 0 and flag in r.stderr and "not in range" in r.stderr,
+              f"{flag} -1 is refused naming the flag (rc {r.returncode}, {r.stderr.strip()[:160]})")
 
 
 def test_intent_head(binary):
@@ -395,7 +409,7 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_tasks, test_intent_head, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
+    for test in (test_clients, test_bad_flags, test_tasks, test_intent_head, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
                  test_prometheus):
         if only and test.__name__ not in only:
             continue
