@@ -86,7 +86,10 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
   if (o.max_batch_size < 1 || static_cast<size_t>(o.max_batch_size) > brisk::kMaxBatchSize) {
     return bad("max_batch_size", o.max_batch_size, "1 to " + std::to_string(brisk::kMaxBatchSize));
   }
-  if (o.batch_max_delay_us < 0) return bad("batch_max_delay_us", o.batch_max_delay_us, ">= 0");
+  const int64_t max_delay_us = std::chrono::duration_cast<std::chrono::microseconds>(brisk::kMaxQueueDelay).count();
+  if (o.batch_max_delay_us < 0 || o.batch_max_delay_us > max_delay_us) {
+    return bad("batch_max_delay_us", o.batch_max_delay_us, "0 to " + std::to_string(max_delay_us) + " (60 s)");
+  }
   if (o.batch_max_queue < 1 || static_cast<size_t>(o.batch_max_queue) > brisk::kMaxQueueSize) {
     return bad("batch_max_queue", o.batch_max_queue, "1 to " + std::to_string(brisk::kMaxQueueSize));
   }

@@ -127,7 +127,8 @@ typedef struct brisk_runtime_options {
                              else is queued (default 32; at most 4096) */
   /* The dynamic batcher behind brisk_embed and brisk_submit_embed (appended in 0.2). */
   int32_t reserved0;           /* ignored; was batch_max_size before 0.4 (max_batch_size is the one limit) */
-  int32_t batch_max_delay_us;  /* how long a free executor waits for a batch to fill (default 0: no wait) */
+  int32_t batch_max_delay_us;  /* how long a free executor waits for a batch to fill (default 0: no wait; at most
+                                  60000000, 60 s) */
   int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096; at most 1048576) */
   int32_t batch_p99_target_ms; /* > 0: adapt batch size (compute <= half of it) and queue delay to keep P99
                                   latency under it (default 0: off) */

@@ -91,6 +91,29 @@ Status check_options(const RuntimeOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads,
                                                    "; expected 0 (one per core) to ", kMaxThreads));
   }
+  {
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const auto threads_of = [&](int num_threads, const batch::BatchPolicy& b) {
+      return int64_t{std::max(1, b.executor_threads)} * (num_threads > 0 ? num_threads : cores);
+    };
+    int64_t total = threads_of(options.num_threads, options.batching);
+    if (options.fallback) {
+      total += threads_of(options.fallback->num_threads > 0 ? options.fallback->num_threads : options.num_threads,
+                          options.fallback->batching);
+    }
+    if (total > kMaxComputeThreads) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RuntimeOptions: batching.executor_threads x num_threads (with the fallback's) is ", total,
+          " compute threads; expected at most ", kMaxComputeThreads, " (this machine has ", cores, " cores)"));
+    }
+  }
+  if (options.batching.max_queue_delay > kMaxQueueDelay) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RuntimeOptions::batching.max_queue_delay is ",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(options.batching.max_queue_delay).count(),
+                     " ms; expected at most ",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(kMaxQueueDelay).count(), " ms"));
+  }
   if (options.batching.max_batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_batch_size is ",
                                                    options.batching.max_batch_size, "; expected 1 to ", kMaxBatchSize));

@@ -195,6 +195,10 @@ static void test_cache(const char* dir) {
   opts.cache_result_bytes = -5;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_result_bytes"));
   opts.cache_result_bytes = 1 << 20;
+  /* Issue 30: INT32_MAX us (35 minutes) blocked a lone brisk_embed for as long; the bound is 60 s. */
+  opts.batch_max_delay_us = 2147483647;
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "batch_max_delay_us"));
+  opts.batch_max_delay_us = 0;
   opts.redis_host = "127.0.0.1";
   opts.redis_port = 70000;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "redis_port"));

@@ -131,6 +131,20 @@ TEST_CASE("count options past their bounds are refused with the bound named", "[
        [](brisk::RuntimeOptions& o) { o.batching.max_queue_size = 2147483647; }},
       {"cache.token_cache_entries is 2147483647",
        [](brisk::RuntimeOptions& o) { o.cache.token_cache_entries = 2147483647; }},
+      // Issue 30: each within its own bound, together far past any machine.
+      {"batching.executor_threads x num_threads (with the fallback's) is 262144 compute threads; expected at most 1024",
+       [](brisk::RuntimeOptions& o) {
+         o.batching.executor_threads = 256;
+         o.num_threads = 1024;
+       }},
+      {"batching.executor_threads x num_threads (with the fallback's) is 1056 compute threads",
+       [](brisk::RuntimeOptions& o) {
+         o.batching.executor_threads = 1;
+         o.num_threads = 1024;
+         o.fallback = brisk::FallbackOptions{.model_dir = "unused", .num_threads = 32};
+       }},
+      {"batching.max_queue_delay is 2147483 ms; expected at most 60000 ms",
+       [](brisk::RuntimeOptions& o) { o.batching.max_queue_delay = std::chrono::microseconds(2147483647); }},
   };
   for (const Case& c : cases) {
     brisk::RuntimeOptions opts = brisk::testing::runtime_options();

@@ -97,7 +97,13 @@ struct FallbackOptions {
 
 // Upper bounds of the count options: past them a value is refused at create(), so that no option can make the
 // library take its host's memory or threads.
-inline constexpr int kMaxThreads = 1024;                          // num_threads
+inline constexpr int kMaxThreads = 1024;  // num_threads
+// Compute threads of one runtime in all: batching.executor_threads x num_threads (0: the process's cores), plus the
+// fallback's. 8 executors x 32 threads made 277 threads on 2 cores; 256 x 1024 would have made 262,144.
+inline constexpr int kMaxComputeThreads = 1024;
+// batching.max_queue_delay (and a policy file's max_queue_delay_ms, C's batch_max_delay_us): the longest a request
+// may wait for its batch to fill.
+inline constexpr Duration kMaxQueueDelay = std::chrono::seconds(60);
 inline constexpr size_t kMaxBatchSize = 4096;                     // batching.max_batch_size
 inline constexpr size_t kMaxQueueSize = size_t{1} << 20;          // batching.max_queue_size
 inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token_cache_entries
