@@ -164,16 +164,21 @@ TEST_CASE("caching allocator: a reused block waits for the fence of its free, a 
   void* b = f.get(5000);
   f.alloc.deallocate(a);  // fence 1
   f.alloc.deallocate(b);  // fence 2
-  CHECK(f.get(1000) == a);
+  void* again = f.get(1000);
+  CHECK(again == a);
   {
     std::lock_guard<std::mutex> lock(f.raw->mu);
     CHECK(f.raw->waited == std::vector<uintptr_t>{1});
     CHECK(f.raw->dropped.empty());
   }
   f.alloc.release_cached();  // b goes back to the backend: its fence is dropped, never waited for
-  std::lock_guard<std::mutex> lock(f.raw->mu);
-  CHECK(f.raw->dropped == std::vector<uintptr_t>{2});
-  CHECK(f.raw->open_fences == 0);
+  {
+    std::lock_guard<std::mutex> lock(f.raw->mu);
+    CHECK(f.raw->dropped == std::vector<uintptr_t>{2});
+    CHECK(f.raw->open_fences == 0);
+  }
+  f.alloc.deallocate(again);  // (this case ran under no ctest entry while its name held a ';': LSan saw the leak)
+  f.alloc.release_cached();
 }
 
 TEST_CASE("caching allocator: best fit, but never a block more than twice the request", "[core][allocator]") {
