@@ -73,14 +73,23 @@ TEST_CASE("runtime caches lookup_many answers like lookup, in order", "[runtime]
 
 #if defined(BRISK_HAVE_REDIS)
 
+namespace {
+
+brisk::RuntimeCacheOptions with_redis(int port) {
+  brisk::RuntimeCacheOptions o;
+  o.redis.emplace();
+  o.redis->port = port;
+  o.redis->connect_timeout = 500ms;
+  o.redis->command_timeout = 500ms;
+  return o;
+}
+
+}  // namespace
+
 TEST_CASE("runtime caches lookup_many makes one Redis MGET for all the L1 misses", "[runtime][cache][many][redis]") {
   brisk::testing::RedisServer server;
   REQUIRE(server.ok());
-  brisk::RuntimeCacheOptions o;
-  o.redis.emplace();
-  o.redis->port = server.port();
-  o.redis->connect_timeout = 500ms;
-  o.redis->command_timeout = 500ms;
+  const brisk::RuntimeCacheOptions o = with_redis(server.port());
   auto writer = make(o);
   std::vector<std::vector<int32_t>> ids;
   for (int32_t i = 0; i < 16; ++i) ids.push_back({101, 2000 + i, 102});
@@ -139,11 +148,7 @@ TEST_CASE("runtime caches never serve a poisoned shared value: NaN, infinity, wr
           "[runtime][cache][redis]") {
   brisk::testing::RedisServer server;
   REQUIRE(server.ok());
-  brisk::RuntimeCacheOptions o;
-  o.redis.emplace();
-  o.redis->port = server.port();
-  o.redis->connect_timeout = 500ms;
-  o.redis->command_timeout = 500ms;
+  const brisk::RuntimeCacheOptions o = with_redis(server.port());
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<std::vector<float>> poisoned = {
       {std::nanf(""), 0.f, 0.f, 1.f}, {inf, 0.f, 0.f, 0.f}, {1e6f, 0.f, 0.f, 0.f}, {0.5f, 0.5f, 0.f, 0.f}};
