@@ -52,21 +52,5 @@ bool dnnl_runs_bf16() {
   return (isa & bf16) == bf16;  // oneDNN's ISA values are bit sets, each level containing those below it
 }
 
-std::string dnnl_effective_isa() {
-  dnnl_isa_cap_once();
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    default: break;
-  }
-  return "other";
-}
-
 }  // namespace kernels::cpu
 }  // namespace brisk

@@ -5,13 +5,9 @@
 // level (cpu_isa(), i.e. BRISK_ISA) on first use, unless the user set DNNL_MAX_CPU_ISA themselves. Every entry into
 // oneDNN (cpu_engine(), dnnl_sgemm) goes through it.
 //
-// Thread safety: both functions may be called concurrently.
+// Thread safety: every function may be called concurrently.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "brisk/core/export.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace brisk {
@@ -22,8 +18,6 @@ const dnnl::engine& cpu_engine();
 namespace kernels::cpu {
 // Whether oneDNN's level runs bf16 matmuls natively (avx512_core_bf16 or above).
 bool dnnl_runs_bf16();
-// The level oneDNN runs at ("avx2", "avx512_core_bf16", ...), as dnnl::get_effective_cpu_isa() reports it.
-BRISK_API std::string dnnl_effective_isa();
 }  // namespace kernels::cpu
 
 }  // namespace brisk

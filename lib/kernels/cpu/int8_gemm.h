@@ -24,7 +24,7 @@
 // Without VNNI, vpmaddubsw (u8 x s8 pairs summed in int16) would saturate: 255 * 127 * 2 > 32767. The int16
 // kernels widen the weights instead and multiply in vpmaddwd (s16 x s16 pairs summed in int32, exact): the same
 // multiplies per instruction as the vpmaddubsw + vpmaddwd chain, on the same ports, with no saturation, no 7-bit
-// weights and no accuracy cost (benchmarks/RESULTS.md, "int8 without VNNI").
+// weights and no accuracy cost (benchmarks/RESULTS.md, "int8 on every ISA level": the kernel without VNNI).
 //
 // Thread safety: pack_int8_weights returns an immutable value; int8_gemm and quantize_activations are reentrant
 // and parallelise internally with brisk::parallel_for (concurrent calls must write disjoint outputs).
