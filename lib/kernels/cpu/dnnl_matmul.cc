@@ -43,7 +43,9 @@ void DnnlPackedMatmul::pack() {
   // The blocked layout depends on K, N and the ISA, not on the row count; probe it with a typical one.
   constexpr int64_t kProbeRows = 128;
   const dnnl::memory::desc any({k_, n_}, type_, dnnl::memory::format_tag::any);
-  const dnnl::memory::desc chosen = describe_(kProbeRows, 0, any).weights_desc();
+  const dnnl::matmul::primitive_desc probe = describe_(kProbeRows, 0, any);
+  probe_implementation_ = probe.impl_info_str();
+  const dnnl::memory::desc chosen = probe.weights_desc();
   if (chosen == plain_desc()) return;
   const dnnl::engine& eng = cpu_engine();
   dnnl::memory src(plain_desc(), eng, const_cast<void*>(weight_.raw_data()));
@@ -89,11 +91,6 @@ StatusOr<DnnlPackedMatmul::Primitive> DnnlPackedMatmul::primitive(int64_t rows, 
   if (cache_.size() >= kMaxCachedPrimitives) cache_.clear();
   cache_.emplace(key, *prim);
   return *prim;
-}
-
-StatusOr<std::string> DnnlPackedMatmul::implementation(int64_t rows, int64_t variant) const {
-  BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows, variant));
-  return prim.implementation;
 }
 
 Status DnnlPackedMatmul::run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const {

@@ -38,8 +38,9 @@ class DnnlPackedMatmul {
   void pack();
   // Runs the matmul; `args` holds SRC, DST and any BIAS, WEIGHTS and SCRATCHPAD are added here.
   Status run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const;
-  // oneDNN's implementation name (impl_info_str(), e.g. "brg:avx512_core") for `rows` rows of `variant`.
-  StatusOr<std::string> implementation(int64_t rows, int64_t variant) const;
+  // oneDNN's implementation name (impl_info_str(), e.g. "brg:avx512_core") for the layout pack() chose, as its
+  // probe found it: for reports, at no cost of a primitive of its own.
+  const std::string& probe_implementation() const { return probe_implementation_; }
 
  private:
   struct Primitive {
@@ -57,6 +58,7 @@ class DnnlPackedMatmul {
   dnnl::memory::data_type type_;
   Describe describe_;
   std::optional<dnnl::memory> packed_;
+  std::string probe_implementation_;
 
   mutable std::mutex mu_;
   mutable absl::flat_hash_map<std::tuple<int64_t, int64_t, int>, Primitive> cache_;
