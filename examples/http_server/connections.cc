@@ -16,20 +16,10 @@ namespace brisk_http {
 namespace {
 
 std::optional<std::string> address_of(const sockaddr_storage& a) {
-  char ip[INET6_ADDRSTRLEN] = {};
+  std::string ip;
   int port = 0;
-  if (a.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
-    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-    port = ntohs(in->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
-    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-    port = ntohs(in6->sin6_port);
-  } else {
-    return std::nullopt;
-  }
-  return std::string(ip) + ":" + std::to_string(port);
+  if (!endpoint_of(a, &ip, &port)) return std::nullopt;
+  return ip + ":" + std::to_string(port);
 }
 
 // "peer|local" of a connected TCP socket, or nullopt for anything else.
@@ -73,6 +63,23 @@ int fd_of(const std::string& key) {
 }
 
 }  // namespace
+
+bool endpoint_of(const sockaddr_storage& a, std::string* ip, int* port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (a.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
+    inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+    *port = ntohs(in->sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
+    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+    *port = ntohs(in6->sin6_port);
+  } else {
+    return false;
+  }
+  *ip = text;
+  return true;
+}
 
 std::string connection_key(const httplib::Request& req) {
   return req.remote_addr + ":" + std::to_string(req.remote_port) + "|" + req.local_addr + ":" +

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +30,9 @@
 namespace brisk_http {
 
 std::string connection_key(const httplib::Request& req);
+
+// The IP (text) and port of an AF_INET or AF_INET6 address; false for any other family.
+bool endpoint_of(const sockaddr_storage& address, std::string* ip, int* port);
 
 // True when the client of `req`, served on the calling thread, has closed or reset its connection.
 bool client_gone(const httplib::Request& req);

@@ -2,7 +2,7 @@
 // /metrics) and OpenAI's embeddings API (/v1/embeddings). A thin layer over brisk::Runtime (service.h).
 //
 //   http_server --model ~/.cache/brisk/models/all-MiniLM-L6-v2 --port 8080
-//   http_server --port 0 --api-key secret --timeout-ms 2000 --max-queue 512   # port 0: a free one, printed
+//   BRISK_HTTP_API_KEY=secret http_server --port 0 --timeout-ms 2000 --max-queue 512   # port 0: a free one, printed
 //   curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{"inputs": "lost my card"}'
 //
 //   http_server --fallback minilm-int8.brisk --stale-ttl-ms 3600000   # degradation: X-Brisk-Answer-Path names the path
@@ -16,11 +16,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "brisk/runtime/runtime.h"
 #include "brisk/runtime/tracing.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "service.h"
+#include "transport.h"
 
 namespace {
 
@@ -31,7 +34,7 @@ struct Flags {
   int port = 8080;
   int threads = 0;
   int http_threads = 16;
-  std::string api_key;
+  std::string api_key_file;
   int timeout_ms = 30000;
   size_t max_body_bytes = size_t{2} << 20;
   size_t max_batch_inputs = 256;
@@ -50,6 +53,27 @@ struct Flags {
   std::string otlp_traces;  // OTLP/JSON lines of the spans of requests that carry a sampled traceparent
 };
 
+// The API key from --api-key-file (its first line) or BRISK_HTTP_API_KEY; empty for none; nullopt after an error.
+std::optional<std::string> api_key(const std::string& file) {
+  const char* env = std::getenv("BRISK_HTTP_API_KEY");
+  if (file.empty()) return std::string(env != nullptr ? env : "");
+  if (env != nullptr) {
+    std::fprintf(stderr, "http_server: --api-key-file and BRISK_HTTP_API_KEY are both set; expected one of them\n");
+    return std::nullopt;
+  }
+  auto text = brisk::read_text_file_bounded(file, 4096, "API key file");
+  if (!text.ok()) {
+    std::fprintf(stderr, "http_server: --api-key-file: %s\n", std::string(text.status().message()).c_str());
+    return std::nullopt;
+  }
+  std::string key = text->substr(0, text->find_first_of("\r\n"));
+  if (key.empty()) {
+    std::fprintf(stderr, "http_server: --api-key-file %s has an empty first line; expected the key\n", file.c_str());
+    return std::nullopt;
+  }
+  return key;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,10 +84,13 @@ int main(int argc, char** argv) {
   app.add_option("--host", f.host, "address to listen on")->capture_default_str();
   app.add_option("--port", f.port, "port; 0 picks a free one (printed)")->capture_default_str();
   app.add_option("--threads", f.threads, "compute threads; 0: one per core");
-  app.add_option("--http-threads", f.http_threads, "HTTP worker threads (one per open connection)")
+  app.add_option("--http-threads", f.http_threads,
+                 "HTTP worker threads: requests read and served at once (idle keep-alive connections hold none)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.add_option("--api-key", f.api_key, "require Authorization: Bearer KEY (all but /health)");
+  app.add_option("--api-key-file", f.api_key_file,
+                 "require Authorization: Bearer KEY (all but /health), KEY being this file's first line; or set "
+                 "BRISK_HTTP_API_KEY (a key is never taken from the command line, which every local user can read)");
   app.add_option("--timeout-ms", f.timeout_ms, "deadline of a request without the X-Request-Timeout-Ms header")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600000));
@@ -144,14 +171,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  httplib::Server server;
-  server.new_task_queue = [n = f.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
-  server.set_read_timeout(f.read_timeout_s, 0);
-  server.set_write_timeout(f.write_timeout_s, 0);
-  server.set_keep_alive_timeout(f.keep_alive_s);
-  server.set_keep_alive_max_count(100000);  // httplib's default closes a keep-alive connection every 5 requests
-  server.set_tcp_nodelay(true);             // small responses must not wait for Nagle and delayed ACKs
-  const int port = f.port == 0 ? server.bind_to_any_port(f.host) : (server.bind_to_port(f.host, f.port) ? f.port : -1);
+  brisk_http::Transport server({.threads = static_cast<size_t>(f.http_threads),
+                                .max_body_bytes = f.max_body_bytes,
+                                .read_timeout = std::chrono::seconds(f.read_timeout_s),
+                                .write_timeout = std::chrono::seconds(f.write_timeout_s),
+                                .keep_alive = std::chrono::seconds(f.keep_alive_s)});
+  const int port = server.bind_and_listen(f.host, f.port);
   if (port < 0) {
     std::fprintf(stderr, "http_server: cannot listen on %s:%d (in use, or not an address of this machine)\n",
                  f.host.c_str(), f.port);
@@ -160,7 +185,9 @@ int main(int argc, char** argv) {
   brisk_http::ServiceOptions service_opts;
   service_opts.model_id = std::filesystem::path(f.model_dir).filename().string();
   if (service_opts.model_id.empty()) service_opts.model_id = f.model_dir;
-  service_opts.api_key = f.api_key;
+  auto key = api_key(f.api_key_file);
+  if (!key) return 1;
+  service_opts.api_key = *key;
   service_opts.default_timeout = std::chrono::milliseconds(f.timeout_ms);
   service_opts.max_inputs = f.max_batch_inputs;
   service_opts.max_body_bytes = f.max_body_bytes;

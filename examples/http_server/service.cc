@@ -4,6 +4,8 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -58,51 +60,154 @@ void HttpService::reply_error(httplib::Response& res, const HttpError& err) cons
   res.set_content(error_json(err), "application/json");
 }
 
-httplib::Server::Handler HttpService::route(Handler h, bool needs_key) {
-  return [this, h, needs_key](const httplib::Request& req, httplib::Response& res) {
-    guard_->handler_started(connection_key(req));
-    metrics_.in_flight.add(1);
-    if (needs_key && !options_.api_key.empty()) {
-      const std::string given = req.get_header_value("Authorization");
-      if (given.empty() || !same_key_digest(given, "Bearer " + options_.api_key)) {
-        reply_error(res, {401,
-                          given.empty() ? "Authorization is missing; expected \"Bearer <api key>\""
-                                        : "Authorization is not the server's API key; expected \"Bearer <api key>\"",
-                          "unauthorized"});
-        metrics_.in_flight.add(-1);
-        return;
-      }
+namespace {
+
+// A header value or path for an error message: printable ASCII, at most 60 characters.
+std::string shown(std::string_view v) {
+  std::string out;
+  for (char c : v.substr(0, 60)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return v.size() > 60 ? out + "..." : out;
+}
+
+bool all_digits(const std::string& v) {
+  return !v.empty() && v.size() <= 19 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The request carries a body (which, if it is refused, is left unread).
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+}  // namespace
+
+std::optional<HttpError> HttpService::refusal_before_body(const httplib::Request& req) const {
+  // Framing first: a request whose body length is ambiguous is refused whatever else it says (request smuggling).
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  for (size_t i = 0; i < lengths; ++i) {
+    const std::string v = req.get_header_value("Content-Length", i);
+    if (!all_digits(v)) return HttpError{400, "Content-Length is \"" + shown(v) + "\"; expected a byte count"};
+    if (v != req.get_header_value("Content-Length", 0)) {
+      return HttpError{400, "Content-Length is given twice, as " + req.get_header_value("Content-Length", 0) + " and " +
+                                v + "; expected one length"};
     }
-    (this->*h)(req, res);
-    metrics_.in_flight.add(-1);
+  }
+  if (req.has_header("Transfer-Encoding")) {
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    if (req.get_header_value_count("Transfer-Encoding") > 1 || strcasecmp(te.c_str(), "chunked") != 0) {
+      return HttpError{501, "Transfer-Encoding is \"" + shown(te) + "\"; expected chunked"};
+    }
+    if (lengths > 0) return HttpError{400, "Transfer-Encoding and Content-Length are both given; expected one of them"};
+  }
+  const bool post = req.method == "POST";
+  if (post && lengths == 0 && !req.has_header("Transfer-Encoding")) {
+    return HttpError{411, "Content-Length is missing; expected it, or Transfer-Encoding: chunked"};
+  }
+  if (!post && has_body(req)) return HttpError{400, req.method + " " + shown(req.path) + " has a body; expected none"};
+  // Then the key, before a byte of the body is read.
+  if (!options_.api_key.empty() && req.path != "/health") {
+    const std::string given = req.get_header_value("Authorization");
+    if (given.empty() || !same_key_digest(given, "Bearer " + options_.api_key)) {
+      return HttpError{401,
+                       given.empty() ? "Authorization is missing; expected \"Bearer <api key>\""
+                                     : "Authorization is not the server's API key; expected \"Bearer <api key>\"",
+                       "unauthorized"};
+    }
+  }
+  if (lengths > 0 && std::stoull(req.get_header_value("Content-Length")) > options_.max_body_bytes) {
+    return HttpError{413, "the request body is " + req.get_header_value("Content-Length") +
+                              " bytes; expected at most " + std::to_string(options_.max_body_bytes) +
+                              " (--max-body-bytes)"};
+  }
+  return std::nullopt;
+}
+
+void HttpService::serve(Handler h, const httplib::Request& req, httplib::Response& res) {
+  guard_->handler_started(connection_key(req));
+  metrics_.in_flight.add(1);
+  (this->*h)(req, res);
+  metrics_.in_flight.add(-1);
+}
+
+httplib::Server::Handler HttpService::route(Handler h) {
+  return [this, h](const httplib::Request& req, httplib::Response& res) { serve(h, req, res); };
+}
+
+httplib::Server::HandlerWithContentReader HttpService::route_with_body(Handler h) {
+  return [this, h](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+    // The key and the length were checked before this (refusal_before_body): only now is the body read, up to the
+    // cap whatever its framing, chunked included.
+    httplib::Request with_body = req;
+    bool over = false;
+    const bool read_whole = read([&](const char* data, size_t n) {
+      if (with_body.body.size() + n > options_.max_body_bytes) {
+        over = true;
+        return false;
+      }
+      with_body.body.append(data, n);
+      return true;
+    });
+    if (!read_whole) {
+      Transport::close_after_response(res);
+      if (over || Transport::over_limit() != Transport::OverLimit::kNone) {
+        return reply_error(res, {413, "the request body is over " + std::to_string(options_.max_body_bytes) +
+                                          " bytes; expected at most that (--max-body-bytes)"});
+      }
+      return reply_error(res, {400,
+                               "the request body could not be read: it ended early, timed out or its chunked "
+                               "framing is malformed; expected Content-Length bytes or well-formed chunks"});
+    }
+    serve(h, with_body, res);
   };
 }
 
-void HttpService::install(httplib::Server& server) {
-  server.set_payload_max_length(options_.max_body_bytes);
-  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+void HttpService::install(Transport& server) {
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = Clock::now();
     guard_->head_received(connection_key(req));
+    if (auto err = refusal_before_body(req)) {
+      reply_error(res, *err);
+      // Its body stays unread, or where the body ends is unclear: what follows on the connection is no request.
+      if (has_body(req) || err->status != 401) Transport::close_after_response(res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // "Expect: 100-continue": the client waits to send its body; a refusal is sent instead of 100.
+  server.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    request_start = Clock::now();
+    auto err = refusal_before_body(req);
+    if (!err) return 100;
+    reply_error(res, *err);
+    Transport::close_after_response(res);
+    return err->status;
   });
   server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics_.record(req.path, res.status, static_cast<uint64_t>((Clock::now() - request_start).count()));
     guard_->response_sent(connection_key(req));
   });
+  // httplib's own refusals (a malformed request line or headers, a head over its cap, an unknown endpoint).
   server.set_error_handler(
-      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+      httplib::Server::HandlerWithResponse([this, &server](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         HttpError err{res.status, "", "validation"};
-        if (res.status == 413) {
-          err.message = "the request body is " + req.get_header_value("Content-Length") + " bytes; expected at most " +
-                        std::to_string(options_.max_body_bytes) + " (--max-body-bytes)";
+        const Transport::OverLimit over = Transport::over_limit();
+        if (over == Transport::OverLimit::kHead) {
+          err = {431, "the request head is over " + std::to_string(server.options().max_head_bytes) +
+                          " bytes; expected at most that"};
+        } else if (over == Transport::OverLimit::kBody || res.status == 413) {
+          err = {413, "the request body is over " + std::to_string(options_.max_body_bytes) +
+                          " bytes; expected at most that (--max-body-bytes)"};
         } else if (res.status == 404) {
-          err.message = "no endpoint " + req.method + " " + req.path +
+          err.message = "no endpoint " + req.method + " " + shown(req.path) +
                         "; expected POST /embed, /v1/embeddings, /predict, /rerank or GET /health, /info, /metrics";
           err.type = "not_found";
         } else {
-          err.message = "the request could not be read (HTTP " + std::to_string(res.status) + ")";
+          err.message = "the request could not be read (HTTP " + std::to_string(res.status) +
+                        "): expected an HTTP/1.1 request line and headers";
         }
+        // Whatever follows a request httplib could not read is not a request.
+        if (res.status != 404) Transport::close_after_response(res);
         reply_error(res, err);
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -116,14 +221,14 @@ void HttpService::install(httplib::Server& server) {
     }
     reply_error(res, {500, "internal error: " + what, "backend"});
   });
-  server.Post("/embed", route(&HttpService::embed_tei));
-  server.Post("/v1/embeddings", route(&HttpService::embed_openai));
-  server.Post("/embeddings", route(&HttpService::embed_openai));
-  server.Post("/predict", route(&HttpService::predict));
-  server.Post("/rerank", route(&HttpService::rerank));
+  server.Post("/embed", route_with_body(&HttpService::embed_tei));
+  server.Post("/v1/embeddings", route_with_body(&HttpService::embed_openai));
+  server.Post("/embeddings", route_with_body(&HttpService::embed_openai));
+  server.Post("/predict", route_with_body(&HttpService::predict));
+  server.Post("/rerank", route_with_body(&HttpService::rerank));
   server.Get("/info", route(&HttpService::info));
   server.Get("/metrics", route(&HttpService::prometheus));
-  server.Get("/health", route(&HttpService::health, /*needs_key=*/false));
+  server.Get("/health", route(&HttpService::health));
 }
 
 std::optional<std::chrono::milliseconds> HttpService::timeout_of(const httplib::Request& req, HttpError* err) const {

@@ -4,7 +4,7 @@
 // service parses, checks limits, maps statuses to HTTP codes and counts.
 //
 //   brisk_http::HttpService service(*runtime, options);
-//   httplib::Server server;
+//   brisk_http::Transport server(transport_options);
 //   service.install(server);                    // routes, auth, error replies, metrics, timeouts
 //   server.listen("127.0.0.1", 8080);
 //
@@ -25,6 +25,7 @@
 #include "connections.h"
 #include "http_metrics.h"
 #include "json_io.h"
+#include "transport.h"
 
 namespace brisk_http {
 
@@ -44,12 +45,18 @@ struct ServiceOptions {
 class HttpService {
  public:
   HttpService(const brisk::Runtime& runtime, ServiceOptions options);
-  void install(httplib::Server& server);
+  void install(Transport& server);
   const HttpMetrics& metrics() const { return metrics_; }
 
  private:
   using Handler = void (HttpService::*)(const httplib::Request&, httplib::Response&);
-  httplib::Server::Handler route(Handler h, bool needs_key = true);
+  httplib::Server::Handler route(Handler h);
+  // A POST endpoint: its body is read here, after refusal_before_body() passed, up to max_body_bytes.
+  httplib::Server::HandlerWithContentReader route_with_body(Handler h);
+  void serve(Handler h, const httplib::Request& req, httplib::Response& res);
+  // What must refuse a request from its head alone, before its body is read: ambiguous framing (conflicting or
+  // malformed Content-Length, Transfer-Encoding with it), a missing length, the API key, a length over the cap.
+  std::optional<HttpError> refusal_before_body(const httplib::Request& req) const;
 
   void embed_tei(const httplib::Request& req, httplib::Response& res);
   void embed_openai(const httplib::Request& req, httplib::Response& res);

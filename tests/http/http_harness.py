@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import requests
+
 FAILURES = []
 
 
@@ -26,9 +28,9 @@ def free_port():
 class Server:
     """examples/http_server started with `args` on a port it picks (--port 0), parsed from its first line."""
 
-    def __init__(self, binary, args, startup_s=60):
+    def __init__(self, binary, args, startup_s=60, env=None):
         self.proc = subprocess.Popen([binary, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + startup_s
         line = ""
         while time.monotonic() < deadline:
@@ -72,6 +74,17 @@ def metric(text, name, **labels):
     return None
 
 
+def scrape_until(url, ready, timeout_s=10, headers=None):
+    """GET url/metrics until ready(text) holds or timeout_s passes; the last exposition. httplib calls the logger,
+    which counts a request, just after the response is written: a client can see a reply before its count."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = requests.get(f"{url}/metrics", headers=headers or {}).text
+        if ready(text) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def raw_request(port, head, body=b""):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(head.encode() + body)
@@ -87,6 +100,43 @@ def read_status(sock, timeout_s=20):
             break
         data += chunk
     return int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.1") else None
+
+
+def read_responses(sock, count, timeout_s=10):
+    """Up to `count` HTTP/1.1 responses read from sock, in order, as (status, {lowercase header: value}, body); fewer
+    when the connection closes or timeout_s passes first. Bodies are framed by Content-Length."""
+    sock.settimeout(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    data, out = b"", []
+    while len(out) < count:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            lines = data[:head_end].decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            end = head_end + 4 + int(headers.get("content-length", "0"))
+            if len(data) >= end:
+                out.append((int(lines[0].split(" ")[1]), headers, data[head_end + 4:end]))
+                data = data[end:]
+                continue
+        if time.monotonic() > deadline:
+            break
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return out
+
+
+def rss_bytes(pid):
+    """The resident set of process pid (VmRSS), in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def fail_exit():

@@ -24,7 +24,8 @@ import openai
 import requests
 
 sys.path.insert(0, os.path.dirname(__file__))
-from http_harness import Server, check, fail_exit, free_port, metric, raw_request, read_status  # noqa: E402
+from http_harness import (Server, check, fail_exit, free_port, metric, raw_request, read_status,  # noqa: E402
+                          scrape_until)
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 MODEL = os.environ.get("BRISK_MODEL_DIR", os.path.expanduser("~/.cache/brisk/models/all-MiniLM-L6-v2"))
@@ -45,7 +46,7 @@ def long_texts(n, words=120):
 
 
 def test_clients(binary):
-    with Server(binary, ["--model", MODEL, "--api-key", KEY, "--threads", "2"]) as srv:
+    with Server(binary, ["--model", MODEL, "--threads", "2"], env={"BRISK_HTTP_API_KEY": KEY}) as srv:
         # curl: /health needs no key; /embed with the key.
         out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", f"{srv.url}/health"], capture_output=True, text=True)
         check(out.stdout.endswith("\n200"), f"curl /health is 200 without a key ({out.stdout!r})")
@@ -150,9 +151,9 @@ def test_clients(binary):
         s.close()
         check(status == 413, f"a 100 MB body is 413 (got {status})")
         check(requests.get(f"{srv.url}/health").status_code == 200, "the server still answers after it")
-        metrics = requests.get(f"{srv.url}/metrics", headers=AUTH).text
-        check((metric(metrics, "brisk_http_requests_total", endpoint="/embed", status="413") or 0) >= 3,
-              "/metrics counts requests by endpoint and status")
+        count_413 = lambda m: metric(m, "brisk_http_requests_total", endpoint="/embed", status="413") or 0  # noqa: E731
+        metrics = scrape_until(srv.url, lambda m: count_413(m) >= 3, headers=AUTH)
+        check(count_413(metrics) >= 3, f"/metrics counts requests by endpoint and status ({count_413(metrics)} 413s)")
 
 
 def test_slowloris(binary):
@@ -177,7 +178,7 @@ def test_slowloris(binary):
         check(closed_after is not None and closed_after < 6,
               f"a slowloris connection is closed by the head deadline (after {closed_after} s)")
         check(requests.post(f"{srv.url}/embed", json={"inputs": "hi"}).status_code == 200, "others are still served")
-        m = requests.get(f"{srv.url}/metrics").text
+        m = scrape_until(srv.url, lambda m: (metric(m, "brisk_http_slow_connections_closed_total") or 0) >= 1)
         check((metric(m, "brisk_http_slow_connections_closed_total") or 0) >= 1, "the closed connection is counted")
 
 
@@ -267,14 +268,9 @@ def test_load_behaviour(binary):
                                   f"Content-Length: {len(body)}\r\n\r\n", body)
         time.sleep(0.4)
         s.close()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            m = requests.get(f"{srv.url}/metrics").text
-            # An input already in a batch completes (CANCELLED) when its batch ends: wait for that too.
-            if (metric(m, "brisk_http_client_disconnects_total") == 1 and metric(m, "brisk_batcher_queued") == 0 and
-                    metric(m, "brisk_http_in_flight_requests") == 1):
-                break
-            time.sleep(0.1)
+        # An input already in a batch completes (CANCELLED) when its batch ends: wait for that too.
+        m = scrape_until(srv.url, lambda m: metric(m, "brisk_http_client_disconnects_total") == 1 and
+                         metric(m, "brisk_batcher_queued") == 0 and metric(m, "brisk_http_in_flight_requests") == 1)
         check(metric(m, "brisk_http_client_disconnects_total") == 1, "the disconnect is seen")
         check(metric(m, "brisk_http_cancelled_inputs_total") >= 10 and
               metric(m, "brisk_batcher_requests_total", outcome="cancelled") == metric(m, "brisk_http_cancelled_inputs_total"),
@@ -363,7 +359,8 @@ def test_prometheus(binary):
     if not prom:
         check(False, "prometheus is installed (scripts/setup)")
         return
-    with Server(binary, ["--model", MODEL, "--api-key", KEY]) as srv, tempfile.TemporaryDirectory() as tmp:
+    with Server(binary, ["--model", MODEL], env={"BRISK_HTTP_API_KEY": KEY}) as srv, \
+            tempfile.TemporaryDirectory() as tmp:
         cfg = os.path.join(tmp, "prometheus.yml")
         with open(cfg, "w") as f:
             f.write(f"global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: brisk\n"
