@@ -83,12 +83,12 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
     }
     failed = error_of_status(id.status(), "inputs[" + std::to_string(i) + "]");
   }
-  const auto cancel_all = [&] {
+  const auto cancel_all = [&](brisk::metrics::Counter& counted) {
     for (uint64_t id : ids) {
-      if (rt.cancel(id).ok()) metrics.cancelled_inputs.add();
+      if (rt.cancel(id).ok()) counted.add();
     }
   };
-  if (failed) cancel_all();  // the request fails as a whole: its other inputs need no compute
+  if (failed) cancel_all(metrics.abandoned_inputs);  // the request fails as a whole: its other inputs need no compute
   std::unique_lock<std::mutex> lock(g->mu);
   bool gone = false;
   while (g->pending > 0) {
@@ -98,7 +98,7 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
     if (client_gone(req)) {
       gone = true;
       metrics.client_disconnects.add();
-      cancel_all();
+      cancel_all(metrics.cancelled_inputs);
     }
     lock.lock();
   }

@@ -28,7 +28,7 @@ void HttpMetrics::record(const std::string& path, int status, uint64_t elapsed_n
   hist->record(elapsed_ns);
 }
 
-std::string HttpMetrics::prometheus(uint64_t closed_slow) const {
+std::string HttpMetrics::prometheus(const Connections& connections) const {
   brisk::metrics::PrometheusWriter w;
   static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   {
@@ -46,10 +46,18 @@ std::string HttpMetrics::prometheus(uint64_t closed_slow) const {
   w.gauge("brisk_http_in_flight_requests", "HTTP requests being handled.", {}, in_flight.value());
   w.counter("brisk_http_client_disconnects_total", "Requests whose client hung up before the answer.", {},
             client_disconnects.value());
-  w.counter("brisk_http_cancelled_inputs_total", "brisk requests cancelled because their HTTP client left.", {},
-            cancelled_inputs.value());
+  static constexpr char kCancelledHelp[] =
+      "Inputs cancelled in brisk: their HTTP client left (client_gone), or another input of their request failed it "
+      "(request_failed).";
+  w.counter("brisk_http_cancelled_inputs_total", kCancelledHelp, {{"reason", "client_gone"}}, cancelled_inputs.value());
+  w.counter("brisk_http_cancelled_inputs_total", kCancelledHelp, {{"reason", "request_failed"}},
+            abandoned_inputs.value());
+  w.gauge("brisk_http_idle_connections", "Keep-alive connections waiting for a request, holding no worker.", {},
+          static_cast<double>(connections.idle));
+  w.counter("brisk_http_idle_connections_closed_total", "Keep-alive connections closed idle after --keep-alive-s.", {},
+            connections.closed_idle);
   w.counter("brisk_http_slow_connections_closed_total",
-            "Connections shut down for not sending a request head or body in time.", {}, closed_slow);
+            "Connections shut down for not sending a request head or body in time.", {}, connections.closed_slow);
   return w.str();
 }
 

@@ -1,10 +1,11 @@
 // http_metrics: the HTTP example's own Prometheus series, beside the runtime's (Runtime::metrics_prometheus()):
 // requests by endpoint and status, a latency histogram by endpoint, requests in flight, client disconnects,
-// brisk requests cancelled because their client left, and connections closed for being too slow.
+// brisk requests cancelled (because their client left, or because a sibling input failed the request), idle
+// connections, and connections closed for being idle or too slow.
 //
 //   brisk_http::HttpMetrics m;
 //   m.record("/embed", 200, elapsed_ns);
-//   std::string text = m.prometheus(extra_counters);
+//   std::string text = m.prometheus({.closed_slow = guard.closed_slow()});
 //
 // Thread safety: every member may be called from any thread.
 #pragma once
@@ -29,10 +30,17 @@ class HttpMetrics {
   void record(const std::string& path, int status, uint64_t elapsed_ns);
   brisk::metrics::Gauge in_flight;
   brisk::metrics::Counter client_disconnects;
-  brisk::metrics::Counter cancelled_inputs;
+  brisk::metrics::Counter cancelled_inputs;  // their client left
+  brisk::metrics::Counter abandoned_inputs;  // another input of their request failed (429, 400...)
 
-  // The exposition text of these series; closed_slow is ConnectionGuard::closed_slow().
-  std::string prometheus(uint64_t closed_slow) const;
+  // The connection layer's counts: ConnectionGuard::closed_slow(), Transport::parked() and closed_idle().
+  struct Connections {
+    uint64_t closed_slow = 0;
+    uint64_t idle = 0;
+    uint64_t closed_idle = 0;
+  };
+  // The exposition text of these series.
+  std::string prometheus(const Connections& connections) const;
 
  private:
   mutable std::mutex mu_;

@@ -162,6 +162,7 @@ httplib::Server::HandlerWithContentReader HttpService::route_with_body(Handler h
 }
 
 void HttpService::install(Transport& server) {
+  transport_ = &server;
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = Clock::now();
     guard_->head_received(connection_key(req));
@@ -447,7 +448,10 @@ void HttpService::health(const httplib::Request&, httplib::Response& res) {
 }
 
 void HttpService::prometheus(const httplib::Request&, httplib::Response& res) {
-  res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(guard_->closed_slow()), "text/plain; version=0.0.4");
+  const HttpMetrics::Connections connections{.closed_slow = guard_->closed_slow(),
+                                             .idle = transport_ != nullptr ? transport_->parked() : 0,
+                                             .closed_idle = transport_ != nullptr ? transport_->closed_idle() : 0};
+  res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(connections), "text/plain; version=0.0.4");
 }
 
 }  // namespace brisk_http

@@ -86,6 +86,7 @@ class HttpService {
   ServiceOptions options_;
   HttpMetrics metrics_;
   std::unique_ptr<ConnectionGuard> guard_;
+  const Transport* transport_ = nullptr;  // install()'s
 };
 
 }  // namespace brisk_http

@@ -26,8 +26,8 @@ import time
 import requests
 
 sys.path.insert(0, os.path.dirname(__file__))
-from http_harness import (Server, check, fail_exit, raw_request, read_responses, read_status,  # noqa: E402
-                          rss_bytes)
+from http_harness import (Server, check, fail_exit, metric, raw_request, read_responses,  # noqa: E402
+                          read_status, rss_bytes)
 
 MODEL = os.environ.get("BRISK_MODEL_DIR", os.path.expanduser("~/.cache/brisk/models/all-MiniLM-L6-v2"))
 KEY = "hostile-test-key"
@@ -223,6 +223,9 @@ def test_idle_connections(srv):
     except OSError:
         closed = True
     check(closed, "a connection idle past --keep-alive-s is closed")
+    m = requests.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+    check((metric(m, "brisk_http_idle_connections_closed_total") or 0) >= len(idle) - 1,
+          f"idle connections closed are counted ({metric(m, 'brisk_http_idle_connections_closed_total')})")
     for s in idle:
         s.close()
 
