@@ -352,12 +352,20 @@ StatusOr<QuantizedModel> load_quantized_model(const std::string& path) {
   return assemble_quantized_model(tensors, std::move(meta), path);
 }
 
-bool is_quantized_model_file(const std::string& path) {
+Status check_quantized_model_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  StatusOr<SafetensorsFile> file = SafetensorsFile::open(path);
-  return file.ok() && file->metadata().count(kFormatKey) != 0;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file; expected a quantized model file"));
+  }
+  BRISK_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  if (file.metadata().count(kFormatKey) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": a safetensors file whose __metadata__ has no ", kFormatKey,
+                                                   "; expected \"", kFormatKey, "\": \"", kQuantizedFormat, "\""));
+  }
+  return absl::OkStatus();
 }
+
+bool is_quantized_model_file(const std::string& path) { return check_quantized_model_file(path).ok(); }
 
 StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir) {
   std::error_code ec;

@@ -259,14 +259,18 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   std::error_code ec;
   BRISK_RETURN_IF_ERROR(check_options(options));
   if (options.torchscript) return create_torchscript(options);
-  const bool quantized_file =
-      fs::is_regular_file(options.model_dir, ec) && quant::is_quantized_model_file(options.model_dir);
-  if (!quantized_file && fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
-                                                   "' is a file but not a quantized model file (brisk quantize's "
-                                                   "output); expected that, or a directory with config.json, "
-                                                   "model.safetensors or pytorch_model.bin, and vocab.txt or "
-                                                   "tokenizer.json"));
+  const bool quantized_file = fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec);
+  if (quantized_file) {
+    // Why it is not one, precisely (a header, an offset, a dtype, a file cut short), not only that it is not.
+    if (Status s = quant::check_quantized_model_file(options.model_dir); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
+                                                     "' is a file but not a quantized model file (brisk quantize's "
+                                                     "output): ",
+                                                     s.message(),
+                                                     "; expected that, or a directory with config.json, "
+                                                     "model.safetensors or pytorch_model.bin, and vocab.txt or "
+                                                     "tokenizer.json"));
+    }
   }
   if (!quantized_file && !fs::is_directory(options.model_dir, ec)) {
     return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,

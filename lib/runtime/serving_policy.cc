@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -296,12 +297,20 @@ Status apply_policy(const ServingPolicy& p, RuntimeOptions& options) {
   batch::BatchPolicy& b = o.batching;
   if (p.max_batch_size) b.max_batch_size = *p.max_batch_size;
   if (p.preferred_batch_multiple) b.preferred_batch_multiple = *p.preferred_batch_multiple;
+  // A bound the policy does not hold follows the one it does, so that a file with only "max_batch_size": 4 is not
+  // refused for the default preferred_batch_multiple 8, a field it never named.
+  if (p.max_batch_size && !p.preferred_batch_multiple && *p.max_batch_size >= 1) {
+    b.preferred_batch_multiple = std::min(b.preferred_batch_multiple, b.max_batch_size);
+  }
   if (p.max_queue_delay_ms) {
     b.max_queue_delay = std::chrono::duration_cast<Duration>(
         std::chrono::duration<double, std::milli>(std::clamp(*p.max_queue_delay_ms, 0.0, kMaxPolicyQueueDelayMs)));
   }
   if (p.executor_threads) b.executor_threads = *p.executor_threads;
   if (p.max_inflight_batches) b.max_inflight_batches = *p.max_inflight_batches;
+  if (p.executor_threads && !p.max_inflight_batches) {
+    b.max_inflight_batches = std::min(b.max_inflight_batches, b.executor_threads);
+  }
   if (p.num_threads) o.num_threads = *p.num_threads;
   if (p.max_batch_tokens) b.max_batch_tokens = *p.max_batch_tokens;
   if (p.reject_predicted_late) b.reject_predicted_late = *p.reject_predicted_late;

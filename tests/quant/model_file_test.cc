@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -353,6 +354,49 @@ TEST_CASE("quantized model file: truncated and flipped files are refused", "[qua
   r = brisk::quant::load_quantized_model(tmp.file("flip2.safetensors"));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(msg(r.status()), Catch::Contains("G32"));
+}
+
+TEST_CASE("check_quantized_model_file says why a file is not one: header, JSON, dtype, a file cut short, metadata",
+          "[quant][model_file]") {
+  // Issue 30: every corrupt file gave the same "is a file but not a quantized model file", hiding the reason.
+  TempDir tmp;
+  QuantizedModel m = wide_model();
+  quantize_mix(m);
+  const std::string path = tmp.file("m.safetensors");
+  REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
+  CHECK(brisk::quant::check_quantized_model_file(path).ok());
+  const std::string bytes = read_bytes(path);
+  auto reason = [&](const std::string& corrupted) {
+    write_bytes(tmp.file("bad.safetensors"), corrupted);
+    const brisk::Status s = brisk::quant::check_quantized_model_file(tmp.file("bad.safetensors"));
+    CHECK_FALSE(brisk::quant::is_quantized_model_file(tmp.file("bad.safetensors")));
+    return s.ok() ? std::string("(ok)") : msg(s);
+  };
+  std::string huge_header = bytes;
+  huge_header[6] = '\x7f';  // the header length's high bytes
+  std::string json = bytes;
+  json[8] ^= 0x01;  // the header's opening brace
+  std::string dtype = bytes;
+  dtype[dtype.find("\"dtype\":\"F32\"") + 9] = 'G';
+  std::string no_format = bytes;
+  no_format.replace(no_format.find("brisk.format"), 12, "brisk.formaX");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {bytes.substr(0, 5), "file is 5 bytes"},
+      {huge_header, "header length is"},
+      {bytes.substr(0, bytes.size() - 100), "data_offsets"},
+      {json, "is not valid JSON"},
+      {dtype, "unknown dtype 'G32'"},
+      {no_format, "has no brisk.format"},
+  };
+  std::set<std::string> seen;
+  for (const auto& [corrupted, words] : cases) {
+    const std::string why = reason(corrupted);
+    INFO(why);
+    CHECK_THAT(why, Catch::Contains(words));
+    seen.insert(why);
+  }
+  CHECK(seen.size() == cases.size());
+  CHECK_THAT(msg(brisk::quant::check_quantized_model_file(tmp.path.string())), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("quantized model file: each corruption is named", "[quant][model_file]") {

@@ -47,6 +47,8 @@ TEST_CASE("bad runtime options are rejected with the option named", "[runtime]")
   auto file = brisk::Runtime::create(opts);
   REQUIRE_FALSE(file.ok());
   CHECK(file.status().message().find("is a file but not a quantized model file") != std::string::npos);
+  // ... and why not: config.json is no safetensors file (its first 8 bytes are no header length it could have).
+  CHECK(file.status().message().find("header length is") != std::string::npos);
 
   opts = default_options();
   opts.model_dir = "";

@@ -189,11 +189,33 @@ TEST_CASE("policy file: a missing or oversized file is named") {
 TEST_CASE("apply_policy checks a policy built in code and leaves the options unchanged on an error") {
   brisk::RuntimeOptions o;
   brisk::ServingPolicy p;
-  p.max_batch_size = 4;  // below the default preferred multiple 8, which the policy does not set
+  p.max_batch_size = 4;
+  p.preferred_batch_multiple = 8;
   const brisk::Status s = brisk::apply_policy(p, o);
   REQUIRE_FALSE(s.ok());
   CHECK(std::string(s.message()) == "serving policy: preferred_batch_multiple is 8; expected 1 to max_batch_size (4)");
   CHECK(o.batching.max_batch_size == 32);
+}
+
+TEST_CASE("a policy error names only fields the policy holds: bounds it leaves out follow the ones it sets") {
+  // Issue 30: a file with only "max_batch_size": 4 was refused, naming the default preferred_batch_multiple 8.
+  auto p = brisk::parse_policy_json(R"({"max_batch_size": 4})", "p.json");
+  REQUIRE(p.ok());
+  brisk::RuntimeOptions o;
+  REQUIRE(o.batching.preferred_batch_multiple == 8);
+  const brisk::Status s = brisk::apply_policy(*p, o);
+  REQUIRE(s.ok());
+  CHECK(o.batching.max_batch_size == 4);
+  CHECK(o.batching.preferred_batch_multiple == 4);
+
+  brisk::RuntimeOptions threads;
+  threads.batching.executor_threads = 4;
+  threads.batching.max_inflight_batches = 4;
+  p = brisk::parse_policy_json(R"({"executor_threads": 2})", "p.json");
+  REQUIRE(p.ok());
+  REQUIRE(brisk::apply_policy(*p, threads).ok());
+  CHECK(threads.batching.executor_threads == 2);
+  CHECK(threads.batching.max_inflight_batches == 2);
 }
 
 TEST_CASE("a runtime loads policy_path: its limits show in batch_stats and stats_json and split embed() calls") {

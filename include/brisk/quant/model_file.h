@@ -80,6 +80,9 @@ BRISK_API StatusOr<QuantizedModel> load_quantized_model(const std::string& path)
 
 // True for a regular file that opens as safetensors and whose metadata has brisk.format.
 BRISK_API bool is_quantized_model_file(const std::string& path);
+// OK when is_quantized_model_file(path); otherwise why not, precisely: not a regular file, a safetensors error (its
+// header length, JSON, a tensor's dtype, shape or data_offsets, a file cut short), or no brisk.format metadata.
+BRISK_API Status check_quantized_model_file(const std::string& path);
 
 // Lowercase hex SHA-256 of a file's bytes (for QuantizedModel::source_sha256).
 BRISK_API StatusOr<std::string> file_sha256_hex(const std::string& path);
