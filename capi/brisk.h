@@ -131,19 +131,19 @@ typedef struct brisk_runtime_options {
                                   60000000, 60 s) */
   int32_t batch_max_queue;     /* queued requests before BRISK_OVERLOADED (default 4096; at most 1048576) */
   int32_t batch_p99_target_ms; /* > 0: adapt batch size (compute <= half of it) and queue delay to keep P99
-                                  latency under it (default 0: off) */
+                                  latency under it (default 0: off; at most 3600000, 1 h) */
   /* The caches (appended in 0.3). Results are keyed by the text's token ids, so texts the model cannot tell
    * apart (case, accents, spacing) share an entry. */
   int64_t cache_result_bytes;  /* in-process result cache size in bytes (default 64 MiB; 0: no result cache;
                                   a struct from before 0.3, without this field, gets 0) */
   int32_t cache_ttl_ms;        /* how long a cached result lives (default 300000 = 5 min; 0: until evicted,
-                                  not allowed with redis_host) */
+                                  not allowed with redis_host; at most INT32_MAX, 24.8 days) */
   int32_t cache_token_entries; /* token-id cache entries in front of the tokenizer (default 16384; 0: off; at
                                   most 4194304) */
   const char* redis_host;      /* non-NULL: a Redis server shared by processes as the L2 result cache */
   int32_t redis_port;          /* default 6379 */
   int32_t redis_timeout_ms;    /* per Redis command; past it (or while Redis is down) lookups fall back to the
-                                  model (default 20) */
+                                  model (default 20; 1 to 60000) */
   /* Redis security (appended in 0.4; a struct from before gets the defaults: no AUTH, unsigned values, no TLS).
    * Strings are copied by brisk_runtime_create. */
   const char* redis_user;        /* ACL user for AUTH (NULL or "": the default user; needs redis_password) */
@@ -176,7 +176,7 @@ typedef struct brisk_runtime_options {
   int32_t fallback_threads;   /* the fallback's compute threads (default 0: num_threads) */
   int32_t cache_stale_ttl_ms; /* how long past cache_ttl_ms a result is kept, to answer a request with allow_stale
                                  when the model fails (BRISK_ANSWER_STALE; default 0: none kept; not with
-                                 redis_host) */
+                                 redis_host; at most INT32_MAX, 24.8 days) */
   /* Serving policy (appended in 0.7; a struct from before gets none). */
   const char* policy_path; /* non-NULL and not "": a policy file written by `brisk tune` (JSON); its values override
                               max_batch_size, batch_max_delay_us, num_threads and the batcher's executors, batches

@@ -215,6 +215,15 @@ static void test_bad_batch_options(void) {
   opts.batch_p99_target_ms = -3;
   CHECK(brisk_runtime_create(&opts, &rt) == BRISK_INVALID_ARGUMENT);
   CHECK(strstr(brisk_last_error(), "batch_p99_target_ms is -3") != NULL);
+  /* Every duration has a documented maximum (issue 30). */
+  opts.batch_p99_target_ms = 3600001;
+  CHECK(brisk_runtime_create(&opts, &rt) == BRISK_INVALID_ARGUMENT);
+  CHECK(strstr(brisk_last_error(), "batch_p99_target_ms is 3600001; expected 0 (off) to 3600000") != NULL);
+  opts.batch_p99_target_ms = 0;
+  opts.redis_host = "127.0.0.1";
+  opts.redis_timeout_ms = 60001;
+  CHECK(brisk_runtime_create(&opts, &rt) == BRISK_INVALID_ARGUMENT);
+  CHECK(strstr(brisk_last_error(), "redis_timeout_ms is 60001; expected 1 to 60000") != NULL);
 }
 
 int main(void) {
