@@ -93,7 +93,8 @@ brisk_status batching_options(const brisk_runtime_options& o, brisk::batch::Batc
   if (o.batch_max_queue < 1 || static_cast<size_t>(o.batch_max_queue) > brisk::kMaxQueueSize) {
     return bad("batch_max_queue", o.batch_max_queue, "1 to " + std::to_string(brisk::kMaxQueueSize));
   }
-  const int64_t max_target_ms = std::chrono::duration_cast<std::chrono::milliseconds>(brisk::kMaxLatencyTarget).count();
+  const int64_t max_target_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(brisk::batch::kMaxLatencyTarget).count();
   if (o.batch_p99_target_ms < 0 || o.batch_p99_target_ms > max_target_ms) {
     return bad("batch_p99_target_ms", o.batch_p99_target_ms, "0 (off) to " + std::to_string(max_target_ms) + " (1 h)");
   }
@@ -141,7 +142,8 @@ brisk_status cache_options(const brisk_runtime_options& o, brisk::RuntimeCacheOp
   if (o.redis_host != nullptr) {
     if (o.cache_ttl_ms == 0) return bad("cache_ttl_ms", 0, "> 0 with redis_host (shared entries must expire)");
     if (o.redis_port < 1 || o.redis_port > 65535) return bad("redis_port", o.redis_port, "a TCP port, 1 to 65535");
-    const int64_t max_ms = std::chrono::duration_cast<std::chrono::milliseconds>(brisk::kMaxRedisTimeout).count();
+    const int64_t max_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(brisk::cache::kMaxRedisTimeout).count();
     if (o.redis_timeout_ms < 1 || o.redis_timeout_ms > max_ms) {
       return bad("redis_timeout_ms", o.redis_timeout_ms, "1 to " + std::to_string(max_ms));
     }

@@ -22,13 +22,13 @@ Status RedisOptions::validate() const {
   if (pool_size < 1 || pool_size > 1024) {
     return absl::InvalidArgumentError(absl::StrCat("RedisOptions.pool_size is ", pool_size, "; expected 1..1024"));
   }
-  if (connect_timeout <= Duration::zero()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RedisOptions.connect_timeout is ", connect_timeout.count(), " ns; expected > 0"));
-  }
-  if (command_timeout <= Duration::zero()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RedisOptions.command_timeout is ", command_timeout.count(), " ns; expected > 0"));
+  for (const auto& [name, timeout] :
+       {std::pair{"connect_timeout", connect_timeout}, {"command_timeout", command_timeout}}) {
+    if (timeout <= Duration::zero() || timeout > kMaxRedisTimeout) {
+      return absl::InvalidArgumentError(absl::StrCat("RedisOptions.", name, " is ", timeout.count(),
+                                                     " ns; expected > 0 and at most ", kMaxRedisTimeout.count(),
+                                                     " ns (60 s)"));
+    }
   }
   if (Status s = breaker.validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("RedisOptions.breaker: ", s.message()));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "brisk/core/device.h"
+#include "brisk/core/internal/finite.h"
 #include "brisk/kernels/copy.h"
 #include "encoder_impl.h"
 
@@ -254,11 +255,9 @@ namespace {
 Status check_finite_f32(const Tensor& t, const std::string& name) {
   if (!t.defined() || t.dtype() != DType::kF32 || t.device() != Device::kCPU) return absl::OkStatus();
   const float* v = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(v[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " ", t.shape_string(), " holds ", v[i],
-                                                     " at element ", i, "; expected finite values"));
-    }
+  if (const int64_t i = first_non_finite(v, t.numel()); i >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " ", t.shape_string(), " holds ", v[i],
+                                                   " at element ", i, "; expected finite values"));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/internal/bounded_input.h"
+#include "brisk/core/internal/finite.h"
 #include "brisk/core/utf8.h"
 #include "brisk/model/intent_head.h"
 #include "brisk/model/safetensors.h"
@@ -46,10 +47,8 @@ Status check_labels(const std::vector<std::string>& labels, const std::string& p
 
 Status check_finite(const Tensor& t, const std::string& name, const std::string& path) {
   const float* v = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(v[i])) {
-      return bad(path, absl::StrCat(name, " element ", i, " is ", v[i], "; expected finite values"));
-    }
+  if (const int64_t i = first_non_finite(v, t.numel()); i >= 0) {
+    return bad(path, absl::StrCat(name, " element ", i, " is ", v[i], "; expected finite values"));
   }
   return absl::OkStatus();
 }

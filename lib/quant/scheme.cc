@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/core/half.h"
+#include "brisk/core/internal/finite.h"
 
 namespace brisk::quant {
 namespace {
@@ -62,11 +63,9 @@ StatusOr<PrecisionSpec> parse_precision(std::string_view text) {
 }
 
 Status check_finite(const float* data, int64_t n, std::string_view name) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(data[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", std::string(name), "' has ", data[i], " at element ",
-                                                     i, "; expected finite values to quantize"));
-    }
+  if (const int64_t i = first_non_finite(data, n); i >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", std::string(name), "' has ", data[i], " at element ", i,
+                                                   "; expected finite values to quantize"));
   }
   return absl::OkStatus();
 }

@@ -114,26 +114,6 @@ Status check_options(const RuntimeOptions& options) {
                      " ms; expected at most ",
                      std::chrono::duration_cast<std::chrono::milliseconds>(kMaxQueueDelay).count(), " ms"));
   }
-  {
-    const auto ms = [](Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
-    const auto bound = [&](const char* field, Duration d, Duration max) -> Status {
-      if (d >= Duration::zero() && d <= max) return absl::OkStatus();
-      return absl::InvalidArgumentError(
-          absl::StrCat("RuntimeOptions::", field, " is ", ms(d), " ms; expected 0 to ", ms(max), " ms"));
-    };
-    BRISK_RETURN_IF_ERROR(bound("cache.result_ttl", options.cache.result_ttl, kMaxCacheTtl));
-    BRISK_RETURN_IF_ERROR(bound("cache.stale_ttl", options.cache.stale_ttl, kMaxCacheTtl));
-    if (options.cache.redis) {
-      BRISK_RETURN_IF_ERROR(
-          bound("cache.redis.connect_timeout", options.cache.redis->connect_timeout, kMaxRedisTimeout));
-      BRISK_RETURN_IF_ERROR(
-          bound("cache.redis.command_timeout", options.cache.redis->command_timeout, kMaxRedisTimeout));
-    }
-    if (options.batching.adaptive.enabled) {
-      BRISK_RETURN_IF_ERROR(
-          bound("batching.adaptive.p99_target", options.batching.adaptive.p99_target, kMaxLatencyTarget));
-    }
-  }
   if (options.batching.max_batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::batching.max_batch_size is ",
                                                    options.batching.max_batch_size, "; expected 1 to ", kMaxBatchSize));

@@ -58,9 +58,16 @@ std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend) 
 
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options, std::string model_id,
                                                                size_t dim, bool unit_norm) {
+  const auto hours = [](std::chrono::nanoseconds d) {
+    return std::chrono::duration<double, std::ratio<3600>>(d).count();
+  };
   if (options.result_ttl < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is negative (",
                                                    options.result_ttl.count(), " ns); expected >= 0 (0: no expiry)"));
+  }
+  if (options.result_ttl > kMaxCacheTtl) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.result_ttl is ", hours(options.result_ttl),
+                                                   " h; expected at most ", hours(kMaxCacheTtl), " h (366 days)"));
   }
   if (options.redis && options.result_ttl == std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(
@@ -75,6 +82,10 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
   if (options.stale_ttl < std::chrono::nanoseconds::zero()) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.stale_ttl is negative (",
                                                    options.stale_ttl.count(), " ns); expected >= 0 (0: none kept)"));
+  }
+  if (options.stale_ttl > kMaxCacheTtl) {
+    return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::cache.stale_ttl is ", hours(options.stale_ttl),
+                                                   " h; expected at most ", hours(kMaxCacheTtl), " h (366 days)"));
   }
   if (options.stale_ttl > std::chrono::nanoseconds::zero()) {
     if (options.result_cache_bytes == 0 || options.result_ttl == std::chrono::nanoseconds::zero()) {

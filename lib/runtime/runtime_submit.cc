@@ -8,6 +8,7 @@
 #include <mutex>
 #include <filesystem>
 
+#include "brisk/core/internal/finite.h"
 #include "brisk/core/parallel.h"
 #include "brisk/metrics/prometheus.h"
 #include "runtime_impl.h"
@@ -132,14 +133,12 @@ namespace {
 
 // The first non-finite value of a row of the backend's output, as an error naming the backend and the element.
 Status check_finite_row(const Runtime::Impl& impl, const float* row) {
-  for (size_t j = 0; j < impl.output_dim; ++j) {
-    if (std::isfinite(row[j])) continue;
-    return absl::DataLossError(absl::StrCat("the ", impl.info.backend, " backend of model '", model_label(impl.info),
-                                            "' produced ", row[j], " at element ", j, " of ", impl.output_dim,
-                                            " for this input; expected finite values (the result was neither ",
-                                            "served nor cached: a corrupt model file or a faulty backend)"));
-  }
-  return absl::OkStatus();
+  const int64_t j = first_non_finite(row, static_cast<int64_t>(impl.output_dim));
+  if (j < 0) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("the ", impl.info.backend, " backend of model '", model_label(impl.info),
+                                          "' produced ", row[j], " at element ", j, " of ", impl.output_dim,
+                                          " for this input; expected finite values (the result was neither ",
+                                          "served nor cached: a corrupt model file or a faulty backend)"));
 }
 
 }  // namespace

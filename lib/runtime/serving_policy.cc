@@ -228,21 +228,9 @@ StatusOr<ServingPolicy> parse_policy_json(const std::string& text, const std::st
 }
 
 StatusOr<ServingPolicy> read_policy_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        fmt::format("policy file '{}' cannot be opened; expected a JSON file written by "
-                    "brisk tune",
-                    path));
-  }
-  std::string text;
-  text.resize(kMaxPolicyFileBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxPolicyFileBytes) {
-    return absl::InvalidArgumentError(
-        fmt::format("policy file '{}' is over {} bytes; expected a small JSON object", path, kMaxPolicyFileBytes));
-  }
+  BRISK_ASSIGN_OR_RETURN(std::string text,
+                         read_text_file_bounded(path, static_cast<int64_t>(kMaxPolicyFileBytes),
+                                                "serving policy (a JSON file written by brisk tune)"));
   return parse_policy_json(text, "policy file '" + path + "'");
 }
 

@@ -34,9 +34,12 @@
 
 namespace brisk::batch {
 
+// AdaptivePolicy::p99_target's upper bound.
+inline constexpr Duration kMaxLatencyTarget = std::chrono::hours(1);
+
 struct AdaptivePolicy {
   bool enabled = false;
-  Duration p99_target = std::chrono::milliseconds(200);  // end-to-end: queue + compute
+  Duration p99_target = std::chrono::milliseconds(200);  // end-to-end: queue + compute; at most kMaxLatencyTarget
   double compute_share = 0.5;                            // batch compute P99 may use this share of the target
   double decrease_factor = 0.8;                          // multiplicative decrease when over
   double increase_factor = 1.15;                         // growth when well under

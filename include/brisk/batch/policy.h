@@ -158,7 +158,11 @@ inline Status BatchPolicy::validate() const {
   }
   const AdaptivePolicy& a = adaptive;
   if (a.enabled) {
-    if (a.p99_target <= Duration::zero()) return bad("adaptive.p99_target must be positive");
+    if (a.p99_target <= Duration::zero() || a.p99_target > kMaxLatencyTarget) {
+      return bad("adaptive.p99_target is " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(a.p99_target).count()) +
+                 " ms; expected > 0 and at most 3600000 ms (1 h)");
+    }
     if (!(a.decrease_factor > 0 && a.decrease_factor < 1)) return bad("adaptive.decrease_factor must be in (0, 1)");
     if (!(a.increase_factor > 1)) return bad("adaptive.increase_factor must be > 1");
     if (!(a.well_under > 0 && a.well_under < 1)) return bad("adaptive.well_under must be in (0, 1)");

@@ -50,14 +50,17 @@
 
 namespace brisk::cache {
 
+// RedisOptions::connect_timeout and command_timeout: a call to a cache must not block a request for longer.
+inline constexpr Duration kMaxRedisTimeout = std::chrono::seconds(60);
+
 struct BRISK_API RedisOptions {
   // A numeric address, or a name resolved at each connect; resolution is not bounded by connect_timeout, so
   // prefer a numeric address where the bound on blocking matters.
   std::string host = "127.0.0.1";
   int port = 6379;
   std::string key_prefix = "brisk";
-  int pool_size = 4;  // connections for commands
-  Duration connect_timeout = std::chrono::milliseconds(50);
+  int pool_size = 4;                                         // connections for commands
+  Duration connect_timeout = std::chrono::milliseconds(50);  // each of the two: at most kMaxRedisTimeout
   Duration command_timeout = std::chrono::milliseconds(20);  // one call: write, server time, reply
   CircuitBreakerOptions breaker;                             // 3 consecutive failures → open for 1 s
   std::string invalidation_channel = "brisk:invalidate";

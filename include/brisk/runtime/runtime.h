@@ -104,14 +104,12 @@ inline constexpr int kMaxComputeThreads = 1024;
 // batching.max_queue_delay (and a policy file's max_queue_delay_ms, C's batch_max_delay_us): the longest a request
 // may wait for its batch to fill.
 inline constexpr Duration kMaxQueueDelay = std::chrono::seconds(60);
-// The other durations' upper bounds (each is also >= 0): past them a value means "never" in all but name, and
-// now + it could overflow the clock.
-inline constexpr Duration kMaxCacheTtl = std::chrono::hours(24 * 366);  // cache.result_ttl, cache.stale_ttl
-inline constexpr Duration kMaxRedisTimeout = std::chrono::seconds(60);  // cache.redis connect / command timeout
-inline constexpr Duration kMaxLatencyTarget = std::chrono::hours(1);    // batching.adaptive.p99_target
-inline constexpr size_t kMaxBatchSize = 4096;                           // batching.max_batch_size
-inline constexpr size_t kMaxQueueSize = size_t{1} << 20;                // batching.max_queue_size
-inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;        // cache.token_cache_entries
+// cache.result_ttl and cache.stale_ttl: past it a TTL means "never" in all but name, and now + it could overflow the
+// clock. (The other durations' bounds: kMaxQueueDelay above, cache::kMaxRedisTimeout, batch::kMaxLatencyTarget.)
+inline constexpr Duration kMaxCacheTtl = std::chrono::hours(24 * 366);
+inline constexpr size_t kMaxBatchSize = 4096;                     // batching.max_batch_size
+inline constexpr size_t kMaxQueueSize = size_t{1} << 20;          // batching.max_queue_size
+inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token_cache_entries
 
 struct RuntimeOptions {
   // A Hugging Face directory (config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json),
