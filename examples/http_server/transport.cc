@@ -283,7 +283,7 @@ bool Transport::process_and_close_socket(socket_t sock) {
   bool linger = false;
   // While the server runs: once stopped, the request being read is answered and the connection closed.
   while (svr_sock_ != INVALID_SOCKET) {
-    if (!stream.buffered() && !wait_for(sock, POLLIN, std::chrono::milliseconds(0))) {
+    if (!stream.buffered() && !wait_for(sock, POLLIN, options_.park_after)) {
       serving = {};
       Pool* pool = pool_.load();
       if (pool != nullptr && pool->park(sock)) return true;

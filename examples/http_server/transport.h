@@ -36,7 +36,10 @@ struct TransportOptions {
   std::chrono::milliseconds read_timeout{5000};   // per read of a request
   std::chrono::milliseconds write_timeout{5000};  // per write of a response
   std::chrono::milliseconds keep_alive{5000};     // a parked connection with no new request is closed after it
-  std::chrono::milliseconds linger{5000};         // at most this long reading what a refused client still sends
+  // A worker waits this long for a connection's next request before it parks the connection: a client that sends
+  // its next request as soon as it has an answer skips the trip through the epoll thread.
+  std::chrono::milliseconds park_after{2};
+  std::chrono::milliseconds linger{5000};  // at most this long reading what a refused client still sends
 };
 
 class Transport : public httplib::Server {
