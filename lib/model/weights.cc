@@ -246,6 +246,15 @@ std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& 
   return slots;
 }
 
+std::vector<std::string> layer_names(const BertConfig& config) {
+  EncoderWeights empty;
+  empty.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  std::vector<std::string> names;
+  for (const LinearSlot& slot : linear_slots(empty, config)) names.push_back(slot.name);
+  names.push_back(kWordEmbeddingsName);
+  return names;
+}
+
 StatusOr<Tensor> to_float32(const Tensor& t) {
   if (t.device() != Device::kCPU) {
     return absl::InvalidArgumentError(

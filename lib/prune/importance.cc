@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "brisk/quant/plan.h"
+#include "brisk/model/weights.h"
 #include "brisk/prune/mask.h"
 #include "internal/ridge.h"
 
@@ -40,7 +40,7 @@ double norm_of(const float* p, int64_t n, int64_t stride, Importance imp) {
 
 StatusOr<ActivationStats> collect_activations(const BertEncoder& encoder, const std::vector<PackedSequences>& batches) {
   const BertConfig& c = encoder.config();
-  const std::vector<std::string> names = quant::layer_names(c);
+  const std::vector<std::string> names = layer_names(c);
   ActivationStats stats;
   stats.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   std::map<std::string, std::pair<LayerActivations*, bool>> taps;  // name -> (layer, is the ffn output)

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
-#include "brisk/quant/plan.h"
+#include "brisk/model/weights.h"
 #include "brisk/kernels/gemm.h"
 #include "internal/ridge.h"
 
@@ -77,7 +77,7 @@ namespace {
 // Layer-local: each pruned projection re-fitted on the unpruned model's own activations (ridge_refit).
 Status refit_local(const BertConfig& config, const EncoderWeights& weights, const StructuredPlan& plan,
                    const ActivationStats& stats, const ReconstructOptions& options, PrunedModel& m) {
-  const std::vector<std::string> names = quant::layer_names(config);
+  const std::vector<std::string> names = layer_names(config);
   const int64_t d = config.head_dim();
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     const LayerActivations& a = stats.layers[static_cast<size_t>(l)];
@@ -146,7 +146,7 @@ Status refit_sequential(const BertConfig& config, const EncoderWeights& weights,
   for (const auto& [l, v] : plan.neurons) {
     if (!v.empty()) first = std::min(first, l);
   }
-  const std::vector<std::string> names = quant::layer_names(config);
+  const std::vector<std::string> names = layer_names(config);
   BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(config, weights, Device::kCPU));
   const int64_t h = config.hidden_size;
   for (int64_t l = first; l < config.num_hidden_layers; ++l) {

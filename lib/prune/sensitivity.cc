@@ -60,7 +60,7 @@ Status structured_sweep(const BertConfig& c, const EncoderWeights& w, const Acti
 
 Status tensor_sweep(const BertConfig& c, const EncoderWeights& w, const SensitivityOptions& o, Evaluator& eval,
                     SensitivityTable& table) {
-  const std::vector<std::string> names = quant::layer_names(c);  // the linear layers first, 6 a layer
+  const std::vector<std::string> names = layer_names(c);  // the linear layers first, 6 a layer
   for (size_t i = 0; i < static_cast<size_t>(6 * c.num_hidden_layers); ++i) {
     const int64_t layer = static_cast<int64_t>(i / 6);
     for (double level : o.levels) {

@@ -56,15 +56,6 @@ bool glob_match(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
-std::vector<std::string> layer_names(const BertConfig& config) {
-  EncoderWeights empty;
-  empty.layers.resize(static_cast<size_t>(config.num_hidden_layers));
-  std::vector<std::string> names;
-  for (const LinearSlot& slot : linear_slots(empty, config)) names.push_back(slot.name);
-  names.push_back(kWordEmbeddingsName);
-  return names;
-}
-
 StatusOr<PrecisionPlan> PrecisionPlan::parse(std::string_view text) {
   PrecisionPlan plan;
   plan.text = std::string(text);

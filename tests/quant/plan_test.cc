@@ -1,6 +1,7 @@
 // Precision plans: presets, rules, overrides, globbing and the errors a user sees for a typo.
 #include <catch2/catch.hpp>
 
+#include "brisk/model/weights.h"
 #include "brisk/quant/plan.h"
 
 using namespace brisk::quant;

@@ -98,6 +98,9 @@ struct BRISK_API LinearSlot {
 BRISK_API std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config);
 // The word-embedding table's name in the model file, without ".weight".
 inline constexpr const char* kWordEmbeddingsName = "embeddings.word_embeddings";
+// The layers of a model by name, as quantization plans and pruning address them: its linear layers (linear_slots
+// order), then the word embeddings.
+BRISK_API std::vector<std::string> layer_names(const BertConfig& config);
 
 // Every tensor of a safetensors file as zero-copy views (dtype kept).
 BRISK_API StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path);

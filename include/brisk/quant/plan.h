@@ -49,9 +49,6 @@ struct BRISK_API PrecisionPlan {
   StatusOr<LayerPrecisions> resolve(const std::vector<std::string>& layer_names) const;
 };
 
-// The quantizable layers of a model: its linear layers (linear_slots order), then the word embeddings.
-BRISK_API std::vector<std::string> layer_names(const BertConfig& config);
-
 // True when `pattern` (a glob) matches the whole of `name`.
 BRISK_API bool glob_match(std::string_view pattern, std::string_view name);
 
