@@ -69,8 +69,10 @@ std::string shown(std::string_view v) {
   return v.size() > 60 ? out + "..." : out;
 }
 
-bool all_digits(const std::string& v) {
-  return !v.empty() && v.size() <= 19 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+// 1 to max_len decimal digits (so that std::stoull cannot overflow for max_len <= 19).
+bool all_digits(const std::string& v, size_t max_len) {
+  return !v.empty() && v.size() <= max_len &&
+         std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // The request carries a body (which, if it is refused, is left unread).
@@ -86,7 +88,7 @@ std::optional<HttpError> HttpService::refusal_before_body(const httplib::Request
   const size_t lengths = req.get_header_value_count("Content-Length");
   for (size_t i = 0; i < lengths; ++i) {
     const std::string v = req.get_header_value("Content-Length", i);
-    if (!all_digits(v)) return HttpError{400, "Content-Length is \"" + shown(v) + "\"; expected a byte count"};
+    if (!all_digits(v, 19)) return HttpError{400, "Content-Length is \"" + shown(v) + "\"; expected a byte count"};
     if (v != req.get_header_value("Content-Length", 0)) {
       return HttpError{400, "Content-Length is given twice, as " + req.get_header_value("Content-Length", 0) + " and " +
                                 v + "; expected one length"};
@@ -236,8 +238,7 @@ std::optional<std::chrono::milliseconds> HttpService::timeout_of(const httplib::
   if (!req.has_header(kTimeoutHeader)) return options_.default_timeout;
   const std::string v = req.get_header_value(kTimeoutHeader);
   long long ms = 0;
-  const bool digits =
-      !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits = all_digits(v, 7);
   if (digits) ms = std::stoll(v);
   if (!digits || ms < 1 || ms > 3600000) {
     *err = {400, std::string(kTimeoutHeader) + " is \"" + v + "\"; expected milliseconds from 1 to 3600000"};

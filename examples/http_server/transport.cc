@@ -260,8 +260,6 @@ Transport::Transport(TransportOptions options) : options_(options) {
   set_tcp_nodelay(true);  // small responses must not wait for Nagle and delayed ACKs
 }
 
-Transport::~Transport() = default;
-
 int Transport::bind_and_listen(const std::string& host, int port) {
   const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
   if (bound < 0 || ::listen(svr_sock_, SOMAXCONN) != 0) return -1;  // listen() again: only the backlog changes

@@ -45,7 +45,6 @@ struct TransportOptions {
 class Transport : public httplib::Server {
  public:
   explicit Transport(TransportOptions options);
-  ~Transport() override;
 
   // Binds host:port (port 0: a free one) and listens with a backlog of SOMAXCONN (httplib's is 5: a burst of new
   // connections beyond it waits for SYN-ACK retransmits, seconds). The port, or -1.
