@@ -96,7 +96,8 @@ void BM_Int8Gemm(benchmark::State& state) {
       2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
-// args: B, T
+// args: B, T; int8: brisk::self_attention_int8, else the float op.
+template <bool kInt8>
 void BM_Attention(benchmark::State& state) {
   brisk::set_num_threads(2);
   const Shape s = shape_of(state);
@@ -110,8 +111,11 @@ void BM_Attention(benchmark::State& state) {
   }
   const brisk::AttentionRows rows{starts.data(), lengths.data(), s.batch, s.seq};
   for (auto _ : state) {
-    if (!brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n, kHeads, kHidden / kHeads, ctx.data())
-             .ok()) {
+    const brisk::Status st = kInt8 ? brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), rows, n, kHeads,
+                                                                kHidden / kHeads, ctx.data())
+                                   : brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n, kHeads,
+                                                           kHidden / kHeads, ctx.data());
+    if (!st.ok()) {
       state.SkipWithError("attention failed");
     }
     benchmark::ClobberMemory();
@@ -156,11 +160,14 @@ const bool kRegistered = [] {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }
-    benchmark::RegisterBenchmark("attention_fp32", BM_Attention)
-        ->ArgNames(shape_names)
-        ->Args({b, t})
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (const bool int8 : {false, true}) {
+      benchmark::RegisterBenchmark(int8 ? "attention_int8" : "attention_fp32",
+                                   int8 ? BM_Attention<true> : BM_Attention<false>)
+          ->ArgNames(shape_names)
+          ->Args({b, t})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
     benchmark::RegisterBenchmark("layer_norm", BM_LayerNorm)
         ->ArgNames(shape_names)
         ->Args({b, t})

@@ -13,7 +13,9 @@
 // A plan is a PrecisionPlan text, or "auto" / "autoT" (the auto plan at tolerance T); "+sqA" adds SmoothQuant at
 // alpha A to the int8-dynamic layers; "+w7" then requantizes every int8 weight to 7 bits (round(w / 2) in
 // [-64, 63], scale x 2), as a loader would have to for a vpmaddubsw kernel on a CPU without VNNI (its int16 pair
-// sums cannot saturate with 7-bit weights): what that choice would cost in accuracy.
+// sums cannot saturate with 7-bit weights): what that choice would cost in accuracy. "+fa" (last) keeps float
+// self-attention (EncoderOptions::int8_attention off); without it the int8 layers run int8 attention where the ISA
+// level in use prefers it (int8_attention_preferred: the VNNI levels).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -148,6 +150,9 @@ int run(int argc, char** argv) {
   for (const std::string& row_name : std::vector<std::string>(absl::StrSplit(plans_arg, ';'))) {
     // "PLAN+sqA": the plan with SmoothQuant at alpha A.
     std::string plan_name = row_name;
+    // "+fa": float attention (EncoderOptions::int8_attention off).
+    const bool float_attention = plan_name.size() > 3 && plan_name.substr(plan_name.size() - 3) == "+fa";
+    if (float_attention) plan_name.resize(plan_name.size() - 3);
     const bool seven_bits = plan_name.size() > 3 && plan_name.substr(plan_name.size() - 3) == "+w7";
     if (seven_bits) plan_name.resize(plan_name.size() - 3);
     std::optional<SmoothQuantOptions> smooth;
@@ -178,7 +183,9 @@ int run(int argc, char** argv) {
     EncoderWeights w = quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr).value();
     if (seven_bits) requantize_to_7_bits(w, config);
     const int64_t bytes = stored_bytes(w);
-    auto encoder = BertEncoder::create(config, std::move(w), Device::kCPU).value();
+    EncoderOptions encoder_options;
+    encoder_options.int8_attention = !float_attention;
+    auto encoder = BertEncoder::create(config, std::move(w), encoder_options).value();
     const Fidelity f = compare_embeddings(ref_heldout, embed_all(*encoder, heldout_batches, pooling).value(), h);
     const std::vector<int> t1 = faq->retrieve(*encoder, pooling);
     int agree = 0;

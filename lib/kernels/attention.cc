@@ -1,6 +1,7 @@
 // self_attention: argument checks and the one dispatch point on the device.
 #include "brisk/kernels/attention.h"
 
+#include "brisk/core/cpu_features.h"
 #include "cpu/cpu_ops.h"
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
@@ -21,24 +22,32 @@ Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t r
   return absl::OkStatus();
 }
 
+// The checks both ops share.
+Status check_attention(const char* op, const void* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,
+                       int64_t head_dim, const void* context) {
+  BRISK_RETURN_IF_ERROR(kernels::check_sizes(
+      op, {{"rows", rows}, {"sequences.batch", sequences.batch}, {"sequences.max_len", sequences.max_len}}));
+  if (heads <= 0 || head_dim <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": heads is ", heads, " and head_dim ", head_dim, "; expected both > 0"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  BRISK_RETURN_IF_ERROR(kernels::check_pointers(op, {{"qkv", qkv}, {"context", context}}));
+  if (sequences.batch > 0) {
+    BRISK_RETURN_IF_ERROR(kernels::check_pointers(
+        op, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 template <typename T>
 Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias,
                       const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim, T* context) {
   constexpr const char* kOp = "self_attention";
-  BRISK_RETURN_IF_ERROR(kernels::check_sizes(
-      kOp, {{"rows", rows}, {"sequences.batch", sequences.batch}, {"sequences.max_len", sequences.max_len}}));
-  if (heads <= 0 || head_dim <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": heads is ", heads, " and head_dim ", head_dim, "; expected both > 0"));
-  }
+  BRISK_RETURN_IF_ERROR(check_attention(kOp, qkv, sequences, rows, heads, head_dim, context));
   if (rows == 0) return absl::OkStatus();
-  BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"qkv", qkv}, {"context", context}}));
-  if (sequences.batch > 0) {
-    BRISK_RETURN_IF_ERROR(kernels::check_pointers(
-        kOp, {{"sequences.starts", sequences.starts}, {"sequences.lengths", sequences.lengths}}));
-  }
   switch (device) {
     case Device::kCPU:
       BRISK_RETURN_IF_ERROR(kernels::cpu_needs_f32<T>(kOp));
@@ -48,6 +57,27 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
       }
       return absl::OkStatus();
     case Device::kCUDA: return kernels::cuda::self_attention(qkv, qkv_bias, sequences, rows, heads, head_dim, context);
+  }
+  return kernels::unknown_device(kOp, device);
+}
+
+bool int8_attention_preferred() {
+  const CpuIsa isa = cpu_isa();
+  return isa == CpuIsa::kAvxVnni || isa >= CpuIsa::kAvx512Vnni;
+}
+
+Status self_attention_int8(Device device, const float* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,
+                           int64_t head_dim, float* context) {
+  constexpr const char* kOp = "self_attention_int8";
+  BRISK_RETURN_IF_ERROR(check_attention(kOp, qkv, sequences, rows, heads, head_dim, context));
+  if (rows == 0) return absl::OkStatus();
+  switch (device) {
+    case Device::kCPU:
+      BRISK_RETURN_IF_ERROR(check_sequences_on_host(kOp, sequences, rows));
+      return kernels::cpu::self_attention_int8(qkv, sequences, rows, heads, head_dim, context);
+    case Device::kCUDA:
+      return absl::UnimplementedError(
+          "self_attention_int8 on cuda; expected cpu (the GPU runs attention in the activation dtype)");
   }
   return kernels::unknown_device(kOp, device);
 }

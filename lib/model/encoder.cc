@@ -6,6 +6,7 @@
 
 #include "brisk/core/device.h"
 #include "brisk/core/internal/finite.h"
+#include "brisk/kernels/attention.h"
 #include "brisk/kernels/copy.h"
 #include "encoder_impl.h"
 
@@ -174,6 +175,11 @@ BertEncoder::~BertEncoder() = default;
 
 const BertConfig& BertEncoder::config() const { return impl_->config; }
 const EncoderOptions& BertEncoder::options() const { return impl_->options; }
+
+int64_t BertEncoder::int8_attention_layers() const {
+  return std::count_if(impl_->layers.begin(), impl_->layers.end(),
+                       [](const EncoderLayer& l) { return l.int8_attention; });
+}
 int64_t BertEncoder::hidden_size() const { return impl_->config.hidden_size; }
 
 std::vector<std::string> BertEncoder::linear_kernels() const {
@@ -327,6 +333,9 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     layer.output_name = slots[slot++].name;
     const Device d = options.device;
     BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, d, act));
+    layer.int8_attention =
+        options.int8_attention && d == Device::kCPU && int8_attention_preferred() &&
+        std::all_of(layer.qkv.begin(), layer.qkv.end(), [](const Linear& l) { return l.weight_dtype() == DType::kI8; });
     BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias, d,
                                                                   w.attention_output_scales, act));
     BRISK_ASSIGN_OR_RETURN(layer.intermediate,

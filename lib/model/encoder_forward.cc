@@ -139,8 +139,15 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
             layer.qkv[i].forward(x, n, qkv + static_cast<int64_t>(i) * attn, GemmEpilogue::kBias, 3 * attn));
       }
     }
-    BRISK_RETURN_IF_ERROR(
-        self_attention<T>(device, qkv, nullptr, sequences, n, layer.heads, config.head_dim(), context));
+    if constexpr (kF32) {
+      if (layer.int8_attention) {
+        BRISK_RETURN_IF_ERROR(self_attention_int8(device, qkv, sequences, n, layer.heads, config.head_dim(), context));
+      }
+    }
+    if (!kF32 || !layer.int8_attention) {
+      BRISK_RETURN_IF_ERROR(
+          self_attention<T>(device, qkv, nullptr, sequences, n, layer.heads, config.head_dim(), context));
+    }
     BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, context, n, attn));
     BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, GemmEpilogue::kBiasAccumulate));
     BRISK_RETURN_IF_ERROR(layer_norm_bias_residual<T>(device, x, nullptr, nullptr,

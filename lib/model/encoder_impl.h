@@ -29,8 +29,9 @@ struct EncoderLayer {
   const void* attention_ln_beta = nullptr;
   const void* output_ln_gamma = nullptr;
   const void* output_ln_beta = nullptr;
-  int64_t heads = 0;      // kept after pruning (config.layer_heads)
-  int64_t ffn_width = 0;  // config.layer_intermediate_size
+  int64_t heads = 0;            // kept after pruning (config.layer_heads)
+  bool int8_attention = false;  // EncoderOptions::int8_attention applies to this layer
+  int64_t ffn_width = 0;        // config.layer_intermediate_size
 };
 
 // Scratch for one forward pass on the encoder's device; grown on demand and reused.

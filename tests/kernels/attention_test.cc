@@ -1,7 +1,9 @@
 // Packed multi-head self-attention against a double-precision reference, with sequences of different lengths
 // (including empty ones) packed back to back.
 #include <cmath>
+#include <cstring>
 
+#include "../../lib/kernels/cpu/attention_int8.h"
 #include "brisk/kernels/attention.h"
 #include "kernel_test_util.h"
 
@@ -150,4 +152,161 @@ TEST_CASE("self_attention rejects bad arguments", "[kernels][attention]") {
   std::vector<brisk::float16_t> half(96);
   const auto f16 = brisk::self_attention(brisk::Device::kCPU, half.data(), nullptr, one.rows(), 1, 1, 32, half.data());
   CHECK_THAT(std::string(f16.message()), Catch::Contains("expected f32"));
+}
+
+// ---- int8 attention ----
+
+namespace {
+
+// Max and mean absolute difference.
+std::pair<double, double> abs_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0, sum = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(got[i] - want[i]);
+    worst = std::max(worst, e);
+    sum += e;
+  }
+  return {worst, got.empty() ? 0.0 : sum / static_cast<double>(got.size())};
+}
+
+}  // namespace
+
+TEST_CASE("self_attention_int8 stays within the int8 error of the reference", "[kernels][attention][isa]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  // head_dim 12 pads k to a multiple of 4, 80 takes two panels of values; 130 tokens take three panels of keys.
+  const int64_t heads = GENERATE(1, 4);
+  const int64_t d = GENERATE(8, 12, 32, 80);
+  const std::vector<int64_t> lengths = GENERATE(std::vector<int64_t>{5, 1, 0, 17, 130, 2},
+                                                std::vector<int64_t>{3, 40, 1, 9, 0, 33, 7, 7, 2, 64, 12, 5, 30, 1});
+  std::vector<int64_t> offsets{0};
+  for (int64_t len : lengths) offsets.push_back(offsets.back() + len);
+  const int64_t hidden = heads * d;
+  const auto qkv = random_floats(static_cast<size_t>(offsets.back() * 3 * hidden), -2.f, 2.f, 21);
+  std::vector<float> ctx(static_cast<size_t>(offsets.back() * hidden), -7.f);
+  const Sequences seqs = packed(offsets);
+  REQUIRE(brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), offsets.back(), heads, d, ctx.data())
+              .ok());
+  // V is in [-2, 2]: its codes are within 2 / 254 of it, and the weights' codes move each weight by at most 1/510
+  // of the row's largest; Q and K's codes move a score by ~|q||k| / 127. Measured worst 0.03, mean 0.004.
+  const auto [worst, mean] = abs_error(ctx, reference_attention(qkv, offsets, heads, d));
+  INFO("worst " << worst << ", mean " << mean);
+  CHECK(worst < 0.08);
+  CHECK(mean < 0.012);
+}
+
+TEST_CASE("self_attention_int8 follows a dominant key and zeroes the pad rows", "[kernels][attention][isa]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  // Sequence 0: every query aligned with key 2 alone, at scores of ~1e3 (exp underflows to 0 elsewhere); the
+  // context is then V's row 2, within its quantisation step. Rows 6 and 7 belong to no sequence.
+  const int64_t heads = 2, d = 16, hidden = heads * d, rows = 8;
+  auto qkv = random_floats(static_cast<size_t>(rows * 3 * hidden), -1.f, 1.f, 31);
+  for (int64_t t = 0; t < 6; ++t) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      qkv[t * 3 * hidden + c] = 10.f;                                      // Q
+      qkv[t * 3 * hidden + hidden + c] = t == 2 ? 10.f : -10.f * (t % 2);  // K
+    }
+  }
+  Sequences seqs;
+  seqs.starts = {0};
+  seqs.lengths = {6};
+  std::vector<float> ctx(static_cast<size_t>(rows * hidden), -7.f);
+  REQUIRE(brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), rows, heads, d, ctx.data()).ok());
+  for (int64_t t = 0; t < 6; ++t) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      INFO("token " << t << " channel " << c);
+      CHECK(std::fabs(ctx[t * hidden + c] - qkv[2 * 3 * hidden + 2 * hidden + c]) <= 1.0f / 127.f);
+    }
+  }
+  for (int64_t i = 6 * hidden; i < rows * hidden; ++i) REQUIRE(ctx[static_cast<size_t>(i)] == 0.0f);
+}
+
+TEST_CASE("self_attention_int8 rejects bad arguments and other devices", "[kernels][attention]") {
+  std::vector<float> buf(96);
+  const Sequences one = packed({0, 1});
+  CHECK_FALSE(brisk::self_attention_int8(brisk::Device::kCPU, nullptr, one.rows(), 1, 1, 32, buf.data()).ok());
+  CHECK_FALSE(brisk::self_attention_int8(brisk::Device::kCPU, buf.data(), one.rows(), 1, 0, 32, buf.data()).ok());
+  Sequences past = packed({0, 1});
+  past.starts[0] = 1;
+  const auto status = brisk::self_attention_int8(brisk::Device::kCPU, buf.data(), past.rows(), 1, 1, 32, buf.data());
+  CHECK_THAT(std::string(status.message()), Catch::Contains("self_attention_int8: sequence 0 is rows [1, 2)"));
+  const auto cuda = brisk::self_attention_int8(brisk::Device::kCUDA, buf.data(), one.rows(), 1, 1, 32, buf.data());
+  CHECK(cuda.code() == absl::StatusCode::kUnimplemented);
+  CHECK_THAT(std::string(cuda.message()), Catch::Contains("expected cpu"));
+}
+
+TEST_CASE("int8 attention's vector kernels write the scalar reference's codes", "[kernels][attention]") {
+  namespace cpu = brisk::kernels::cpu;
+  struct Level {
+    const char* name;
+    brisk::CpuIsa isa;
+    cpu::Int8Kernel kernel;
+  };
+  int ran = 0;
+  for (const Level& level : {Level{"avx2", brisk::CpuIsa::kAvx2, cpu::Int8Kernel::kAvx2},
+                             Level{"avx512", brisk::CpuIsa::kAvx512, cpu::Int8Kernel::kAvx512}}) {
+    if (!brisk::cpu_supports(level.isa)) continue;
+    ++ran;
+    const cpu::AttentionInt8Kernels vec = cpu::attention_int8_kernels(level.kernel);
+    const cpu::AttentionInt8Kernels ref = cpu::attention_int8_kernels(cpu::Int8Kernel::kScalar);
+    for (const int64_t len : {1, 7, 64, 131}) {
+      for (const int64_t d : {8, 12, 32, 80}) {
+        INFO(level.name << ": len " << len << ", d " << d);
+        const int64_t ld = 3 * d + 5;
+        auto x = random_floats(static_cast<size_t>(len * ld), -3.f, 3.f, 41);
+        const auto same_pack = [&](const cpu::Int8PackedWeights& a, const cpu::Int8PackedWeights& b, int64_t n) {
+          REQUIRE(a.k_padded == b.k_padded);
+          REQUIRE(a.n_padded == b.n_padded);
+          for (int64_t j = 0; j < n; ++j) {
+            REQUIRE(a.compensation[static_cast<size_t>(j)] == b.compensation[static_cast<size_t>(j)]);
+            for (int64_t g = 0; g < a.k_padded / 4; ++g) {
+              REQUIRE(std::memcmp(cpu::packed_group(a, j, g), cpu::packed_group(b, j, g), 4) == 0);
+            }
+          }
+        };
+        const int64_t ldc = (d + 3) / 4 * 4;
+        for (const bool wide : {false, true}) {
+          const size_t bytes = static_cast<size_t>(len * ldc * (wide ? 2 : 1));
+          std::vector<uint8_t> qv(bytes + 64, 7), qr(bytes, 7);
+          float sv = 0, sr = 0;
+          vec.quantize_queries(x.data(), ld, len, d, qv.data(), ldc, wide, &sv);
+          ref.quantize_queries(x.data(), ld, len, d, qr.data(), ldc, wide, &sr);
+          CHECK(sv == sr);
+          REQUIRE(std::memcmp(qv.data(), qr.data(), bytes) == 0);
+          CHECK(qv[bytes] == 7);  // nothing written past the last row's ldc
+        }
+        cpu::Int8PackedWeights kv, kr;
+        float kscale_v = 0, kscale_r = 0;
+        vec.pack_keys(x.data(), ld, len, d, kv, &kscale_v);
+        ref.pack_keys(x.data(), ld, len, d, kr, &kscale_r);
+        CHECK(kscale_v == kscale_r);
+        same_pack(kv, kr, len);
+        std::vector<float> vv(static_cast<size_t>(d)), vr(static_cast<size_t>(d));
+        vec.pack_values(x.data(), ld, len, d, kv, vv.data());
+        ref.pack_values(x.data(), ld, len, d, kr, vr.data());
+        CHECK(vv == vr);
+        same_pack(kv, kr, d);
+        // Softmax codes: exp differs by <= 2e-7 relative, so a code may move by one; the scale is 1 / their sum.
+        const int64_t ldp = (len + 3) / 4 * 4;
+        for (const bool wide : {false, true}) {
+          std::vector<int16_t> cv(static_cast<size_t>(ldp), -1), cr(static_cast<size_t>(ldp), -1);
+          std::vector<uint8_t> bv(static_cast<size_t>(ldp + 64), 7), br(static_cast<size_t>(ldp), 7);
+          float rv = 0, rr = 0;
+          vec.softmax_codes(x.data(), len, 0.3f, wide ? static_cast<void*>(cv.data()) : bv.data(), ldp, wide, &rv);
+          ref.softmax_codes(x.data(), len, 0.3f, wide ? static_cast<void*>(cr.data()) : br.data(), ldp, wide, &rr);
+          int64_t sum = 0, max_code = 0;
+          for (int64_t j = 0; j < ldp; ++j) {
+            const int got = wide ? cv[j] : bv[j], want = wide ? cr[j] : br[j];
+            REQUIRE(std::abs(got - want) <= 1);
+            if (j >= len) REQUIRE(got == 0);
+            sum += got;
+            max_code = std::max<int64_t>(max_code, got);
+          }
+          CHECK(max_code == 255);
+          CHECK(rv == 1.0f / static_cast<float>(sum));
+          if (!wide) CHECK(bv[static_cast<size_t>(ldp)] == 7);  // nothing written past ldp
+        }
+      }
+    }
+  }
+  if (ran == 0) BRISK_SKIP("this CPU has neither avx2 nor avx512: only the scalar kernels exist here");
 }

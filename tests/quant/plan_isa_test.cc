@@ -16,6 +16,7 @@
 
 #include "../../lib/kernels/cpu/dnnl_matmul.h"
 #include "brisk/core/cpu_features.h"
+#include "brisk/kernels/attention.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/model_file.h"
 #include "brisk/quant/quantizer.h"
@@ -38,14 +39,16 @@ struct PlanCase {
   // (a saturating one, say) lands far below these bounds.
   double min_level_agreement;
   const char* linear_kernel_at_avx2;  // a substring of linear_kernels() at the avx2 level
+  // int8 against float self-attention at the same level (the int8 plans, on a level that prefers int8 attention).
+  double min_int8_attention_agreement = 1.0;
 };
 
 const PlanCase kPlans[] = {
     {"fp32", false, 0.999999, 0.999999, 0.999999, "f32: oneDNN"},
     {"bf16", false, 0.999, 0.998, 0.9999, "widened to f32 at load"},
-    {"int8", false, 0.99, 0.97, 0.999, "i8: avx2 vpmaddwd"},
-    {"int8", true, 0.995, 0.98, 0.999, "i8: avx2 vpmaddwd"},
-    {"int8-static", false, 0.95, 0.9, 0.998, "i8: avx2 vpmaddwd"},
+    {"int8", false, 0.99, 0.97, 0.999, "i8: avx2 vpmaddwd", 0.995},
+    {"int8", true, 0.995, 0.98, 0.999, "i8: avx2 vpmaddwd", 0.995},
+    {"int8-static", false, 0.95, 0.9, 0.998, "i8: avx2 vpmaddwd", 0.96},
     {"mixed", false, 0.99, 0.97, 0.998, "i8: avx2 vpmaddwd"},
 };
 
@@ -97,7 +100,8 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
     REQUIRE(save_quantized_model(path, m).ok());
     const QuantizedModel loaded = load_quantized_model(path).value();
 
-    std::vector<float> first_level;
+    // The first level's embeddings, per attention kind (float, int8): levels are compared within a kind.
+    std::vector<float> first_level[2];
     for (const CpuIsa isa : levels) {
       INFO("ISA level " << cpu_isa_name(isa));
       testing::IsaCapGuard guard(isa);
@@ -109,6 +113,10 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
       if (isa >= CpuIsa::kAvx512Vnni && std::string(c.plan).find("int8") == 0) {
         CHECK_THAT(kernels, Catch::Contains("i8: avx512_vnni vpdpbusd"));
       }
+      // int8 attention runs on the int8 layers where the level prefers it (the VNNI levels), and nowhere else.
+      const bool int8_qkv = std::string(c.plan).find("int8") == 0;
+      CHECK((*encoder)->int8_attention_layers() ==
+            (int8_qkv && int8_attention_preferred() ? config.num_hidden_layers : 0));
       if (std::string(c.plan) == "bf16") {
         CHECK((kernels.find("widened") != std::string::npos) == (isa < CpuIsa::kAvx512Bf16));
       }
@@ -117,12 +125,18 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
       const Fidelity vs_fp32 = compare_embeddings(reference, *got, config.hidden_size);
       CHECK(vs_fp32.mean_cosine >= c.min_mean_cosine);
       CHECK(vs_fp32.worst_cosine >= c.min_worst_cosine);
-      if (first_level.empty()) {
-        first_level = *got;
+      std::vector<float>& first = first_level[(*encoder)->int8_attention_layers() > 0 ? 1 : 0];
+      if (first.empty()) {
+        first = *got;
       } else {
-        const Fidelity vs_first = compare_embeddings(first_level, *got, config.hidden_size);
+        const Fidelity vs_first = compare_embeddings(first, *got, config.hidden_size);
         CHECK(vs_first.worst_cosine >= c.min_level_agreement);
       }
+    }
+    if (!first_level[0].empty() && !first_level[1].empty()) {
+      const Fidelity attention = compare_embeddings(first_level[0], first_level[1], config.hidden_size);
+      INFO("int8 against float attention: worst cosine " << attention.worst_cosine);
+      CHECK(attention.worst_cosine >= c.min_int8_attention_agreement);
     }
   }
   // The matmul primitives created by this test's encoders (the registry counts the whole process's).

@@ -40,6 +40,19 @@ struct AttentionRows {
   int64_t max_len = 0;  // the longest sequence
 };
 
+// self_attention<float> with QKᵀ and P·V as exact int8 GEMMs (CPU only), on the int8 GEMM kernel of the ISA level
+// in use: per (sequence, head), Q and K quantized per token, V per channel, and the softmax written as 8-bit codes
+// per row (round(255 * exp(s - max)), scaled by 1 / their sum). The int8 encoder's attention; on all-MiniLM-L6-v2
+// it moves the embeddings by as much as its int8 linears do (benchmarks/RESULTS.md, "int8 attention"). On cuda it
+// is UNIMPLEMENTED (the GPU runs attention in the activation dtype).
+BRISK_API Status self_attention_int8(Device device, const float* qkv, const AttentionRows& sequences, int64_t rows,
+                                     int64_t heads, int64_t head_dim, float* context);
+
+// Whether self_attention_int8 is faster than self_attention<float> on the ISA level in use: with a VNNI int8 kernel
+// (avx512_vnni and up, avx_vnni). Without VNNI its vpmaddwd GEMMs gain less than the quantisation passes cost
+// (benchmarks/RESULTS.md, "int8 attention").
+BRISK_API bool int8_attention_preferred();
+
 template <typename T>
 BRISK_API Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias,
                                 const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim,

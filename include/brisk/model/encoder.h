@@ -71,6 +71,10 @@ struct EncoderOptions {
   // Dense layers on the real tokens only (EFF-FT's padding removal); false: every text padded to the batch's
   // longest, as frameworks without it run. Results agree either way; only the speed differs.
   bool remove_padding = true;
+  // On the CPU, a layer whose Q, K and V projections all have i8 weights runs int8 self-attention
+  // (self_attention_int8) where int8_attention_preferred() says it is the faster: on the VNNI levels. false keeps
+  // float attention everywhere (the int8 plan's accuracy then comes from its linears alone).
+  bool int8_attention = true;
 };
 
 class BRISK_API BertEncoder {
@@ -87,6 +91,9 @@ class BRISK_API BertEncoder {
   // What computes its Linear layers: one "<weight dtype>: <kernel>" entry per distinct pair, in layer order, e.g.
   // "i8: avx2 vpmaddwd", "f32: oneDNN brg:avx512_core" (Linear::kernel_name()).
   std::vector<std::string> linear_kernels() const;
+  // How many layers run int8 self-attention (EncoderOptions::int8_attention); the rest run it in the activation
+  // dtype.
+  int64_t int8_attention_layers() const;
 
   // Last hidden states, [total_tokens, hidden] f32 in host memory, row t for packed token t.
   Status forward(const PackedSequences& batch, float* hidden_states) const;

@@ -1,11 +1,14 @@
-// CPU self-attention: for each (sequence, head), S = Q Kᵀ, P = softmax(S / sqrt(d)), O = P V, as two strided sgemm
-// calls reading Q, K and V straight out of the fused QKV buffer.
+// CPU self-attention: for each (sequence, head), S = Q Kᵀ, P = softmax(S / sqrt(d)), O = P V. In float, as two
+// strided sgemm calls reading Q, K and V straight out of the fused QKV buffer; in int8, as two int8 GEMMs of
+// int8_gemm.h around the per-(sequence, head) kernels of attention_int8.h.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <new>
 #include <vector>
 
+#include "attention_int8.h"
+#include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
 #include "cpu_ops.h"
 #include "dnnl_engine.h"
@@ -25,13 +28,48 @@ void zero_uncovered_rows(const AttentionRows& seqs, int64_t rows, int64_t hidden
   }
 }
 
+// Runs attend(b, h, scratch) for every (sequence, head) pair over the workers, each with its own Scratch.
+template <typename Scratch, typename Attend>
+Status for_each_head(const AttentionRows& seqs, int64_t heads, const Attend& attend) {
+  try {
+    if (seqs.batch >= 4 * num_threads()) {
+      // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
+      // dynamically because an item costs len² and lengths differ.
+      parallel_for_dynamic(0, seqs.batch, [&](int64_t b) {
+        thread_local Scratch scratch;  // a bad_alloc is rethrown after the region
+        for (int64_t h = 0; h < heads; ++h) attend(b, h, scratch);
+      });
+    } else {
+      // Few sequences: split their heads between the workers.
+      parallel_for(0, seqs.batch * heads, 1, [&](int64_t begin, int64_t end) {
+        thread_local Scratch scratch;
+        for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scratch);
+      });
+    }
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("self_attention: out of memory for the ", seqs.max_len, " x ", seqs.max_len, " score scratch"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns; }
+
+// One worker's buffers for int8 attention, grown to the longest sequence it has seen.
+struct Int8Scratch {
+  std::vector<uint8_t> q_codes, p_codes;  // the GEMMs' activations in the kernel's code (u8 or s16)
+  std::vector<float> q_scales, k_scales, v_scales, p_scales, scores;
+  Int8PackedWeights keys, values;
+};
+
 }  // namespace
 
 Status self_attention(const float* qkv_in, const float* qkv_bias, const AttentionRows& seqs, int64_t rows,
                       int64_t heads, int64_t head_dim, float* context) {
   const int64_t hidden = heads * head_dim;
   const int64_t qkv_ld = 3 * hidden;
-  const int64_t batch = seqs.batch;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   // With a separate bias, Q, K and V are read from a biased copy (the GPU fuses this into its head split).
   std::vector<float> biased;
@@ -47,13 +85,14 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
   dnnl_isa_cap_once();  // before dnnl_sgemm generates its first kernel
 
   std::atomic<int> failures{0};
-  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) noexcept {
+  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
     const int64_t len = seqs.lengths[b];
     if (len <= 0) return;
     const float* q = qkv + int64_t{seqs.starts[b]} * qkv_ld + h * head_dim;
     const float* k = q + hidden;
     const float* v = q + 2 * hidden;
     float* out = context + int64_t{seqs.starts[b]} * hidden + h * head_dim;
+    if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
     // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
     if (dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, qkv_ld, k, qkv_ld, 0.0f, scores.data(), len) !=
         dnnl_success) {
@@ -67,33 +106,68 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
       failures.fetch_add(1);
     }
   };
-  const int64_t max_len = seqs.max_len;
-  const size_t scratch = static_cast<size_t>(max_len * max_len);
-  try {
-    if (batch >= 4 * num_threads()) {
-      // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
-      // dynamically because an item costs len² and lengths differ.
-      parallel_for_dynamic(0, batch, [&](int64_t b) {
-        thread_local std::vector<float> scores;
-        if (scores.size() < scratch) scores.resize(scratch);  // a bad_alloc is rethrown after the region
-        for (int64_t h = 0; h < heads; ++h) attend(b, h, scores);
-      });
-    } else {
-      // Few sequences: split their heads between the workers.
-      parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(scratch);
-        for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scores);
-      });
-    }
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("self_attention: out of memory for the ", max_len, " x ", max_len, " score scratch"));
-  }
+  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(seqs, heads, attend));
   if (failures.load() != 0) {
     return absl::InternalError(absl::StrCat("self_attention: oneDNN sgemm failed for ", failures.load(),
-                                            " (sequence, head) pairs; longest sequence ", max_len, " tokens"));
+                                            " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
   }
   return absl::OkStatus();
+}
+
+Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t rows, int64_t heads, int64_t head_dim,
+                           float* context) {
+  const int64_t hidden = heads * head_dim;
+  const int64_t qkv_ld = 3 * hidden;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const Int8Kernel kernel = int8_kernel_for(cpu_isa());
+  const Int8RowKernels gemm = int8_row_kernels(kernel);
+  const AttentionInt8Kernels ops = attention_int8_kernels(kernel);
+  const int64_t code_bytes = int8_activation_bytes(kernel);
+  zero_uncovered_rows(seqs, rows, hidden, context);
+
+  auto attend = [&](int64_t b, int64_t h, Int8Scratch& s) {
+    const int64_t len = seqs.lengths[b];
+    if (len <= 0) return;
+    const float* q = qkv + int64_t{seqs.starts[b]} * qkv_ld + h * head_dim;
+    const float* k = q + hidden;
+    const float* v = q + 2 * hidden;
+    const auto n = static_cast<size_t>(len);
+    // Q and K with one scale each, which the scores' row and column scales carry.
+    const int64_t ldq = round_up(head_dim, 4);  // the packed keys' k_padded
+    s.q_codes.resize(n * static_cast<size_t>(ldq * code_bytes));
+    float q_scale = 0.0f, k_scale = 0.0f;
+    ops.quantize_queries(q, qkv_ld, len, head_dim, s.q_codes.data(), ldq, code_bytes == 2, &q_scale);
+    ops.pack_keys(k, qkv_ld, len, head_dim, s.keys, &k_scale);
+    s.q_scales.assign(n, q_scale);
+    s.k_scales.assign(n, k_scale);
+    s.scores.resize(n * n);
+    const Int8GemmArgs qk{
+        s.q_codes.data(), ldq, s.q_scales.data(), &s.keys, s.k_scales.data(), nullptr, Int8Epilogue::kBias,
+        s.scores.data(),  len};
+    gemm.gemm(qk, 0, len, 0, panels(s.keys));
+    // P as codes, at the row stride of the packed values.
+    const int64_t ldp = round_up(len, 4);
+    s.p_codes.resize(n * static_cast<size_t>(ldp * code_bytes));
+    s.p_scales.resize(n);
+    for (int64_t i = 0; i < len; ++i) {
+      ops.softmax_codes(s.scores.data() + i * len, len, scale, s.p_codes.data() + i * ldp * code_bytes, ldp,
+                        code_bytes == 2, s.p_scales.data() + i);
+    }
+    s.v_scales.resize(static_cast<size_t>(head_dim));
+    ops.pack_values(v, qkv_ld, len, head_dim, s.values, s.v_scales.data());
+    float* out = context + int64_t{seqs.starts[b]} * hidden + h * head_dim;
+    const Int8GemmArgs pv{s.p_codes.data(),
+                          ldp,
+                          s.p_scales.data(),
+                          &s.values,
+                          s.v_scales.data(),
+                          nullptr,
+                          Int8Epilogue::kBias,
+                          out,
+                          hidden};
+    gemm.gemm(pv, 0, len, 0, panels(s.values));
+  };
+  return for_each_head<Int8Scratch>(seqs, heads, attend);
 }
 
 }  // namespace brisk::kernels::cpu

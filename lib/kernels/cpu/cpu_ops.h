@@ -31,6 +31,8 @@ void masked_softmax(float* x, int64_t rows, int64_t cols, int64_t ld, int64_t va
 
 Status self_attention(const float* qkv, const float* qkv_bias, const AttentionRows& sequences, int64_t rows,
                       int64_t heads, int64_t head_dim, float* context);
+Status self_attention_int8(const float* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,
+                           int64_t head_dim, float* context);
 
 void embed_layer_norm(const EmbeddingTables<float>& tables, const int32_t* ids, const int32_t* type_ids,
                       const int32_t* positions, float epsilon, float* out, int64_t rows);

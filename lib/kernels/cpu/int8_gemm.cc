@@ -22,12 +22,9 @@ constexpr int64_t kRowsPerTask = 192;
 // second thread's wake-up costs more than it saves.
 constexpr int64_t kMinMacsPerTask = 1 << 18;
 
-struct KernelEntry {
-  Int8GemmBlock gemm;
-  QuantizeActivationRows quantize;
-};
+}  // namespace
 
-KernelEntry entry(Int8Kernel kernel) {
+Int8RowKernels int8_row_kernels(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kAvx512Vnni: return {&int8_gemm_block_avx512_vnni, &quantize_activation_rows_avx512_vnni};
     case Int8Kernel::kAvx512: return {&int8_gemm_block_avx512, &quantize_activation_rows_avx512};
@@ -37,8 +34,6 @@ KernelEntry entry(Int8Kernel kernel) {
   }
   return {&int8_gemm_block_scalar, &quantize_activation_rows_scalar};
 }
-
-}  // namespace
 
 Int8Kernel int8_kernel_for(CpuIsa isa) {
   switch (isa) {
@@ -161,7 +156,7 @@ void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64
                           float* row_scales, const float* channel_scale, float static_scale) {
   if (rows <= 0) return;
   const QuantizeActivationsArgs args{x, channel_scale, k, ldq, xq, row_scales, static_scale};
-  const QuantizeActivationRows quantize = entry(kernel).quantize;
+  const QuantizeActivationRows quantize = int8_row_kernels(kernel).quantize;
   parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { quantize(args, begin, end); });
 }
 
@@ -170,7 +165,7 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
                int64_t ldy) {
   if (m <= 0 || w.n <= 0) return;
   const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
-  const Int8GemmBlock block = entry(kernel).gemm;
+  const Int8GemmBlock block = int8_row_kernels(kernel).gemm;
   // Tasks are (row block, column panel) pairs, row-block-major: a thread's contiguous range of tasks sweeps all
   // panels over one row block while that block's activations (<= 192 x k elements) stay in L2, with the weights
   // (n x k bytes: 147 KB to 590 KB at MiniLM's shapes) beside them; for m <= 192 the tasks are the panels.

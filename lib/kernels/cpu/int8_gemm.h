@@ -135,6 +135,14 @@ using Int8GemmBlock = void (*)(const Int8GemmArgs& a, int64_t row_begin, int64_t
                                int64_t panel_end);
 using QuantizeActivationRows = void (*)(const QuantizeActivationsArgs& a, int64_t row_begin, int64_t row_end);
 
+// The row kernels of `kernel`, for callers that split the work themselves (int8 attention: one (sequence, head)
+// per task, the GEMMs inside it on one thread).
+struct Int8RowKernels {
+  Int8GemmBlock gemm;
+  QuantizeActivationRows quantize;
+};
+Int8RowKernels int8_row_kernels(Int8Kernel kernel);
+
 #define BRISK_DECLARE_INT8_KERNEL(name)                                                                       \
   void int8_gemm_block_##name(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin, \
                               int64_t panel_end);                                                             \

@@ -1,0 +1,120 @@
+// int8 self-attention's per-(sequence, head) kernels (attention_int8.h): the scalar references, which the vector
+// kernels match code for code (both round half to even; exp differs by <= 2e-7 relative, which moves a softmax code
+// by one at most), and the dispatch.
+#include "attention_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace brisk::kernels::cpu {
+namespace {
+
+int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+int8_t to_s8(float v, float inv) { return static_cast<int8_t>(std::nearbyint(std::clamp(v * inv, -127.0f, 127.0f))); }
+
+}  // namespace
+
+void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k) {
+  w.n = n;
+  w.k = k;
+  w.k_padded = round_up(k, 4);
+  w.n_padded = round_up(n, 16);
+  if (w.data.size() < static_cast<size_t>(w.n_padded * w.k_padded)) w.data.resize(w.n_padded * w.k_padded);
+  if (w.compensation.size() < static_cast<size_t>(w.n_padded)) w.compensation.resize(w.n_padded);
+}
+
+// The absmax of a [len, d] block at row stride ld, and its scale and inverse (1 and 0 when it is all zeros).
+float block_scale(const float* x, int64_t ld, int64_t len, int64_t d, float* inv) {
+  float absmax = 0.0f;
+  for (int64_t t = 0; t < len; ++t) {
+    for (int64_t c = 0; c < d; ++c) absmax = std::max(absmax, std::fabs(x[t * ld + c]));
+  }
+  *inv = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+  return absmax > 0.0f ? absmax / 127.0f : 1.0f;
+}
+
+void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,
+                             bool wide, float* scale) {
+  float inv = 0.0f;
+  *scale = block_scale(q, ldq, len, d, &inv);
+  for (int64_t t = 0; t < len; ++t) {
+    for (int64_t c = 0; c < ldc; ++c) {
+      const int v = c < d ? to_s8(q[t * ldq + c], inv) : 0;
+      if (wide) {
+        static_cast<int16_t*>(codes)[t * ldc + c] = static_cast<int16_t>(v);
+      } else {
+        static_cast<uint8_t*>(codes)[t * ldc + c] = static_cast<uint8_t>(v + 128);
+      }
+    }
+  }
+}
+
+void pack_keys_scalar(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale) {
+  reshape_packed(w, len, d);
+  float inv = 0.0f;
+  *scale = block_scale(k, ldk, len, d, &inv);
+  for (int64_t j = 0; j < len; ++j) {
+    int32_t sum = 0;
+    for (int64_t g = 0; g < w.k_padded / 4; ++g) {
+      int8_t* dst = packed_group(w, j, g);
+      for (int64_t b = 0; b < 4; ++b) {
+        const int64_t c = 4 * g + b;
+        dst[b] = c < d ? to_s8(k[j * ldk + c], inv) : 0;
+        sum += dst[b];
+      }
+    }
+    w.compensation[static_cast<size_t>(j)] = -128 * sum;
+  }
+}
+
+void pack_values_scalar(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales) {
+  reshape_packed(w, d, len);
+  for (int64_t c = 0; c < d; ++c) {
+    float absmax = 0.0f;
+    for (int64_t t = 0; t < len; ++t) absmax = std::max(absmax, std::fabs(v[t * ldv + c]));
+    scales[c] = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+    const float inv = absmax > 0.0f ? 127.0f / absmax : 0.0f;
+    for (int64_t g = 0; g < w.k_padded / 4; ++g) {
+      int8_t* dst = packed_group(w, c, g);
+      for (int64_t b = 0; b < 4; ++b) {
+        const int64_t t = 4 * g + b;
+        dst[b] = t < len ? to_s8(v[t * ldv + c], inv) : 0;
+      }
+    }
+    w.compensation[static_cast<size_t>(c)] = 0;
+  }
+}
+
+void softmax_codes_scalar(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,
+                          float* row_scale) {
+  float m = -INFINITY;
+  for (int64_t j = 0; j < len; ++j) m = std::max(m, s[j] * scale);
+  int32_t sum = 0;
+  for (int64_t j = 0; j < ldp; ++j) {
+    // The maximum gives exp(0) = 1: code 255, so the sum is >= 255.
+    const int code = j < len ? static_cast<int>(std::nearbyint(255.0f * std::exp(std::fma(s[j], scale, -m)))) : 0;
+    sum += code;
+    if (wide) {
+      static_cast<int16_t*>(codes)[j] = static_cast<int16_t>(code);
+    } else {
+      static_cast<uint8_t*>(codes)[j] = static_cast<uint8_t>(code);
+    }
+  }
+  *row_scale = 1.0f / static_cast<float>(sum);
+}
+
+AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kAvx512Vnni:
+    case Int8Kernel::kAvx512: return {&quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512, &softmax_codes_avx512};
+    case Int8Kernel::kAvxVnni:
+    case Int8Kernel::kAvx2: return {&quantize_queries_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
+    case Int8Kernel::kScalar: break;
+  }
+  return {&quantize_queries_scalar, &pack_keys_scalar, &pack_values_scalar, &softmax_codes_scalar};
+}
+
+}  // namespace brisk::kernels::cpu
