@@ -182,6 +182,7 @@ int run_info(const ModelFlags& flags) {
       {"cpu_isa", m.cpu_isa},
       {"cpu_isa_detected", brisk::cpu_isa_name(brisk::detected_cpu_isa())},
       {"linear_kernels", m.linear_kernels},
+      {"int8_attention_layers", m.int8_attention_layers},
       {"brisk_version", brisk_version_string()},
   };
   fmt::print("{}\n", j.dump(2, ' ', false, json::error_handler_t::replace));
@@ -321,6 +322,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
               {"device", device},
               {"dtype", dtype},
               {"remove_padding", opts.remove_padding},
+              {"int8_attention_layers", (*rt)->info().int8_attention_layers},
               {"device_memory_limit", opts.device_memory_limit},
               {"seq_per_s", seq_per_s},
               {"tokens_per_s", tokens_per_s},

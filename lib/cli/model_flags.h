@@ -1,6 +1,6 @@
 // The model flags the tool's subcommands share: --model, --threads, --policy, the text, pooling, head and TorchScript
-// groups, and the device flags (--device, --dtype, --no-remove-padding, --device-memory-limit), turned into
-// RuntimeOptions.
+// groups, and the device flags (--device, --dtype, --no-remove-padding, --float-attention, --device-memory-limit),
+// turned into RuntimeOptions.
 //
 //   ModelFlags flags;
 //   flags.add_to(*cmd, kTextFlags | kHeadFlag);        // after parsing: flags.validate(), then
@@ -61,6 +61,7 @@ struct DeviceFlags {
   std::string device = "cpu";
   std::string dtype;  // "", "f32", "f16" or "bf16"; "": the device's default
   bool no_remove_padding = false;
+  bool float_attention = false;
   std::string device_memory_limit = "0";
 
   // Checked after parsing, so that a bad value gets brisk's own message (and exit code 2), not a crash.
@@ -73,6 +74,8 @@ struct DeviceFlags {
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     cmd.add_flag("--no-remove-padding", no_remove_padding,
                  "pad every text to the batch's longest instead of running the dense layers on real tokens only");
+    cmd.add_flag("--float-attention", float_attention,
+                 "int8 model files: keep self-attention in float (default: int8 where the CPU has VNNI)");
     cmd.add_option("--device-memory-limit", device_memory_limit,
                    "cuda: the most GPU memory brisk may hold, in bytes (suffixes K, M, G, T: 512M, 2G); 0 = no cap")
         ->capture_default_str();
@@ -100,6 +103,7 @@ struct DeviceFlags {
     if (dtype == "f16") o.activation_dtype = brisk::DType::kF16;
     if (dtype == "bf16") o.activation_dtype = brisk::DType::kBF16;
     o.remove_padding = !no_remove_padding;
+    o.int8_attention = !float_attention;
     o.device_memory_limit = memory_limit_bytes;
   }
 };

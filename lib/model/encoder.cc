@@ -341,6 +341,11 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     BRISK_ASSIGN_OR_RETURN(layer.intermediate,
                            Linear::create(w.intermediate_weight, w.intermediate_bias, d, w.intermediate_scales, act));
     BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));
+    // As for Q, K and V: an int8 weight lives on only in its Linear's packed copy, not twice.
+    for (Tensor* t : {&w.attention_output_weight, &w.attention_output_bias, &w.intermediate_weight,
+                      &w.intermediate_bias, &w.output_weight, &w.output_bias}) {
+      *t = Tensor();
+    }
     impl->layers.push_back(std::move(layer));
   }
   BRISK_RETURN_IF_ERROR(impl->place_parameters());

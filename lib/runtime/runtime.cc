@@ -302,12 +302,14 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   StatusOr<std::unique_ptr<BertEncoder>> encoder = absl::InternalError("encoder not created");
   std::thread([&] {
     ScopedNumThreads threads(options.num_threads);  // weights are packed with the runtime's thread count
-    encoder = BertEncoder::create(config, std::move(model.weights),
-                                  EncoderOptions{options.device, info.activation_dtype, options.remove_padding});
+    encoder = BertEncoder::create(
+        config, std::move(model.weights),
+        EncoderOptions{options.device, info.activation_dtype, options.remove_padding, options.int8_attention});
   }).join();
   if (!encoder.ok()) return encoder.status();
   info.cpu_isa = cpu_isa_name(cpu_isa());
   info.linear_kernels = (*encoder)->linear_kernels();
+  info.int8_attention_layers = (*encoder)->int8_attention_layers();
   if (!options.classification_head.empty()) {
     BRISK_ASSIGN_OR_RETURN(model.head,
                            load_classification_head(options.classification_head, model.head.has_value(), info));

@@ -452,6 +452,7 @@ std::string Runtime::stats_json() const {
   if (!impl_->info.cpu_isa.empty()) {
     j["cpu_isa"] = impl_->info.cpu_isa;
     j["linear_kernels"] = impl_->info.linear_kernels;
+    j["int8_attention_layers"] = impl_->info.int8_attention_layers;
   }
   j["forward_passes"] = forward_passes();
   j["nonfinite_outputs"] = impl_->nonfinite_outputs.value();

@@ -137,6 +137,9 @@ struct RuntimeOptions {
   // Run the dense layers on the batch's real tokens only, rebuilding the padding for attention alone (EFF-FT's
   // padding removal); false pads every text to the batch's longest, to measure what the removal saves.
   bool remove_padding = true;
+  // CPU, int8 model files: int8 self-attention on the int8 layers where the CPU prefers it (the VNNI levels;
+  // EncoderOptions::int8_attention); false keeps it in float everywhere.
+  bool int8_attention = true;
   // CUDA: the most device memory brisk's caching allocator may hold (weights, activations and its cache), in
   // bytes; 0: no cap. Past it a batch fails with OUT_OF_MEMORY instead of crashing, and the batcher's memory
   // budget shrinks to what the cap leaves after the weights, so a surge is queued or refused. The cap is
@@ -256,6 +259,7 @@ struct ModelInfo {
   // weights widened to f32 at load: no avx512_bf16)"; BertEncoder::linear_kernels()); empty for other backends.
   std::string cpu_isa;
   std::vector<std::string> linear_kernels;
+  int64_t int8_attention_layers = 0;  // layers running int8 self-attention (RuntimeOptions::int8_attention)
 };
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else

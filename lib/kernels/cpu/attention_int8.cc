@@ -36,8 +36,8 @@ float block_scale(const float* x, int64_t ld, int64_t len, int64_t d, float* inv
   return absmax > 0.0f ? absmax / 127.0f : 1.0f;
 }
 
-void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,
-                             bool wide, float* scale) {
+void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc, bool wide,
+                             float* scale) {
   float inv = 0.0f;
   *scale = block_scale(q, ldq, len, d, &inv);
   for (int64_t t = 0; t < len; ++t) {
@@ -109,7 +109,8 @@ void softmax_codes_scalar(const float* s, int64_t len, float scale, void* codes,
 AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kAvx512Vnni:
-    case Int8Kernel::kAvx512: return {&quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512, &softmax_codes_avx512};
+    case Int8Kernel::kAvx512:
+      return {&quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512, &softmax_codes_avx512};
     case Int8Kernel::kAvxVnni:
     case Int8Kernel::kAvx2: return {&quantize_queries_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
     case Int8Kernel::kScalar: break;

@@ -63,13 +63,12 @@ inline int8_t* packed_group(Int8PackedWeights& w, int64_t j, int64_t g) {
   return const_cast<int8_t*>(packed_group(static_cast<const Int8PackedWeights&>(w), j, g));
 }
 
-#define BRISK_DECLARE_ATTENTION_INT8(name)                                                                        \
-  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,     \
-                               bool wide, float* scale);                                                          \
-  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale); \
-  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w,               \
-                          float* scales);                                                                          \
-  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,         \
+#define BRISK_DECLARE_ATTENTION_INT8(name)                                                                           \
+  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,        \
+                               bool wide, float* scale);                                                             \
+  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale);    \
+  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales); \
+  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,           \
                             float* row_scale);
 BRISK_DECLARE_ATTENTION_INT8(scalar)  // attention_int8.cc
 BRISK_DECLARE_ATTENTION_INT8(avx2)    // attention_int8_avx2.cc

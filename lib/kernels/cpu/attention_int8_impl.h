@@ -21,7 +21,7 @@ BRISK_SIMD_INLINE typename S::V round_even(typename S::V v) {
   return S::sub(S::add(v, magic), magic);
 }
 
-// W integral floats in [-32768, 32767] -> W int32 -> stored as W bytes (int8 or uint8 by value) or W int16.
+// W integral floats in [-128, 255] -> W bytes (int8 or uint8 by value).
 template <class S>
 BRISK_SIMD_INLINE void store_bytes(void* p, typename S::V v) {
   if constexpr (S::kWidth == 16) {
@@ -34,6 +34,7 @@ BRISK_SIMD_INLINE void store_bytes(void* p, typename S::V v) {
     _mm_storel_epi64(static_cast<__m128i*>(p), bytes);
   }
 }
+// W integral floats in [-32768, 32767] -> W int16.
 template <class S>
 BRISK_SIMD_INLINE void store_int16(int16_t* p, typename S::V v) {
   if constexpr (S::kWidth == 16) {
@@ -182,7 +183,9 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
   const typename S::V neg_m = S::set1(-(S::reduce_max(vmax) * scale));  // scale > 0: max(s) * scale = max(s * scale)
   const typename S::V k255 = S::set1(255.0f);
   typename S::V sum = S::zero();
-  auto code_of = [&](typename S::V x) { return round_even<S>(S::mul(k255, vmath::exp<S>(S::fmadd(x, vscale, neg_m)))); };
+  auto code_of = [&](typename S::V x) {
+    return round_even<S>(S::mul(k255, vmath::exp<S>(S::fmadd(x, vscale, neg_m))));
+  };
   for (j = 0; j + W <= len; j += W) {
     const typename S::V q = code_of(S::load(s + j));
     sum = S::add(sum, q);
@@ -202,3 +205,29 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
 
 }  // namespace
 }  // namespace brisk::kernels::cpu
+
+// Defines attention_int8.h's kernels for one ISA, in that ISA's translation unit: BRISK_DEFINE_ATTENTION_INT8(avx2,
+// Avx2) in attention_int8_avx2.cc.
+#define BRISK_DEFINE_ATTENTION_INT8(name, S)                                                                          \
+  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,         \
+                               bool wide, float* scale) {                                                             \
+    if (wide) {                                                                                                       \
+      quantize_queries<S>(q, ldq, len, d, static_cast<int16_t*>(codes), ldc, scale);                                  \
+    } else {                                                                                                          \
+      quantize_queries<S>(q, ldq, len, d, static_cast<uint8_t*>(codes), ldc, scale);                                  \
+    }                                                                                                                 \
+  }                                                                                                                   \
+  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale) {    \
+    pack_keys<S>(k, ldk, len, d, w, scale);                                                                           \
+  }                                                                                                                   \
+  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales) { \
+    pack_values<S>(v, ldv, len, d, w, scales);                                                                        \
+  }                                                                                                                   \
+  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,            \
+                            float* row_scale) {                                                                       \
+    if (wide) {                                                                                                       \
+      softmax_codes<S>(s, len, scale, static_cast<int16_t*>(codes), ldp, row_scale);                                  \
+    } else {                                                                                                          \
+      softmax_codes<S>(s, len, scale, static_cast<uint8_t*>(codes), ldp, row_scale);                                  \
+    }                                                                                                                 \
+  }
