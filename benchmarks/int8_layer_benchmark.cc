@@ -1,7 +1,7 @@
 // Where the time of one dynamic-int8 MiniLM-L6 encoder layer goes, op by op, on the int8 kernel of the ISA level in
 // use (BRISK_ISA caps it; each benchmark's label names the kernel): the four per-token quantize passes, the four
 // int8 GEMMs with their fused epilogues (QKV, attention output + residual, FFN up + GeLU, FFN down + residual), the
-// self-attention in fp32 and in int8 (the encoder runs int8 where int8_attention_preferred(): the VNNI levels), and
+// self-attention in fp32 and in int8 (the encoder runs int8 where int8_attention_preferred(): the AVX-512 levels), and
 // the two LayerNorms; at B x T = 32 x 128 (4096 tokens) and 1 x 16, 2 threads. Multiply by
 // the 6 layers and compare with brisk bench's whole pass for the rest (embeddings, pooling, batching).
 //   BRISK_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 build/release/benchmarks/brisk_int8_layer_benchmark \

@@ -15,7 +15,7 @@
 // [-64, 63], scale x 2), as a loader would have to for a vpmaddubsw kernel on a CPU without VNNI (its int16 pair
 // sums cannot saturate with 7-bit weights): what that choice would cost in accuracy. "+fa" (last) keeps float
 // self-attention (EncoderOptions::int8_attention off); without it the int8 layers run int8 attention where the ISA
-// level in use prefers it (int8_attention_preferred: the VNNI levels).
+// level in use prefers it (int8_attention_preferred: the AVX-512 levels).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -49,9 +49,9 @@ for isa in levels:
             kind = name.split("/")[0]
             # per layer: QKV, attention output and FFN up read k=384 inputs, FFN down k=1536: 3 + 1 quantize passes
             count = 3 if (kind == "quantize" and "k:384" in name) else 2 if kind == "layer_norm" else 1
-            # the encoder's attention at this level: int8 where int8_attention_preferred() (the VNNI levels)
+            # the encoder's attention at this level: int8 where int8_attention_preferred() (the AVX-512 levels)
             if kind.startswith("attention_"):
-                count = int((kind == "attention_int8") == (isa in ("avx_vnni", "avx512_vnni", "avx512_bf16")))
+                count = int((kind == "attention_int8") == (isa in ("avx512", "avx512_vnni", "avx512_bf16")))
             total[kind] += us * count
             frac = f"  {gops:6.1f} GOP/s = {gops / best_int:.2f} of the best int peak" if gops else ""
             print(f"    {name:48s} {us:9.1f} us x{count}{frac}")

@@ -75,7 +75,7 @@ struct DeviceFlags {
     cmd.add_flag("--no-remove-padding", no_remove_padding,
                  "pad every text to the batch's longest instead of running the dense layers on real tokens only");
     cmd.add_flag("--float-attention", float_attention,
-                 "int8 model files: keep self-attention in float (default: int8 where the CPU has VNNI)");
+                 "int8 model files: keep self-attention in float (default: int8 where the CPU has AVX-512)");
     cmd.add_option("--device-memory-limit", device_memory_limit,
                    "cuda: the most GPU memory brisk may hold, in bytes (suffixes K, M, G, T: 512M, 2G); 0 = no cap")
         ->capture_default_str();

@@ -263,47 +263,53 @@ TEST_CASE("int8 attention's vector kernels write the scalar reference's codes", 
             }
           }
         };
+        // Column maxima over the rows, and quantization with scales from them.
+        std::vector<float> av(static_cast<size_t>(ld)), ar(static_cast<size_t>(ld));
+        vec.column_absmax(x.data(), ld, len, ld, av.data());
+        ref.column_absmax(x.data(), ld, len, ld, ar.data());
+        CHECK(av == ar);
+        const float inv = cpu::s8_inverse(*std::max_element(ar.begin(), ar.begin() + d));
         const int64_t ldc = (d + 3) / 4 * 4;
         for (const bool wide : {false, true}) {
           const size_t bytes = static_cast<size_t>(len * ldc * (wide ? 2 : 1));
           std::vector<uint8_t> qv(bytes + 64, 7), qr(bytes, 7);
-          float sv = 0, sr = 0;
-          vec.quantize_queries(x.data(), ld, len, d, qv.data(), ldc, wide, &sv);
-          ref.quantize_queries(x.data(), ld, len, d, qr.data(), ldc, wide, &sr);
-          CHECK(sv == sr);
+          vec.quantize_queries(x.data(), ld, len, d, inv, qv.data(), ldc, wide);
+          ref.quantize_queries(x.data(), ld, len, d, inv, qr.data(), ldc, wide);
           REQUIRE(std::memcmp(qv.data(), qr.data(), bytes) == 0);
           CHECK(qv[bytes] == 7);  // nothing written past the last row's ldc
         }
         cpu::Int8PackedWeights kv, kr;
-        float kscale_v = 0, kscale_r = 0;
-        vec.pack_keys(x.data(), ld, len, d, kv, &kscale_v);
-        ref.pack_keys(x.data(), ld, len, d, kr, &kscale_r);
-        CHECK(kscale_v == kscale_r);
+        vec.pack_keys(x.data(), ld, len, d, inv, kv);
+        ref.pack_keys(x.data(), ld, len, d, inv, kr);
         same_pack(kv, kr, len);
-        std::vector<float> vv(static_cast<size_t>(d)), vr(static_cast<size_t>(d));
-        vec.pack_values(x.data(), ld, len, d, kv, vv.data());
-        ref.pack_values(x.data(), ld, len, d, kr, vr.data());
-        CHECK(vv == vr);
+        std::vector<float> inverses(static_cast<size_t>((d + 15) / 16 * 16), 0.0f);
+        for (int64_t c = 0; c < d; ++c) inverses[c] = cpu::s8_inverse(ar[c]);
+        vec.pack_values(x.data(), ld, len, d, inverses.data(), kv);
+        ref.pack_values(x.data(), ld, len, d, inverses.data(), kr);
         same_pack(kv, kr, d);
-        // Softmax codes: exp differs by <= 2e-7 relative, so a code may move by one; the scale is 1 / their sum.
+        // Softmax codes: the vector exp is shorter than std::exp, so a code may move by one; the scale is 1 / the
+        // sum of the codes. Scale 30 spreads the scores over 180: most weights underflow to a code of 0.
         const int64_t ldp = (len + 3) / 4 * 4;
-        for (const bool wide : {false, true}) {
-          std::vector<int16_t> cv(static_cast<size_t>(ldp), -1), cr(static_cast<size_t>(ldp), -1);
-          std::vector<uint8_t> bv(static_cast<size_t>(ldp + 64), 7), br(static_cast<size_t>(ldp), 7);
-          float rv = 0, rr = 0;
-          vec.softmax_codes(x.data(), len, 0.3f, wide ? static_cast<void*>(cv.data()) : bv.data(), ldp, wide, &rv);
-          ref.softmax_codes(x.data(), len, 0.3f, wide ? static_cast<void*>(cr.data()) : br.data(), ldp, wide, &rr);
-          int64_t sum = 0, max_code = 0;
-          for (int64_t j = 0; j < ldp; ++j) {
-            const int got = wide ? cv[j] : bv[j], want = wide ? cr[j] : br[j];
-            REQUIRE(std::abs(got - want) <= 1);
-            if (j >= len) REQUIRE(got == 0);
-            sum += got;
-            max_code = std::max<int64_t>(max_code, got);
+        for (const float scale : {0.3f, 30.0f}) {
+          for (const bool wide : {false, true}) {
+            INFO("softmax scale " << scale << (wide ? ", int16 codes" : ", uint8 codes"));
+            std::vector<int16_t> cv(static_cast<size_t>(ldp), -1), cr(static_cast<size_t>(ldp), -1);
+            std::vector<uint8_t> bv(static_cast<size_t>(ldp + 64), 7), br(static_cast<size_t>(ldp), 7);
+            float rv = 0, rr = 0;
+            vec.softmax_codes(x.data(), len, scale, wide ? static_cast<void*>(cv.data()) : bv.data(), ldp, wide, &rv);
+            ref.softmax_codes(x.data(), len, scale, wide ? static_cast<void*>(cr.data()) : br.data(), ldp, wide, &rr);
+            int64_t sum = 0, max_code = 0;
+            for (int64_t j = 0; j < ldp; ++j) {
+              const int got = wide ? cv[j] : bv[j], want = wide ? cr[j] : br[j];
+              REQUIRE(std::abs(got - want) <= 1);
+              if (j >= len) REQUIRE(got == 0);
+              sum += got;
+              max_code = std::max<int64_t>(max_code, got);
+            }
+            CHECK(max_code == 255);
+            CHECK(rv == 1.0f / static_cast<float>(sum));
+            if (!wide) CHECK(bv[static_cast<size_t>(ldp)] == 7);  // nothing written past ldp
           }
-          CHECK(max_code == 255);
-          CHECK(rv == 1.0f / static_cast<float>(sum));
-          if (!wide) CHECK(bv[static_cast<size_t>(ldp)] == 7);  // nothing written past ldp
         }
       }
     }

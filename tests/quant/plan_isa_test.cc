@@ -113,7 +113,7 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
       if (isa >= CpuIsa::kAvx512Vnni && std::string(c.plan).find("int8") == 0) {
         CHECK_THAT(kernels, Catch::Contains("i8: avx512_vnni vpdpbusd"));
       }
-      // int8 attention runs on the int8 layers where the level prefers it (the VNNI levels), and nowhere else.
+      // int8 attention runs on the int8 layers where the level prefers it (the AVX-512 levels), and nowhere else.
       const bool int8_qkv = std::string(c.plan).find("int8") == 0;
       CHECK((*encoder)->int8_attention_layers() ==
             (int8_qkv && int8_attention_preferred() ? config.num_hidden_layers : 0));

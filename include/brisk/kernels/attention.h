@@ -48,8 +48,9 @@ struct AttentionRows {
 BRISK_API Status self_attention_int8(Device device, const float* qkv, const AttentionRows& sequences, int64_t rows,
                                      int64_t heads, int64_t head_dim, float* context);
 
-// Whether self_attention_int8 is faster than self_attention<float> on the ISA level in use: with a VNNI int8 kernel
-// (avx512_vnni and up, avx_vnni). Without VNNI its vpmaddwd GEMMs gain less than the quantisation passes cost
+// Whether self_attention_int8 is faster than self_attention<float> on the ISA level in use, as measured: on the
+// AVX-512 levels (avx512's zmm vpmaddwd GEMM, avx512_vnni's vpdpbusd). On avx2 its ymm vpmaddwd GEMMs gain less than
+// the quantisation passes cost; avx_vnni has not been measured (no such CPU was at hand) and stays float
 // (benchmarks/RESULTS.md, "int8 attention").
 BRISK_API bool int8_attention_preferred();
 

@@ -28,22 +28,27 @@ void zero_uncovered_rows(const AttentionRows& seqs, int64_t rows, int64_t hidden
   }
 }
 
-// Runs attend(b, h, scratch) for every (sequence, head) pair over the workers, each with its own Scratch.
-template <typename Scratch, typename Attend>
-Status for_each_head(const AttentionRows& seqs, int64_t heads, const Attend& attend) {
+// Runs attend(b, h, scratch) for every (sequence, head) pair over the workers, each with its own Scratch, after
+// prepare(b, scratch) on that worker for each sequence it takes heads of.
+template <typename Scratch, typename Prepare, typename Attend>
+Status for_each_head(const AttentionRows& seqs, int64_t heads, const Prepare& prepare, const Attend& attend) {
   try {
     if (seqs.batch >= 4 * num_threads()) {
       // Many sequences: one sequence (all its heads, which share cache lines) per work item, handed out
       // dynamically because an item costs len² and lengths differ.
       parallel_for_dynamic(0, seqs.batch, [&](int64_t b) {
         thread_local Scratch scratch;  // a bad_alloc is rethrown after the region
+        prepare(b, scratch);
         for (int64_t h = 0; h < heads; ++h) attend(b, h, scratch);
       });
     } else {
       // Few sequences: split their heads between the workers.
       parallel_for(0, seqs.batch * heads, 1, [&](int64_t begin, int64_t end) {
         thread_local Scratch scratch;
-        for (int64_t i = begin; i < end; ++i) attend(i / heads, i % heads, scratch);
+        for (int64_t i = begin; i < end; ++i) {
+          if (i == begin || i % heads == 0) prepare(i / heads, scratch);
+          attend(i / heads, i % heads, scratch);
+        }
       });
     }
   } catch (const std::bad_alloc&) {
@@ -60,7 +65,8 @@ int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColu
 // One worker's buffers for int8 attention, grown to the longest sequence it has seen.
 struct Int8Scratch {
   std::vector<uint8_t> q_codes, p_codes;  // the GEMMs' activations in the kernel's code (u8 or s16)
-  std::vector<float> q_scales, k_scales, v_scales, p_scales, scores;
+  std::vector<float> absmax;              // the sequence's column_absmax over its [Q | K | V] columns
+  std::vector<float> q_scales, k_scales, v_scales, v_inverse, p_scales, scores;
   Int8PackedWeights keys, values;
 };
 
@@ -106,7 +112,8 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
       failures.fetch_add(1);
     }
   };
-  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(seqs, heads, attend));
+  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(
+      seqs, heads, [](int64_t, std::vector<float>&) {}, attend));
   if (failures.load() != 0) {
     return absl::InternalError(absl::StrCat("self_attention: oneDNN sgemm failed for ", failures.load(),
                                             " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
@@ -125,6 +132,10 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
   const int64_t code_bytes = int8_activation_bytes(kernel);
   zero_uncovered_rows(seqs, rows, hidden, context);
 
+  auto prepare = [&](int64_t b, Int8Scratch& s) {
+    s.absmax.resize(static_cast<size_t>(qkv_ld));
+    ops.column_absmax(qkv + int64_t{seqs.starts[b]} * qkv_ld, qkv_ld, seqs.lengths[b], qkv_ld, s.absmax.data());
+  };
   auto attend = [&](int64_t b, int64_t h, Int8Scratch& s) {
     const int64_t len = seqs.lengths[b];
     if (len <= 0) return;
@@ -132,14 +143,16 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
     const float* k = q + hidden;
     const float* v = q + 2 * hidden;
     const auto n = static_cast<size_t>(len);
+    const float* head_absmax = s.absmax.data() + h * head_dim;
+    const float q_max = *std::max_element(head_absmax, head_absmax + head_dim);
+    const float k_max = *std::max_element(head_absmax + hidden, head_absmax + hidden + head_dim);
     // Q and K with one scale each, which the scores' row and column scales carry.
     const int64_t ldq = round_up(head_dim, 4);  // the packed keys' k_padded
     s.q_codes.resize(n * static_cast<size_t>(ldq * code_bytes));
-    float q_scale = 0.0f, k_scale = 0.0f;
-    ops.quantize_queries(q, qkv_ld, len, head_dim, s.q_codes.data(), ldq, code_bytes == 2, &q_scale);
-    ops.pack_keys(k, qkv_ld, len, head_dim, s.keys, &k_scale);
-    s.q_scales.assign(n, q_scale);
-    s.k_scales.assign(n, k_scale);
+    ops.quantize_queries(q, qkv_ld, len, head_dim, s8_inverse(q_max), s.q_codes.data(), ldq, code_bytes == 2);
+    ops.pack_keys(k, qkv_ld, len, head_dim, s8_inverse(k_max), s.keys);
+    s.q_scales.assign(n, s8_scale(q_max));
+    s.k_scales.assign(n, s8_scale(k_max));
     s.scores.resize(n * n);
     const Int8GemmArgs qk{
         s.q_codes.data(), ldq, s.q_scales.data(), &s.keys, s.k_scales.data(), nullptr, Int8Epilogue::kBias,
@@ -153,8 +166,14 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
       ops.softmax_codes(s.scores.data() + i * len, len, scale, s.p_codes.data() + i * ldp * code_bytes, ldp,
                         code_bytes == 2, s.p_scales.data() + i);
     }
+    // V per channel.
     s.v_scales.resize(static_cast<size_t>(head_dim));
-    ops.pack_values(v, qkv_ld, len, head_dim, s.values, s.v_scales.data());
+    s.v_inverse.assign(static_cast<size_t>(round_up(head_dim, 16)), 0.0f);
+    for (int64_t c = 0; c < head_dim; ++c) {
+      s.v_scales[c] = s8_scale(head_absmax[2 * hidden + c]);
+      s.v_inverse[c] = s8_inverse(head_absmax[2 * hidden + c]);
+    }
+    ops.pack_values(v, qkv_ld, len, head_dim, s.v_inverse.data(), s.values);
     float* out = context + int64_t{seqs.starts[b]} * hidden + h * head_dim;
     const Int8GemmArgs pv{s.p_codes.data(),
                           ldp,
@@ -167,7 +186,7 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
                           hidden};
     gemm.gemm(pv, 0, len, 0, panels(s.values));
   };
-  return for_each_head<Int8Scratch>(seqs, heads, attend);
+  return for_each_head<Int8Scratch>(seqs, heads, prepare, attend);
 }
 
 }  // namespace brisk::kernels::cpu

@@ -1,6 +1,6 @@
 // int8 self-attention's per-(sequence, head) kernels (attention_int8.h): the scalar references, which the vector
-// kernels match code for code (both round half to even; exp differs by <= 2e-7 relative, which moves a softmax code
-// by one at most), and the dispatch.
+// kernels match code for code (both round half to even), except that their exp (attention_int8_impl.h) may move a
+// softmax code by one; and the dispatch.
 #include "attention_int8.h"
 
 #include <algorithm>
@@ -26,20 +26,15 @@ void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k) {
   if (w.compensation.size() < static_cast<size_t>(w.n_padded)) w.compensation.resize(w.n_padded);
 }
 
-// The absmax of a [len, d] block at row stride ld, and its scale and inverse (1 and 0 when it is all zeros).
-float block_scale(const float* x, int64_t ld, int64_t len, int64_t d, float* inv) {
-  float absmax = 0.0f;
-  for (int64_t t = 0; t < len; ++t) {
-    for (int64_t c = 0; c < d; ++c) absmax = std::max(absmax, std::fabs(x[t * ld + c]));
+void column_absmax_scalar(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax) {
+  std::fill_n(absmax, cols, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) absmax[c] = std::max(absmax[c], std::fabs(x[r * ld + c]));
   }
-  *inv = absmax > 0.0f ? 127.0f / absmax : 0.0f;
-  return absmax > 0.0f ? absmax / 127.0f : 1.0f;
 }
 
-void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc, bool wide,
-                             float* scale) {
-  float inv = 0.0f;
-  *scale = block_scale(q, ldq, len, d, &inv);
+void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes, int64_t ldc,
+                             bool wide) {
   for (int64_t t = 0; t < len; ++t) {
     for (int64_t c = 0; c < ldc; ++c) {
       const int v = c < d ? to_s8(q[t * ldq + c], inv) : 0;
@@ -52,10 +47,8 @@ void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d
   }
 }
 
-void pack_keys_scalar(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale) {
+void pack_keys_scalar(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w) {
   reshape_packed(w, len, d);
-  float inv = 0.0f;
-  *scale = block_scale(k, ldk, len, d, &inv);
   for (int64_t j = 0; j < len; ++j) {
     int32_t sum = 0;
     for (int64_t g = 0; g < w.k_padded / 4; ++g) {
@@ -70,18 +63,14 @@ void pack_keys_scalar(const float* k, int64_t ldk, int64_t len, int64_t d, Int8P
   }
 }
 
-void pack_values_scalar(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales) {
+void pack_values_scalar(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv, Int8PackedWeights& w) {
   reshape_packed(w, d, len);
   for (int64_t c = 0; c < d; ++c) {
-    float absmax = 0.0f;
-    for (int64_t t = 0; t < len; ++t) absmax = std::max(absmax, std::fabs(v[t * ldv + c]));
-    scales[c] = absmax > 0.0f ? absmax / 127.0f : 1.0f;
-    const float inv = absmax > 0.0f ? 127.0f / absmax : 0.0f;
     for (int64_t g = 0; g < w.k_padded / 4; ++g) {
       int8_t* dst = packed_group(w, c, g);
       for (int64_t b = 0; b < 4; ++b) {
         const int64_t t = 4 * g + b;
-        dst[b] = t < len ? to_s8(v[t * ldv + c], inv) : 0;
+        dst[b] = t < len ? to_s8(v[t * ldv + c], inv[c]) : 0;
       }
     }
     w.compensation[static_cast<size_t>(c)] = 0;
@@ -110,12 +99,15 @@ AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kAvx512Vnni:
     case Int8Kernel::kAvx512:
-      return {&quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512, &softmax_codes_avx512};
+      return {&column_absmax_avx512, &quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512,
+              &softmax_codes_avx512};
     case Int8Kernel::kAvxVnni:
-    case Int8Kernel::kAvx2: return {&quantize_queries_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
+    case Int8Kernel::kAvx2:
+      return {&column_absmax_avx2, &quantize_queries_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
     case Int8Kernel::kScalar: break;
   }
-  return {&quantize_queries_scalar, &pack_keys_scalar, &pack_values_scalar, &softmax_codes_scalar};
+  return {&column_absmax_scalar, &quantize_queries_scalar, &pack_keys_scalar, &pack_values_scalar,
+          &softmax_codes_scalar};
 }
 
 }  // namespace brisk::kernels::cpu

@@ -1,7 +1,8 @@
 // Private: the vector kernels of int8 self-attention (attention_int8.h), one template over simd.h's S for every ISA.
 // Included by attention_int8_avx512.cc and attention_int8_avx2.cc only. They give the scalar references' codes
 // (attention_int8.cc): values are clamped, then rounded half to even by adding and subtracting 1.5 * 2^23 (exact
-// for |v| < 2^22).
+// for |v| < 2^22); only the softmax's exp is shorter than std::exp (exp_nonpositive), which moves a code by one at
+// most.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 
 #include "attention_int8.h"
 #include "simd.h"
-#include "simd_math.h"
 
 namespace brisk::kernels::cpu {
 namespace {
@@ -65,22 +65,31 @@ BRISK_SIMD_INLINE typename S::V quantize_s8(typename S::V x, typename S::V inv) 
   return round_even<S>(S::min(S::max(S::mul(x, inv), S::set1(-127.0f)), S::set1(127.0f)));
 }
 
-// max |x| over a [len, d] block at row stride ld (vertical maxima, one reduction).
 template <class S>
-float block_absmax(const float* x, int64_t ld, int64_t len, int64_t d) {
-  typename S::V vmax = S::zero();
-  for (int64_t t = 0; t < len; ++t) {
-    for (int64_t c = 0; c < d; c += S::kWidth) vmax = S::max(vmax, S::abs(load_n<S>(x + t * ld + c, d - c)));
+void column_absmax(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax) {
+  constexpr int64_t W = S::kWidth;
+  std::fill_n(absmax, cols, 0.0f);
+  // Column blocks of 8 vectors stay in registers over all rows.
+  for (int64_t c0 = 0; c0 < cols; c0 += 8 * W) {
+    typename S::V m[8];
+    for (auto& v : m) v = S::zero();
+    const int64_t vectors = std::min<int64_t>(8, (cols - c0 + W - 1) / W);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * ld + c0;
+      for (int64_t i = 0; i < vectors; ++i) m[i] = S::max(m[i], S::abs(load_n<S>(row + i * W, cols - c0 - i * W)));
+    }
+    for (int64_t i = 0; i < vectors; ++i) {
+      alignas(64) float out[W];
+      S::store(out, m[i]);
+      std::copy_n(out, std::min<int64_t>(W, cols - c0 - i * W), absmax + c0 + i * W);
+    }
   }
-  return S::reduce_max(vmax);
 }
 
 template <class S, typename Code>
-void quantize_queries(const float* q, int64_t ldq, int64_t len, int64_t d, Code* codes, int64_t ldc, float* scale) {
+void quantize_queries(const float* q, int64_t ldq, int64_t len, int64_t d, float inv_scale, Code* codes, int64_t ldc) {
   constexpr int64_t W = S::kWidth;
-  const float absmax = block_absmax<S>(q, ldq, len, d);
-  *scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
-  const typename S::V inv = S::set1(absmax > 0.0f ? 127.0f / absmax : 0.0f);
+  const typename S::V inv = S::set1(inv_scale);
   const typename S::V shift = S::set1(sizeof(Code) == 1 ? 128.0f : 0.0f);
   for (int64_t t = 0; t < len; ++t) {
     Code* out = codes + t * ldc;
@@ -110,12 +119,10 @@ BRISK_SIMD_INLINE __m128i codes16(const float* x, const float* inv, int64_t n) {
 }
 
 template <class S>
-void pack_keys(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale) {
+void pack_keys(const float* k, int64_t ldk, int64_t len, int64_t d, float inv_scale, Int8PackedWeights& w) {
   reshape_packed(w, len, d);
-  const float absmax = block_absmax<S>(k, ldk, len, d);
-  *scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
   alignas(64) float inv[16];
-  std::fill_n(inv, 16, absmax > 0.0f ? 127.0f / absmax : 0.0f);
+  std::fill_n(inv, 16, inv_scale);
   const int64_t groups = w.k_padded / 4;
   for (int64_t j = 0; j < len; ++j) {
     int8_t* dst = packed_group(w, j, 0);
@@ -136,29 +143,15 @@ void pack_keys(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWe
 }
 
 template <class S>
-void pack_values(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales) {
-  constexpr int64_t W = S::kWidth;
+void pack_values(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv, Int8PackedWeights& w) {
   reshape_packed(w, d, len);
-  thread_local std::vector<float> inv;
-  inv.assign(static_cast<size_t>(w.n_padded), 0.0f);
-  // Pass 1: each channel's absmax over the tokens.
-  for (int64_t c = 0; c < d; c += W) {
-    typename S::V vmax = S::zero();
-    for (int64_t t = 0; t < len; ++t) vmax = S::max(vmax, S::abs(load_n<S>(v + t * ldv + c, d - c)));
-    alignas(64) float m[W];
-    S::store(m, vmax);
-    for (int64_t i = 0; i < W && c + i < d; ++i) {
-      scales[c + i] = m[i] > 0.0f ? m[i] / 127.0f : 1.0f;
-      inv[static_cast<size_t>(c + i)] = m[i] > 0.0f ? 127.0f / m[i] : 0.0f;
-    }
-  }
-  // Pass 2: per group of 4 tokens and 16 channels, 4 rows of 16 codes transposed into 16 columns x 4 bytes.
+  // Per group of 4 tokens and 16 channels, 4 rows of 16 codes transposed into 16 columns x 4 bytes.
   for (int64_t g = 0; g < w.k_padded / 4; ++g) {
     for (int64_t c = 0; c < w.n_padded; c += 16) {
       __m128i r[4];
       for (int64_t b = 0; b < 4; ++b) {
         const int64_t t = 4 * g + b;
-        r[b] = t < len ? codes16<S>(v + t * ldv + c, inv.data() + c, d - c) : _mm_setzero_si128();
+        r[b] = t < len ? codes16<S>(v + t * ldv + c, inv + c, d - c) : _mm_setzero_si128();
       }
       const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
       const __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
@@ -170,6 +163,25 @@ void pack_values(const float* v, int64_t ldv, int64_t len, int64_t d, Int8Packed
     }
   }
   std::fill_n(w.compensation.begin(), d, 0);
+}
+
+// e^x for x <= 0, to the precision 8-bit codes need: relative error ~3e-6 (degree-5 Taylor of e^r, |r| <= ln 2 / 2),
+// against the ~20 operations of simd_math.h's full-range exp; 0 (a code of 0) below -87.3.
+template <class S>
+BRISK_SIMD_INLINE typename S::V exp_nonpositive(typename S::V x) {
+  using V = typename S::V;
+  const V magic = S::set1(12583039.0f);  // 1.5 * 2^23 + 127: rounds x log2(e) and biases the exponent (simd_math.h)
+  const V xc = S::max(x, S::set1(-87.3f));
+  const V t = S::fmadd(xc, S::set1(1.44269504088896341f), magic);
+  const V k = S::sub(t, magic);
+  V r = S::fnmadd(k, S::set1(0.693359375f), xc);
+  r = S::fnmadd(k, S::set1(-2.12194440e-4f), r);
+  V y = S::fmadd(S::set1(1.0f / 120.0f), r, S::set1(1.0f / 24.0f));
+  y = S::fmadd(y, r, S::set1(1.0f / 6.0f));
+  y = S::fmadd(y, r, S::set1(0.5f));
+  y = S::fmadd(y, r, S::set1(1.0f));
+  y = S::fmadd(y, r, S::set1(1.0f));
+  return S::mul(y, S::shift_to_exponent(t));
 }
 
 template <class S, typename Code>
@@ -184,7 +196,7 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
   const typename S::V k255 = S::set1(255.0f);
   typename S::V sum = S::zero();
   auto code_of = [&](typename S::V x) {
-    return round_even<S>(S::mul(k255, vmath::exp<S>(S::fmadd(x, vscale, neg_m))));
+    return round_even<S>(S::mul(k255, exp_nonpositive<S>(S::fmadd(x, vscale, neg_m))));
   };
   for (j = 0; j + W <= len; j += W) {
     const typename S::V q = code_of(S::load(s + j));
@@ -208,26 +220,30 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
 
 // Defines attention_int8.h's kernels for one ISA, in that ISA's translation unit: BRISK_DEFINE_ATTENTION_INT8(avx2,
 // Avx2) in attention_int8_avx2.cc.
-#define BRISK_DEFINE_ATTENTION_INT8(name, S)                                                                          \
-  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, void* codes, int64_t ldc,         \
-                               bool wide, float* scale) {                                                             \
-    if (wide) {                                                                                                       \
-      quantize_queries<S>(q, ldq, len, d, static_cast<int16_t*>(codes), ldc, scale);                                  \
-    } else {                                                                                                          \
-      quantize_queries<S>(q, ldq, len, d, static_cast<uint8_t*>(codes), ldc, scale);                                  \
-    }                                                                                                                 \
-  }                                                                                                                   \
-  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, Int8PackedWeights& w, float* scale) {    \
-    pack_keys<S>(k, ldk, len, d, w, scale);                                                                           \
-  }                                                                                                                   \
-  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, Int8PackedWeights& w, float* scales) { \
-    pack_values<S>(v, ldv, len, d, w, scales);                                                                        \
-  }                                                                                                                   \
-  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,            \
-                            float* row_scale) {                                                                       \
-    if (wide) {                                                                                                       \
-      softmax_codes<S>(s, len, scale, static_cast<int16_t*>(codes), ldp, row_scale);                                  \
-    } else {                                                                                                          \
-      softmax_codes<S>(s, len, scale, static_cast<uint8_t*>(codes), ldp, row_scale);                                  \
-    }                                                                                                                 \
+#define BRISK_DEFINE_ATTENTION_INT8(name, S)                                                                    \
+  void column_absmax_##name(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax) {            \
+    column_absmax<S>(x, ld, rows, cols, absmax);                                                                \
+  }                                                                                                             \
+  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes,     \
+                               int64_t ldc, bool wide) {                                                        \
+    if (wide) {                                                                                                 \
+      quantize_queries<S>(q, ldq, len, d, inv, static_cast<int16_t*>(codes), ldc);                              \
+    } else {                                                                                                    \
+      quantize_queries<S>(q, ldq, len, d, inv, static_cast<uint8_t*>(codes), ldc);                              \
+    }                                                                                                           \
+  }                                                                                                             \
+  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w) { \
+    pack_keys<S>(k, ldk, len, d, inv, w);                                                                       \
+  }                                                                                                             \
+  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,                \
+                          Int8PackedWeights& w) {                                                               \
+    pack_values<S>(v, ldv, len, d, inv, w);                                                                     \
+  }                                                                                                             \
+  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,      \
+                            float* row_scale) {                                                                 \
+    if (wide) {                                                                                                 \
+      softmax_codes<S>(s, len, scale, static_cast<int16_t*>(codes), ldp, row_scale);                            \
+    } else {                                                                                                    \
+      softmax_codes<S>(s, len, scale, static_cast<uint8_t*>(codes), ldp, row_scale);                            \
+    }                                                                                                           \
   }
