@@ -468,4 +468,32 @@ StatusOr<PoolingConfig> read_pooling_config_from_files(const std::map<std::strin
   return read_pooling_config_from(ModelFileSource::memory(files, source));
 }
 
+StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model directory \"", model_dir,
+                                            "\" is not a directory; expected a Hugging Face model directory"));
+  }
+  const ModelFileSource src = ModelFileSource::directory(model_dir);
+  std::map<std::string, std::string> files;
+  BRISK_ASSIGN_OR_RETURN(files["config.json"], read_text_file(src.path("config.json")));
+  for (const char* name : {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+                           "modules.json", "sentence_bert_config.json"}) {
+    if (src.exists(name)) {
+      BRISK_ASSIGN_OR_RETURN(files[name], src.read(name));
+    }
+  }
+  if (files.count("tokenizer.json") == 0 && files.count("vocab.txt") == 0) {
+    return absl::NotFoundError(absl::StrCat(src.description(),
+                                            " has neither tokenizer.json nor vocab.txt; expected one of them (the "
+                                            "quantized model file carries the tokenizer)"));
+  }
+  std::string pooling_rel;
+  BRISK_RETURN_IF_ERROR(read_pooling_config_from(src, &pooling_rel).status());
+  if (!pooling_rel.empty()) {
+    BRISK_ASSIGN_OR_RETURN(files[pooling_rel], src.read(pooling_rel));
+  }
+  return files;
+}
+
 }  // namespace brisk

@@ -146,8 +146,8 @@ Status BertEncoder::Impl::init_word_embeddings() {
   }
   if (word_dtype == DType::kU8 && e.word_scale.defined() && e.word_scale.rank() == 2 && e.word_scale.dim(1) > 0 &&
       h % e.word_scale.dim(1) == 0 && e.word.shape() == std::vector<int64_t>{v, h / 2}) {
-    word_int4 = quant::Int4Matrix{e.word, e.word_scale, e.word_min, h / e.word_scale.dim(1)};
-    return quant::check_int4_matrix(word_int4, kWordEmbeddingsName);
+    word_int4 = Int4Matrix{e.word, e.word_scale, e.word_min, h / e.word_scale.dim(1)};
+    return check_int4_matrix(word_int4, kWordEmbeddingsName);
   }
   return fail(absl::StrCat("is ", dtype_name(word_dtype), " ", e.word.shape_string(), "; expected f32 or i8 [", v, ", ",
                            h, "], or int4 groups u8 [", v, ", ", h / 2, "] with f16 scales"));
@@ -162,7 +162,7 @@ void BertEncoder::Impl::word_row(int32_t id, float* out) const {
       for (int64_t j = 0; j < h; ++j) out[j] = static_cast<float>(q[j]) * s;
       return;
     }
-    case DType::kU8: quant::dequantize_int4_row(word_int4, id, out); return;
+    case DType::kU8: dequantize_int4_row(word_int4, id, out); return;
     default: {
       const float* w = weights.embeddings.word.data<float>() + static_cast<int64_t>(id) * h;
       std::copy(w, w + h, out);

@@ -11,7 +11,7 @@
 #include "brisk/kernels/pooling.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/token_layout.h"
-#include "brisk/quant/scheme.h"
+#include "brisk/kernels/quant_format.h"
 
 namespace brisk {
 
@@ -58,7 +58,7 @@ struct BertEncoder::Impl {
   const void* embedding_ln_beta = nullptr;
   std::vector<Tensor> device_parameters;  // owns the uploaded copies (empty on the CPU)
   DType word_dtype = DType::kF32;
-  quant::Int4Matrix word_int4;
+  Int4Matrix word_int4;
 
   mutable std::mutex pool_mu;
   mutable std::vector<std::unique_ptr<EncoderWorkspace>> pool;

@@ -1,7 +1,11 @@
 // EncoderWeights loading and name mapping. See include/brisk/model/weights.h.
 #include "brisk/model/weights.h"
 
+#include <openssl/evp.h>
+
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -255,6 +259,31 @@ std::vector<std::string> layer_names(const BertConfig& config) {
   return names;
 }
 
+std::vector<F32TensorSlot> f32_tensors(EncoderWeights& w, const BertConfig& c) {
+  const int64_t h = c.hidden_size;
+  const bool distil = c.family == ModelFamily::kDistilBert;
+  EmbeddingWeights& e = w.embeddings;
+  std::vector<F32TensorSlot> out = {
+      {"embeddings.position_embeddings.weight", &e.position, {c.max_position_embeddings, h}},
+      {"embeddings.LayerNorm.weight", &e.ln_gamma, {h}},
+      {"embeddings.LayerNorm.bias", &e.ln_beta, {h}},
+  };
+  if (c.type_vocab_size > 0) {
+    out.push_back({"embeddings.token_type_embeddings.weight", &e.token_type, {c.type_vocab_size, h}});
+  }
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    EncoderLayerWeights& l = w.layers[i];
+    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
+    const std::string attn = p + (distil ? "sa_layer_norm." : "attention.output.LayerNorm.");
+    const std::string outn = p + (distil ? "output_layer_norm." : "output.LayerNorm.");
+    out.push_back({attn + "weight", &l.attention_ln_gamma, {h}});
+    out.push_back({attn + "bias", &l.attention_ln_beta, {h}});
+    out.push_back({outn + "weight", &l.output_ln_gamma, {h}});
+    out.push_back({outn + "bias", &l.output_ln_beta, {h}});
+  }
+  return out;
+}
+
 StatusOr<Tensor> to_float32(const Tensor& t) {
   if (t.device() != Device::kCPU) {
     return absl::InvalidArgumentError(
@@ -381,6 +410,31 @@ StatusOr<WeightsWithTensors> load_weights_with_tensors(const std::string& model_
 StatusOr<EncoderWeights> EncoderWeights::load(const std::string& model_dir, const BertConfig& config) {
   BRISK_ASSIGN_OR_RETURN(std::string path, find_weights_file(model_dir));
   return load_file(path, config);
+}
+
+StatusOr<std::string> file_sha256_hex(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open for reading"));
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (ctx == nullptr || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return absl::InternalError("EVP_DigestInit_ex(sha256) failed");
+  }
+  std::vector<unsigned char> buf(1 << 20);
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) {
+    if (EVP_DigestUpdate(ctx.get(), buf.data(), n) != 1) return absl::InternalError("EVP_DigestUpdate failed");
+  }
+  if (std::ferror(f.get())) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) return absl::InternalError("EVP_DigestFinal_ex failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xf]);
+  }
+  return hex;
 }
 
 }  // namespace brisk

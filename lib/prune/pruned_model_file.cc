@@ -2,10 +2,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../model/f32_tensors.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/model/safetensors.h"
+#include "brisk/model/weights.h"
 #include "brisk/prune/structured.h"
 #include "brisk/quant/model_file.h"
 #include "nlohmann/json.hpp"
@@ -64,7 +64,7 @@ Status save_pruned_model(const PrunedModel& model, const std::string& source_dir
     return absl::InvalidArgumentError(
         absl::StrCat("output directory ", out_dir, " is the source model directory; expected a new directory"));
   }
-  BRISK_ASSIGN_OR_RETURN(auto files, quant::read_model_files(source_dir));
+  BRISK_ASSIGN_OR_RETURN(auto files, read_model_files(source_dir));
   BRISK_ASSIGN_OR_RETURN(files["config.json"], pruned_config_json(files["config.json"], model.config));
   fs::create_directories(out_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat(out_dir, ": cannot create the directory: ", ec.message()));
@@ -77,12 +77,12 @@ Status save_pruned_model_file(const PrunedModel& model, const std::string& sourc
                               const std::string& source_weights, const std::string& path) {
   quant::QuantizedModel q;
   q.config = model.config;
-  BRISK_ASSIGN_OR_RETURN(q.model_files, quant::read_model_files(source_dir));
+  BRISK_ASSIGN_OR_RETURN(q.model_files, read_model_files(source_dir));
   BRISK_ASSIGN_OR_RETURN(q.model_files["config.json"], pruned_config_json(q.model_files["config.json"], model.config));
   q.weights = model.weights;
   q.head_tensors = model.head_tensors;
   q.plan = "pruned";
-  BRISK_ASSIGN_OR_RETURN(q.source_sha256, quant::file_sha256_hex(source_weights));
+  BRISK_ASSIGN_OR_RETURN(q.source_sha256, file_sha256_hex(source_weights));
   return quant::save_quantized_model(path, q);
 }
 

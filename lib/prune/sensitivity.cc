@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/prune/mask.h"
 #include "brisk/prune/structured.h"
-#include "brisk/quant/quantizer.h"
+#include "brisk/model/fidelity.h"
 
 namespace brisk::prune {
 
@@ -116,8 +116,8 @@ AccuracyMetric mean_cosine_metric(std::vector<PackedSequences> batches, std::vec
                                   Pooling pooling) {
   return [batches = std::move(batches), reference = std::move(reference), hidden,
           pooling](const BertEncoder& candidate) -> StatusOr<double> {
-    BRISK_ASSIGN_OR_RETURN(std::vector<float> e, quant::embed_all(candidate, batches, pooling));
-    return quant::compare_embeddings(reference, e, hidden).mean_cosine;
+    BRISK_ASSIGN_OR_RETURN(std::vector<float> e, embed_all(candidate, batches, pooling));
+    return compare_embeddings(reference, e, hidden).mean_cosine;
   };
 }
 
@@ -139,7 +139,7 @@ StatusOr<SensitivityTable> analyze_sensitivity(const BertConfig& config, const E
   AccuracyMetric metric = o.metric;
   BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(config, weights, Device::kCPU));
   if (!metric) {
-    BRISK_ASSIGN_OR_RETURN(std::vector<float> reference, quant::embed_all(*unpruned, eval_batches, o.pooling));
+    BRISK_ASSIGN_OR_RETURN(std::vector<float> reference, embed_all(*unpruned, eval_batches, o.pooling));
     metric = mean_cosine_metric(eval_batches, std::move(reference), config.hidden_size, o.pooling);
   }
   SensitivityTable table;

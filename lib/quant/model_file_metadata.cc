@@ -2,8 +2,6 @@
 #include "model_file_metadata.h"
 #include "brisk/core/internal/bounded_input.h"
 
-#include <openssl/evp.h>
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -222,31 +220,6 @@ StatusOr<std::map<std::string, std::string>> model_metadata(const std::string& p
   md[kSha256Key] = model.source_sha256;
   md[kReportKey] = model.report_json;
   return md;
-}
-
-StatusOr<std::string> file_sha256_hex(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (f == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open for reading"));
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (ctx == nullptr || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return absl::InternalError("EVP_DigestInit_ex(sha256) failed");
-  }
-  std::vector<unsigned char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) {
-    if (EVP_DigestUpdate(ctx.get(), buf.data(), n) != 1) return absl::InternalError("EVP_DigestUpdate failed");
-  }
-  if (std::ferror(f.get())) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) return absl::InternalError("EVP_DigestFinal_ex failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
-  return hex;
 }
 
 }  // namespace brisk::quant

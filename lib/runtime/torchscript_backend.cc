@@ -1,4 +1,4 @@
-// The torchscript backend (brisk/runtime/torchscript_backend.h), over prune::TorchScriptModel: no torch type is
+// The torchscript backend (brisk/runtime/torchscript_backend.h), over TorchScriptModel (brisk/model): no torch type is
 // seen here, so this file builds with or without libtorch (without it, TorchScriptModel::load returns
 // Unimplemented naming BRISK_WITH_TORCH and so does make_torchscript_backend).
 #include "brisk/runtime/torchscript_backend.h"
@@ -13,12 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "brisk/kernels/pooling.h"
-#include "brisk/prune/torchscript.h"
+#include "brisk/model/torchscript_model.h"
 
 namespace brisk {
 namespace {
-
-using prune::TorchScriptModel;
 
 enum class Input : uint8_t { kIds, kMask, kTypes };
 constexpr std::array<std::string_view, 3> kInputNames = {"input_ids", "attention_mask", "token_type_ids"};

@@ -107,6 +107,13 @@ BRISK_API StatusOr<PoolingConfig> read_pooling_config(const std::string& model_d
 BRISK_API StatusOr<PoolingConfig> read_pooling_config_from_files(const std::map<std::string, std::string>& files,
                                                                  std::string_view source);
 
+// The small files of a Hugging Face model directory by relative path: config.json, tokenizer.json or vocab.txt,
+// tokenizer_config.json, special_tokens_map.json, modules.json, sentence_bert_config.json and the Pooling
+// config.json that modules.json names. What a quantized model file carries so that it loads without its directory
+// (read_pooling_config_from_files and the tokenizer take them back). config.json and one of tokenizer.json /
+// vocab.txt are required; a pooling setup read_pooling_config refuses is refused here too.
+BRISK_API StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir);
+
 // Reads a whole file into a string; NotFound naming the path when it does not exist. Shared by the loaders.
 BRISK_API StatusOr<std::string> read_text_file(const std::string& path);
 

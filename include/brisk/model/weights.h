@@ -41,7 +41,7 @@ using NamedTensors = std::map<std::string, Tensor>;
 struct BRISK_API EmbeddingWeights {
   // [vocab_size, hidden] f32; or, in a quantized model, i8 with word_scale f32 [vocab_size] (one scale a row), or
   // int4 groups: u8 [vocab_size, hidden / 2] with word_scale f16 [vocab_size, groups] and optionally word_min
-  // (see brisk/quant/scheme.h). Rows are dequantized as they are looked up.
+  // (see brisk/kernels/quant_format.h). Rows are dequantized as they are looked up.
   Tensor word;
   Tensor word_scale, word_min;
   Tensor position;    // [max_position_embeddings, hidden]
@@ -101,6 +101,15 @@ inline constexpr const char* kWordEmbeddingsName = "embeddings.word_embeddings";
 // The layers of a model by name, as quantization plans and pruning address them: its linear layers (linear_slots
 // order), then the word embeddings.
 BRISK_API std::vector<std::string> layer_names(const BertConfig& config);
+// The f32 tensors of an encoder besides its linear layers and word embeddings (position and token-type embeddings,
+// the LayerNorms), under the names a model file gives them and with the shapes the config implies: what the
+// quantized model file (brisk/quant) and the pruned model directory (brisk/prune) write and check.
+struct BRISK_API F32TensorSlot {
+  std::string name;
+  Tensor* tensor;
+  std::vector<int64_t> shape;
+};
+BRISK_API std::vector<F32TensorSlot> f32_tensors(EncoderWeights& weights, const BertConfig& config);
 
 // Every tensor of a safetensors file as zero-copy views (dtype kept).
 BRISK_API StatusOr<NamedTensors> read_safetensors_tensors(const std::string& path);
@@ -113,6 +122,8 @@ BRISK_API StatusOr<NamedTensors> read_torch_checkpoint(const std::string& path);
 BRISK_API StatusOr<NamedTensors> read_weights_file(const std::string& path);
 // A model directory's weights file: model.safetensors, else pytorch_model.bin; NotFound naming the directory.
 BRISK_API StatusOr<std::string> find_weights_file(const std::string& model_dir);
+// Lowercase hex SHA-256 of a file's bytes: what identifies the weights a quantized or pruned model came from.
+BRISK_API StatusOr<std::string> file_sha256_hex(const std::string& path);
 // A model directory's encoder weights and every tensor of its weights file (a task head's among them), read once.
 struct BRISK_API WeightsWithTensors {
   EncoderWeights weights;

@@ -50,7 +50,7 @@ BRISK_API StatusOr<SensitivityTable> analyze_sensitivity(const BertConfig& confi
                                                          const SensitivityOptions& options);
 
 // The built-in metric: the mean cosine of a candidate's embeddings of `batches` against `reference` (the unpruned
-// model's, from quant::embed_all).
+// model's, from embed_all in brisk/model/fidelity.h).
 BRISK_API AccuracyMetric mean_cosine_metric(std::vector<PackedSequences> batches, std::vector<float> reference,
                                             int64_t hidden, Pooling pooling);
 

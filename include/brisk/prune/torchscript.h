@@ -14,10 +14,11 @@
 //   BRISK_RETURN_IF_ERROR(torchscript_prune_unstructured(model, p).status());
 //   BRISK_RETURN_IF_ERROR(model.save("model.pruned.pt"));
 //
-// A build without libtorch (BRISK_WITH_TORCH=OFF) returns Unimplemented from every function, naming the option.
+// The functions use the model's public API only (parameter, set_parameter, forward, clone), so they build without
+// libtorch, where TorchScriptModel::load returns Unimplemented.
 //
-// Thread safety: a TorchScriptModel may be read (forward, parameter) from several threads; set_parameter, the
-// pruning functions and save need exclusive access. clone() gives an independent copy.
+// Thread safety: the pruning functions need exclusive access to the model they change; sensitivity works on a
+// clone.
 #pragma once
 
 #include <cstdint>
@@ -30,60 +31,13 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/torchscript_model.h"
 #include "brisk/prune/sensitivity_report.h"
 
 namespace brisk::prune {
 
-class BRISK_API TorchScriptModel {
- public:
-  // Errors name the path: missing file (NotFound), not a TorchScript archive or a truncated one (InvalidArgument).
-  // The module is put in eval mode (dropout off), as inference and sensitivity analysis need.
-  static StatusOr<TorchScriptModel> load(const std::string& path);
-  TorchScriptModel(TorchScriptModel&&) noexcept;
-  TorchScriptModel& operator=(TorchScriptModel&&) noexcept;
-  ~TorchScriptModel();
-
-  // A deep copy (parameters included).
-  StatusOr<TorchScriptModel> clone() const;
-  // Every named parameter, recursively ("layer.0.weight"), floating or not, in module order.
-  std::vector<std::string> parameter_names() const;
-  // A parameter as an owned contiguous f32 brisk Tensor; an error for a non-float parameter or an unknown name.
-  StatusOr<Tensor> parameter(const std::string& name) const;
-  // Overwrites a floating parameter in place (converted to its dtype); the shape must match.
-  Status set_parameter(const std::string& name, const Tensor& value);
-  // Runs forward() on brisk tensors (f32, i64, i32 become the same torch dtypes) and returns its outputs: a
-  // tensor, or the tensors of a tuple/list/dict output in order, as owned f32 copies.
-  // None entries of a tuple/list/dict output are skipped, nested tuples/lists/dicts are flattened in order; any
-  // other output (an int, a string) is an error.
-  StatusOr<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) const;
-  Status save(const std::string& path) const;
-
-  // The arguments of forward() after self, from its schema: names, types, and whether each has a default value.
-  // An error when the module has no forward() method.
-  struct Argument {
-    std::string name;
-    bool has_default = false;
-    std::string type;     // as Python annotates it: "Tensor", "Optional[Tensor]", "float", "List[int]"
-    bool tensor = false;  // type is Tensor or Optional[Tensor]: forward() takes a tensor here
-  };
-  StatusOr<std::vector<Argument>> forward_arguments() const;
-
-  // Every named parameter with its shape and torch dtype name ("Float", "Half", "Long"), in module order.
-  struct ParameterInfo {
-    std::string name;
-    std::vector<int64_t> shape;
-    std::string dtype;
-    bool floating = false;
-    int64_t numel() const;
-  };
-  std::vector<ParameterInfo> parameter_info() const;
-
- private:
-  friend struct TorchScriptAccess;  // the pruning functions in lib/prune/torch_script.cc
-  struct Impl;
-  explicit TorchScriptModel(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
+// The module itself is brisk/model/torchscript_model.h's; its prune:: name remains.
+using ::brisk::TorchScriptModel;
 
 // A score of a candidate module, higher is better.
 using TorchScriptMetric = std::function<StatusOr<double>(const TorchScriptModel& candidate)>;

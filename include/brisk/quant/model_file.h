@@ -70,10 +70,8 @@ struct BRISK_API QuantizedModel {
   NamedTensors head_tensors;
 };
 
-// Reads the small files of a Hugging Face model directory (see QuantizedModel::model_files). config.json and one of
-// tokenizer.json / vocab.txt are required; the Pooling config.json is the one modules.json names (read through
-// read_pooling_config, so a pooling setup the runtime refuses is refused here too).
-BRISK_API StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir);
+// The small files of a Hugging Face model directory (QuantizedModel::model_files): brisk/model/config.h's.
+using ::brisk::read_model_files;
 
 BRISK_API Status save_quantized_model(const std::string& path, const QuantizedModel& model);
 BRISK_API StatusOr<QuantizedModel> load_quantized_model(const std::string& path);
@@ -84,7 +82,7 @@ BRISK_API bool is_quantized_model_file(const std::string& path);
 // header length, JSON, a tensor's dtype, shape or data_offsets, a file cut short), or no brisk.format metadata.
 BRISK_API Status check_quantized_model_file(const std::string& path);
 
-// Lowercase hex SHA-256 of a file's bytes (for QuantizedModel::source_sha256).
-BRISK_API StatusOr<std::string> file_sha256_hex(const std::string& path);
+// Lowercase hex SHA-256 of a file's bytes (for QuantizedModel::source_sha256): brisk/model/weights.h's.
+using ::brisk::file_sha256_hex;
 
 }  // namespace brisk::quant

@@ -22,6 +22,7 @@
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/fidelity.h"
 #include "brisk/model/weights.h"
 #include "brisk/quant/calibrate.h"
 #include "brisk/quant/plan.h"
@@ -53,17 +54,10 @@ BRISK_API StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, 
                                                     const LayerPrecisions& precisions, const ActivationRanges& ranges,
                                                     const SmoothQuantOptions* smooth = nullptr);
 
-// How close a candidate's embeddings are to the fp32 reference's, over the same batches.
-struct BRISK_API Fidelity {
-  double mean_cosine = 0.0;
-  double worst_cosine = 0.0;
-};
-
-// Embeddings of every batch, concatenated ([texts, hidden]), L2-normalised.
-BRISK_API StatusOr<std::vector<float>> embed_all(const BertEncoder& encoder,
-                                                 const std::vector<PackedSequences>& batches, Pooling pooling);
-BRISK_API Fidelity compare_embeddings(const std::vector<float>& reference, const std::vector<float>& candidate,
-                                      int64_t hidden);
+// embed_all, Fidelity and compare_embeddings: brisk/model/fidelity.h's.
+using ::brisk::compare_embeddings;
+using ::brisk::embed_all;
+using ::brisk::Fidelity;
 
 struct BRISK_API AutoPlanOptions {
   PrecisionSpec quantized{Precision::kInt8Dynamic};  // what every layer starts in

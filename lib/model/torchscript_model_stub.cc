@@ -1,13 +1,12 @@
-// brisk/prune/torchscript.h in a build without libtorch (BRISK_WITH_TORCH=OFF, or libtorch-dev not found), or built
-// by clang (see lib/CMakeLists.txt): every function returns Unimplemented, naming the build option. torch_script.cc
-// is the real implementation.
+// brisk/model/torchscript_model.h in a build without libtorch (BRISK_WITH_TORCH=OFF, or libtorch-dev not found), or
+// built by clang (see lib/CMakeLists.txt): what needs libtorch returns Unimplemented, naming the build option.
+// torch_script_model.cc is the real implementation.
 #if !defined(BRISK_HAVE_TORCHSCRIPT)
 
 #include "absl/strings/str_cat.h"
-#include "brisk/prune/torchscript.h"
+#include "brisk/model/torchscript_model.h"
 
-namespace brisk::prune {
-
+namespace brisk {
 namespace {
 
 absl::Status no_torch(const std::string& what) {
@@ -25,12 +24,6 @@ TorchScriptModel::TorchScriptModel(std::unique_ptr<Impl> impl) : impl_(std::move
 TorchScriptModel::TorchScriptModel(TorchScriptModel&&) noexcept = default;
 TorchScriptModel& TorchScriptModel::operator=(TorchScriptModel&&) noexcept = default;
 TorchScriptModel::~TorchScriptModel() = default;
-
-int64_t TorchScriptModel::ParameterInfo::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 StatusOr<TorchScriptModel> TorchScriptModel::load(const std::string& path) { return no_torch(path); }
 StatusOr<TorchScriptModel> TorchScriptModel::clone() const { return no_torch("TorchScriptModel::clone"); }
@@ -50,19 +43,6 @@ StatusOr<std::vector<TorchScriptModel::Argument>> TorchScriptModel::forward_argu
   return no_torch("TorchScriptModel::forward_arguments");
 }
 
-StatusOr<TorchScriptMetric> output_cosine_metric(const TorchScriptModel&, std::vector<std::vector<Tensor>>) {
-  return no_torch("output_cosine_metric");
-}
-StatusOr<std::vector<std::vector<Tensor>>> token_inputs(const TorchScriptModel&, const std::vector<PackedSequences>&) {
-  return no_torch("token_inputs");
-}
-StatusOr<SensitivityTable> torchscript_sensitivity(const TorchScriptModel&, const TorchSensitivityOptions&) {
-  return no_torch("torchscript_sensitivity");
-}
-StatusOr<TorchPruneResult> torchscript_prune_unstructured(TorchScriptModel&, const TorchPruneOptions&) {
-  return no_torch("torchscript_prune_unstructured");
-}
-
-}  // namespace brisk::prune
+}  // namespace brisk
 
 #endif  // !BRISK_HAVE_TORCHSCRIPT
