@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "brisk/core/stats.h"
 #include "brisk/cache/tiered_cache.h"
 #include "cache/redis_server.h"
 
@@ -17,11 +18,6 @@ namespace {
 using namespace brisk::cache;
 using namespace std::chrono_literals;
 using Embeddings = TieredCache<std::vector<float>, FloatVectorCodec>;
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
 
 // Microseconds per call of f(i) for i in [0, n).
 template <typename F>
@@ -37,8 +33,8 @@ std::vector<double> measure(int n, F&& f) {
 }
 
 void report(const char* what, const std::vector<double>& us) {
-  std::printf("%-62s median %8.1f us  p99 %8.1f us  max %8.1f us  (n=%zu)\n", what, percentile(us, 0.5),
-              percentile(us, 0.99), percentile(us, 1.0), us.size());
+  std::printf("%-62s median %8.1f us  p99 %8.1f us  max %8.1f us  (n=%zu)\n", what, brisk::percentile(us, 50),
+              brisk::percentile(us, 99), brisk::percentile(us, 100), us.size());
 }
 
 std::string key(int i) { return "k" + std::to_string(i); }

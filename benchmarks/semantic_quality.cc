@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "brisk/core/stats.h"
 #include "brisk/cache/semantic_cache.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/runtime/runtime.h"
@@ -54,12 +55,6 @@ struct Score {
     return p + r > 0 ? 2 * p * r / (p + r) : 0;
   }
 };
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
-}
 
 }  // namespace
 
@@ -280,7 +275,7 @@ int main(int argc, char** argv) {
     Score a = score(chosen, false, cat), b = score(chosen, true, cat);
     int n = a.positives + a.negatives;
     fmt::print("| {} ({}) | {} | {:.3f} | {} | {} |\n", cat, a.positives ? "should hit" : "must miss", n,
-               percentile(cs, 0.5), a.tp + a.fp, b.tp + b.fp);
+               brisk::percentile(cs, 50), a.tp + a.fp, b.tp + b.fp);
   }
 
   // ---- 3. per guard
@@ -350,7 +345,8 @@ int main(int argc, char** argv) {
       insert_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     }
     if (ef == 64)
-      fmt::print("| insert | - | {:.1f} | {:.1f} | - |\n", percentile(insert_us, 0.5), percentile(insert_us, 0.99));
+      fmt::print("| insert | - | {:.1f} | {:.1f} | - |\n", brisk::percentile(insert_us, 50),
+                 brisk::percentile(insert_us, 99));
     // Hits: a stored vector plus noise (cosine about 0.9), the same question text, so every guard runs.
     std::vector<double> hit_us, miss_us;
     int agree = 0, probes = 1000;
@@ -390,9 +386,9 @@ int main(int argc, char** argv) {
       exact += (*rc)->lookup("t", "q", v).cached_question == questions[best] ? 1 : 0;
     }
     fmt::print("| lookup, hit (3 guards run) | {} | {:.1f} | {:.1f} | {:.3f} (near-duplicate queries) |\n", ef,
-               percentile(hit_us, 0.5), percentile(hit_us, 0.99), double(agree) / probes);
+               brisk::percentile(hit_us, 50), brisk::percentile(hit_us, 99), double(agree) / probes);
     fmt::print("| lookup, miss (below threshold) | {} | {:.1f} | {:.1f} | {:.3f} (random queries) |\n", ef,
-               percentile(miss_us, 0.5), percentile(miss_us, 0.99), double(exact) / exact_probes);
+               brisk::percentile(miss_us, 50), brisk::percentile(miss_us, 99), double(exact) / exact_probes);
   }
   return 0;
 }

@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "brisk/core/stats.h"
 #include "brisk/cache/semantic_cache.h"
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
@@ -242,15 +243,6 @@ Match answer(const FaqIndex& index, const std::vector<FaqEntry>& faq, brisk::cac
 
 // ---------------------------------------------------------------------------------------------------------------
 // Report
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
 
 void print_answer(size_t i, const std::string& question, const FaqEntry& entry, const Match& m, double threshold,
                   double ms) {
@@ -460,7 +452,7 @@ Status run(const Options& opt) {
   fmt::print(
       "latency        p50 {:.2f} ms  p95 {:.2f} ms  p99 {:.2f} ms  (mean {:.2f}, max {:.2f}; per question, "
       "embed + search)\n",
-      percentile(latency_ms, 50), percentile(latency_ms, 95), percentile(latency_ms, 99), mean,
+      brisk::percentile(latency_ms, 50), brisk::percentile(latency_ms, 95), brisk::percentile(latency_ms, 99), mean,
       *std::max_element(latency_ms.begin(), latency_ms.end()));
   fmt::print("throughput     {:.1f} questions/s ({} questions in {:.1f} ms, {})\n", questions.size() / (total_ms / 1e3),
              questions.size(), total_ms,

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "brisk/core/stats.h"
 #include "brisk/core/status.h"
 #include "brisk/model/intent_head.h"
 #include "brisk/runtime/runtime.h"
@@ -57,15 +58,6 @@ struct Routed {
   std::string top;    // the top intent
   float probability = 0.0f;
 };
-
-// Linear interpolation between closest ranks, on sorted values.
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return NAN;
-  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
 
 StatusOr<Routed> route(const brisk::Runtime& rt, std::string_view question, double threshold) {
   const std::string_view texts[] = {question};
@@ -142,8 +134,8 @@ int run_eval(const brisk::Runtime& rt, const Options& o, double threshold, const
       {"unknown_precision", ratio(unknown_right, unknown_predicted)},
       {"unknown_recall", ratio(unknown_right, unknown_gold)},
       {"accuracy", ratio(right, ex->size())},
-      {"latency_p50_ms", percentile(ms, 50)},
-      {"latency_p99_ms", percentile(ms, 99)},
+      {"latency_p50_ms", brisk::percentile(ms, 50)},
+      {"latency_p99_ms", brisk::percentile(ms, 99)},
       {"mistakes", mistakes},
   };
   if (o.json) {
@@ -166,7 +158,8 @@ int run_eval(const brisk::Runtime& rt, const Options& o, double threshold, const
   fmt::print("  unknown recall      {:6.1f}%  ({} of {} out-of-scope questions routed to unknown)\n",
              100.0 * ratio(unknown_right, unknown_gold), unknown_right, unknown_gold);
   fmt::print("  overall accuracy    {:6.1f}%  ({} of {})\n", 100.0 * ratio(right, ex->size()), right, ex->size());
-  fmt::print("  latency per question p50 {:.2f} ms, p99 {:.2f} ms\n", percentile(ms, 50), percentile(ms, 99));
+  fmt::print("  latency per question p50 {:.2f} ms, p99 {:.2f} ms\n", brisk::percentile(ms, 50),
+             brisk::percentile(ms, 99));
   return 0;
 }
 

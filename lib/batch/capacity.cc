@@ -1,4 +1,5 @@
 // Capacity planning: the curve file, Erlang B/C, the report's approximation, the batching simulation, the planner.
+#include "brisk/core/stats.h"
 #include "brisk/batch/capacity.h"
 #include "brisk/core/internal/bounded_input.h"
 
@@ -25,13 +26,9 @@ constexpr size_t kMaxSimulatedRequests = 5'000'000;
 
 bool finite_positive(double v) { return std::isfinite(v) && v > 0; }
 
-// Linear interpolation between closest ranks (numpy's default) on sorted values.
-double percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+// brisk/core/stats.h's percentile of sorted values; 0 for none (a report with no requests).
+double percentile_or_zero(const std::vector<double>& sorted, double p) {
+  return sorted.empty() ? 0.0 : percentile_of_sorted(sorted, p);
 }
 
 // Smallest t with tail(t) <= p, for a tail that decreases from tail(0) >= p; bisection to 1e-9 relative.
@@ -357,8 +354,8 @@ StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double a
   std::sort(latency.begin(), latency.end());
   std::sort(wait.begin(), wait.end());
   r.requests = latency.size();
-  r.p50_s = percentile(latency, 0.50);
-  r.p99_s = percentile(latency, 0.99);
+  r.p50_s = percentile_or_zero(latency, 50);
+  r.p99_s = percentile_or_zero(latency, 99);
   double sum = 0, wait_sum = 0;
   for (double v : latency) sum += v;
   for (double v : wait) wait_sum += v;
@@ -367,7 +364,7 @@ StatusOr<SimulationResult> simulate_batching(const ServiceCurve& curve, double a
     r.mean_wait_s = wait_sum / static_cast<double>(wait.size());
     r.p_wait = static_cast<double>(waited) / static_cast<double>(latency.size());
   }
-  r.p99_wait_s = percentile(wait, 0.99);
+  r.p99_wait_s = percentile_or_zero(wait, 99);
   // Busy time of the measured batches over the measured arrivals' span (the drain at the end is not load).
   const double span = window_end - std::max(window_start, 0.0);
   r.utilisation = span > 0 ? std::min(1.0, busy / (o.replicas * span)) : 0;

@@ -69,6 +69,7 @@
 
 #include "absl/strings/strip.h"
 #include "brisk.h"
+#include "brisk/core/stats.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
@@ -216,15 +217,6 @@ std::vector<int> bench_lengths(int batch, int seq, bool mixed) {
   return lengths;
 }
 
-// Linear interpolation between closest ranks (numpy's default), on sorted values.
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return NAN;
-  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 // The tokenizer of a model directory or of a quantized model file.
 StatusOr<brisk::WordPieceTokenizer> model_tokenizer(const std::string& model) {
   if (!brisk::quant::is_quantized_model_file(model)) return brisk::WordPieceTokenizer::from_model_dir(model);
@@ -304,7 +296,8 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   for (double v : ms) mean += v;
   mean /= static_cast<double>(ms.size());
   std::sort(ms.begin(), ms.end());
-  const double p50 = percentile(ms, 50), p90 = percentile(ms, 90), p99 = percentile(ms, 99);
+  const double p50 = brisk::percentile_of_sorted(ms, 50), p90 = brisk::percentile_of_sorted(ms, 90),
+               p99 = brisk::percentile_of_sorted(ms, 99);
   const double seq_per_s = b.batch / (p50 / 1e3);
   const double tokens_per_s = static_cast<double>(tokens_per_call) / (p50 / 1e3);
   const int threads = opts.num_threads;

@@ -33,8 +33,8 @@ StatusOr<std::vector<TorchScriptModel::ParameterInfo>> select_parameters(const T
                                               valid.empty() ? std::string("(none)") : absl::StrJoin(valid, ", ")));
     }
     if (!it->floating) {
-      return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has dtype ", it->dtype,
-                                                     "; expected a floating-point parameter"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", name, "' has dtype ", it->dtype, "; expected a floating-point parameter"));
     }
   }
   std::vector<TorchScriptModel::ParameterInfo> out;
@@ -71,8 +71,8 @@ int64_t mask_at(const Tensor& mask, int64_t i, int64_t j) {
 
 // Rows of an output for the cosine metric: [rows, features], mean-pooled over an attention mask when there is one.
 StatusOr<Tensor> cosine_rows(const Tensor& output, const std::vector<Tensor>& inputs) {
-  const bool pooled = output.rank() == 3 && inputs.size() >= 2 && inputs[1].rank() == 2 &&
-                      inputs[1].is_contiguous() && inputs[1].device() == Device::kCPU &&
+  const bool pooled = output.rank() == 3 && inputs.size() >= 2 && inputs[1].rank() == 2 && inputs[1].is_contiguous() &&
+                      inputs[1].device() == Device::kCPU &&
                       (inputs[1].dtype() == DType::kI64 || inputs[1].dtype() == DType::kI32) &&
                       inputs[1].dim(0) == output.dim(0) && inputs[1].dim(1) == output.dim(1);
   if (!pooled) {
