@@ -58,8 +58,6 @@ Status for_each_head(const AttentionRows& seqs, int64_t heads, const Prepare& pr
   return absl::OkStatus();
 }
 
-int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
-
 int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns; }
 
 // One worker's buffers for int8 attention, grown to the longest sequence it has seen.

@@ -11,20 +11,9 @@
 namespace brisk::kernels::cpu {
 namespace {
 
-int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
-
 int8_t to_s8(float v, float inv) { return static_cast<int8_t>(std::nearbyint(std::clamp(v * inv, -127.0f, 127.0f))); }
 
 }  // namespace
-
-void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k) {
-  w.n = n;
-  w.k = k;
-  w.k_padded = round_up(k, 4);
-  w.n_padded = round_up(n, 16);
-  if (w.data.size() < static_cast<size_t>(w.n_padded * w.k_padded)) w.data.resize(w.n_padded * w.k_padded);
-  if (w.compensation.size() < static_cast<size_t>(w.n_padded)) w.compensation.resize(w.n_padded);
-}
 
 void column_absmax_scalar(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax) {
   std::fill_n(absmax, cols, 0.0f);

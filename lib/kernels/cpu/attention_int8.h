@@ -55,10 +55,6 @@ BRISK_API AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel);
 inline float s8_scale(float absmax) { return absmax > 0.0f ? absmax / 127.0f : 1.0f; }
 inline float s8_inverse(float absmax) { return absmax > 0.0f ? 127.0f / absmax : 0.0f; }
 
-// Sizes w for n x k and sets its shape fields; keeps the buffers' capacity (the packers write every byte of the
-// first n columns, the k padding included; the padding columns keep old values, which no output reads).
-void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k);
-
 // The bytes from one group of 4 k to the next in column j's panel (int8_gemm.h's packed layout).
 inline int64_t group_stride(const Int8PackedWeights& w, int64_t j) {
   const int64_t first = j / kInt8PanelColumns * kInt8PanelColumns;

@@ -12,8 +12,6 @@
 namespace brisk::kernels::cpu {
 namespace {
 
-int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
-
 // Rows per parallel task for large m: a task's activations (this many rows x k elements) are reused across the
 // panels it computes; a multiple of the kernels' row tiles (4 and 6).
 constexpr int64_t kRowsPerTask = 192;
@@ -62,14 +60,18 @@ int64_t int8_activation_bytes(Int8Kernel kernel) {
   return kernel == Int8Kernel::kAvx2 || kernel == Int8Kernel::kAvx512 ? 2 : 1;
 }
 
+void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k) {
+  w.n = n;
+  w.k = k;
+  w.k_padded = round_up(k, 4);
+  w.n_padded = round_up(n, 16);
+  if (w.data.size() < static_cast<size_t>(w.n_padded * w.k_padded)) w.data.resize(w.n_padded * w.k_padded);
+  if (w.compensation.size() < static_cast<size_t>(w.n_padded)) w.compensation.resize(w.n_padded);
+}
+
 Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
   Int8PackedWeights p;
-  p.n = n;
-  p.k = k;
-  p.k_padded = round_up(k, 4);
-  p.n_padded = round_up(n, 16);
-  p.data.assign(static_cast<size_t>(p.n_padded * p.k_padded), 0);
-  p.compensation.assign(static_cast<size_t>(p.n_padded), 0);
+  reshape_packed(p, n, k);  // a fresh value: its bytes start at zero (the padding)
   for (int64_t first = 0; first < p.n_padded; first += kInt8PanelColumns) {
     const int64_t width = std::min(kInt8PanelColumns, p.n_padded - first);
     int8_t* panel = p.data.data() + first * p.k_padded;

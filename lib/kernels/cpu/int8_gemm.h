@@ -87,6 +87,12 @@ struct Int8PackedWeights {
 // Packs s8 weights [n, k] row-major (PyTorch's Linear layout).
 BRISK_API Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k);
 
+inline constexpr int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// Sets w's shape for n x k (k_padded, n_padded as above) and sizes its buffers, keeping their capacity; the caller
+// writes the bytes (int8 attention packs K and V into reused weights this way, per head).
+void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k);
+
 // Quantizes rows of x [rows, k] into `kernel`'s encoding, ldq >= k elements apart (int8_activation_bytes each):
 // dynamic (static_scale == 0): row_scales[r] = absmax(x[r, :]) / 127 and q = round(x * (127 / absmax)); static
 // (static_scale > 0): row_scales[r] = static_scale and q = round(x / static_scale); both round half to even and
