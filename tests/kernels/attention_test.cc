@@ -269,14 +269,21 @@ TEST_CASE("int8 attention's vector kernels write the scalar reference's codes", 
         ref.column_absmax(x.data(), ld, len, ld, ar.data());
         CHECK(av == ar);
         const float inv = cpu::s8_inverse(*std::max_element(ar.begin(), ar.begin() + d));
+        // Q goes through the GEMM's own quantize rows, with one static scale and rows ld floats apart: this level's
+        // s16 codes equal the scalar kernel's u8 codes (q + 128) minus 128, and the padding is the code of 0.
         const int64_t ldc = (d + 3) / 4 * 4;
-        for (const bool wide : {false, true}) {
-          const size_t bytes = static_cast<size_t>(len * ldc * (wide ? 2 : 1));
-          std::vector<uint8_t> qv(bytes + 64, 7), qr(bytes, 7);
-          vec.quantize_queries(x.data(), ld, len, d, inv, qv.data(), ldc, wide);
-          ref.quantize_queries(x.data(), ld, len, d, inv, qr.data(), ldc, wide);
-          REQUIRE(std::memcmp(qv.data(), qr.data(), bytes) == 0);
-          CHECK(qv[bytes] == 7);  // nothing written past the last row's ldc
+        const float q_scale = cpu::s8_scale(*std::max_element(ar.begin(), ar.begin() + d));
+        std::vector<int16_t> qv(static_cast<size_t>(len * ldc), 7);
+        std::vector<uint8_t> qr(static_cast<size_t>(len * ldc), 7);
+        std::vector<float> sv(static_cast<size_t>(len)), sr(static_cast<size_t>(len));
+        cpu::int8_row_kernels(level.kernel)
+            .quantize({x.data(), ld, nullptr, d, ldc, qv.data(), sv.data(), q_scale}, 0, len);
+        cpu::int8_row_kernels(cpu::Int8Kernel::kScalar)
+            .quantize({x.data(), ld, nullptr, d, ldc, qr.data(), sr.data(), q_scale}, 0, len);
+        CHECK(sv == sr);
+        for (size_t i = 0; i < qv.size(); ++i) REQUIRE(qv[i] == int{qr[i]} - 128);
+        for (int64_t t = 0; t < len; ++t) {
+          for (int64_t c = d; c < ldc; ++c) REQUIRE(qv[static_cast<size_t>(t * ldc + c)] == 0);
         }
         cpu::Int8PackedWeights kv, kr;
         vec.pack_keys(x.data(), ld, len, d, inv, kv);

@@ -144,12 +144,15 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
     const float* head_absmax = s.absmax.data() + h * head_dim;
     const float q_max = *std::max_element(head_absmax, head_absmax + head_dim);
     const float k_max = *std::max_element(head_absmax + hidden, head_absmax + hidden + head_dim);
-    // Q and K with one scale each, which the scores' row and column scales carry.
+    // Q and K with one scale each, which the scores' row and column scales carry. Q is the GEMM's activations,
+    // quantized by the GEMM's own row kernel with that one (static) scale.
     const int64_t ldq = round_up(head_dim, 4);  // the packed keys' k_padded
     s.q_codes.resize(n * static_cast<size_t>(ldq * code_bytes));
-    ops.quantize_queries(q, qkv_ld, len, head_dim, s8_inverse(q_max), s.q_codes.data(), ldq, code_bytes == 2);
+    s.q_scales.resize(n);
+    const QuantizeActivationsArgs qa{q,   qkv_ld,           nullptr,           head_dim,
+                                     ldq, s.q_codes.data(), s.q_scales.data(), s8_scale(q_max)};
+    gemm.quantize(qa, 0, len);
     ops.pack_keys(k, qkv_ld, len, head_dim, s8_inverse(k_max), s.keys);
-    s.q_scales.assign(n, s8_scale(q_max));
     s.k_scales.assign(n, s8_scale(k_max));
     s.scores.resize(n * n);
     const Int8GemmArgs qk{

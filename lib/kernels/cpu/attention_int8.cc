@@ -22,20 +22,6 @@ void column_absmax_scalar(const float* x, int64_t ld, int64_t rows, int64_t cols
   }
 }
 
-void quantize_queries_scalar(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes, int64_t ldc,
-                             bool wide) {
-  for (int64_t t = 0; t < len; ++t) {
-    for (int64_t c = 0; c < ldc; ++c) {
-      const int v = c < d ? to_s8(q[t * ldq + c], inv) : 0;
-      if (wide) {
-        static_cast<int16_t*>(codes)[t * ldc + c] = static_cast<int16_t>(v);
-      } else {
-        static_cast<uint8_t*>(codes)[t * ldc + c] = static_cast<uint8_t>(v + 128);
-      }
-    }
-  }
-}
-
 void pack_keys_scalar(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w) {
   reshape_packed(w, len, d);
   for (int64_t j = 0; j < len; ++j) {
@@ -88,15 +74,12 @@ AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel) {
   switch (kernel) {
     case Int8Kernel::kAvx512Vnni:
     case Int8Kernel::kAvx512:
-      return {&column_absmax_avx512, &quantize_queries_avx512, &pack_keys_avx512, &pack_values_avx512,
-              &softmax_codes_avx512};
+      return {&column_absmax_avx512, &pack_keys_avx512, &pack_values_avx512, &softmax_codes_avx512};
     case Int8Kernel::kAvxVnni:
-    case Int8Kernel::kAvx2:
-      return {&column_absmax_avx2, &quantize_queries_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
+    case Int8Kernel::kAvx2: return {&column_absmax_avx2, &pack_keys_avx2, &pack_values_avx2, &softmax_codes_avx2};
     case Int8Kernel::kScalar: break;
   }
-  return {&column_absmax_scalar, &quantize_queries_scalar, &pack_keys_scalar, &pack_values_scalar,
-          &softmax_codes_scalar};
+  return {&column_absmax_scalar, &pack_keys_scalar, &pack_values_scalar, &softmax_codes_scalar};
 }
 
 }  // namespace brisk::kernels::cpu

@@ -2,9 +2,9 @@
 // (sequence, head) around the two int8 GEMMs of int8_gemm.h, one row kernel per ISA.
 //
 // For one sequence of len tokens, first column_absmax over its QKV rows; then for each head (width d):
-//   S = Q Kᵀ      Q: the GEMM's activations, quantized with one scale per head (absmax / 127) by quantize_queries
-//                 into that kernel's codes (u8 q + 128, or s16 q); K: its "weights", quantized the same way to s8
-//                 and packed by pack_keys. One scale per head, not per token: per-token scales cost a horizontal
+//   S = Q Kᵀ      Q: the GEMM's activations, quantized with one scale per head (absmax / 127) by the GEMM's own
+//                 quantize rows (a static scale) into that kernel's codes; K: its "weights", quantized the same way
+//                 to s8 and packed by pack_keys. One scale per head, not per token: per-token scales cost a horizontal
 //                 reduction per token, which at head_dim 32 took longer than the GEMM.
 //   P = softmax(S / sqrt(d)) as codes: e = exp(S * scale - max), code = round(255 * e) in [0, 255] (the maximum
 //                 is 255), row scale 1 / sum(codes); so the codes of a row sum to exactly 1 / row scale.
@@ -24,10 +24,6 @@ namespace brisk::kernels::cpu {
 // The column maxima of |x| over rows of x [rows, cols] at row stride ld: one streaming pass over a sequence's QKV
 // rows gives every head's Q and K absmax and V's per channel, and leaves the rows in cache for the heads.
 using ColumnAbsmax = void (*)(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax);
-// Queries [len, d] at row stride ldq, times inv (127 / the head's absmax) -> codes [len, ldc] (uint8_t q + 128, or
-// int16_t q when `wide`; [d, ldc) hold the code of 0).
-using QuantizeQueries = void (*)(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes,
-                                 int64_t ldc, bool wide);
 // Keys [len, d] at row stride ldk, times inv -> w: n = len (tokens), k = d, in int8_gemm.h's packed layout, with the
 // u8 kernels' compensation (-128 * the sum of each token's codes).
 using PackKeys = void (*)(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w);
@@ -41,7 +37,6 @@ using SoftmaxCodes = void (*)(const float* s, int64_t len, float scale, void* co
 
 struct AttentionInt8Kernels {
   ColumnAbsmax column_absmax;
-  QuantizeQueries quantize_queries;
   PackKeys pack_keys;
   PackValues pack_values;
   SoftmaxCodes softmax_codes;
@@ -71,8 +66,6 @@ inline int8_t* packed_group(Int8PackedWeights& w, int64_t j, int64_t g) {
 
 #define BRISK_DECLARE_ATTENTION_INT8(name)                                                                     \
   void column_absmax_##name(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax);            \
-  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes,    \
-                               int64_t ldc, bool wide);                                                        \
   void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w); \
   void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,               \
                           Int8PackedWeights& w);                                                               \

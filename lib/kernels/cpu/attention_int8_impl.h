@@ -86,26 +86,6 @@ void column_absmax(const float* x, int64_t ld, int64_t rows, int64_t cols, float
   }
 }
 
-template <class S, typename Code>
-void quantize_queries(const float* q, int64_t ldq, int64_t len, int64_t d, float inv_scale, Code* codes, int64_t ldc) {
-  constexpr int64_t W = S::kWidth;
-  const typename S::V inv = S::set1(inv_scale);
-  const typename S::V shift = S::set1(sizeof(Code) == 1 ? 128.0f : 0.0f);
-  for (int64_t t = 0; t < len; ++t) {
-    Code* out = codes + t * ldc;
-    for (int64_t c = 0; c < ldc; c += W) {  // lanes past d quantize to the code of 0: the k padding
-      const typename S::V v = S::add(quantize_s8<S>(load_n<S>(q + t * ldq + c, d - c), inv), shift);
-      if (c + W <= ldc) {
-        store_codes<S>(out + c, v);
-      } else {  // the row's end, through a buffer: the codes end at ldc
-        alignas(64) Code tail[W];
-        store_codes<S>(tail, v);
-        std::memcpy(out + c, tail, static_cast<size_t>(ldc - c) * sizeof(Code));
-      }
-    }
-  }
-}
-
 // 16 floats of a row (lanes >= n read as 0) quantized with the per-lane inverse scales `inv`, as 16 s8 bytes.
 template <class S>
 BRISK_SIMD_INLINE __m128i codes16(const float* x, const float* inv, int64_t n) {
@@ -223,14 +203,6 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
 #define BRISK_DEFINE_ATTENTION_INT8(name, S)                                                                    \
   void column_absmax_##name(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax) {            \
     column_absmax<S>(x, ld, rows, cols, absmax);                                                                \
-  }                                                                                                             \
-  void quantize_queries_##name(const float* q, int64_t ldq, int64_t len, int64_t d, float inv, void* codes,     \
-                               int64_t ldc, bool wide) {                                                        \
-    if (wide) {                                                                                                 \
-      quantize_queries<S>(q, ldq, len, d, inv, static_cast<int16_t*>(codes), ldc);                              \
-    } else {                                                                                                    \
-      quantize_queries<S>(q, ldq, len, d, inv, static_cast<uint8_t*>(codes), ldc);                              \
-    }                                                                                                           \
   }                                                                                                             \
   void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w) { \
     pack_keys<S>(k, ldk, len, d, inv, w);                                                                       \

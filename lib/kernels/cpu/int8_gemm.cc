@@ -90,7 +90,7 @@ Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k) {
 
 void quantize_activation_rows_scalar(const QuantizeActivationsArgs& a, int64_t row_begin, int64_t row_end) {
   for (int64_t r = row_begin; r < row_end; ++r) {
-    const float* x = a.x + r * a.k;
+    const float* x = a.x + r * a.ldx;
     uint8_t* q = static_cast<uint8_t*>(a.xq) + r * a.ldq;
     const float* cs = a.channel_scale;
     auto value = [&](int64_t c) { return cs != nullptr ? x[c] * cs[c] : x[c]; };
@@ -157,7 +157,7 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
 void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
                           float* row_scales, const float* channel_scale, float static_scale) {
   if (rows <= 0) return;
-  const QuantizeActivationsArgs args{x, channel_scale, k, ldq, xq, row_scales, static_scale};
+  const QuantizeActivationsArgs args{x, k, channel_scale, k, ldq, xq, row_scales, static_scale};
   const QuantizeActivationRows quantize = int8_row_kernels(kernel).quantize;
   parallel_for(0, rows, row_grain(k) + 1, [&](int64_t begin, int64_t end) { quantize(args, begin, end); });
 }

@@ -127,7 +127,8 @@ struct Int8GemmArgs {
 };
 
 struct QuantizeActivationsArgs {
-  const float* x;              // row stride k
+  const float* x;
+  int64_t ldx;                 // x's row stride in floats, >= k (int8 attention reads Q out of the QKV rows)
   const float* channel_scale;  // nullable, [k]
   int64_t k;
   int64_t ldq;  // in elements
@@ -147,7 +148,7 @@ struct Int8RowKernels {
   Int8GemmBlock gemm;
   QuantizeActivationRows quantize;
 };
-Int8RowKernels int8_row_kernels(Int8Kernel kernel);
+BRISK_API Int8RowKernels int8_row_kernels(Int8Kernel kernel);
 
 #define BRISK_DECLARE_INT8_KERNEL(name)                                                                       \
   void int8_gemm_block_##name(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin, \

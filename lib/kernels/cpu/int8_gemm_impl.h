@@ -74,7 +74,7 @@ void quantize_rows_impl(const QuantizeActivationsArgs& a, int64_t row_begin, int
   };
   const typename S::V lo = S::set1(-127.0f), hi = S::set1(127.0f);
   for (int64_t r = row_begin; r < row_end; ++r) {
-    const float* x = a.x + r * k;
+    const float* x = a.x + r * a.ldx;
     Code* q = static_cast<Code*>(a.xq) + r * a.ldq;
     float inv = 0.0f;
     if (a.static_scale > 0.0f) {
