@@ -13,23 +13,19 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "brisk/core/text_lines.h"
+#include "brisk/kernels/vector_math.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/quantizer.h"
 
 namespace brisk::bench {
 
-// The non-empty lines of a file that do not start with '#'; with tsv_first_column, only each line's first field.
-inline std::vector<std::string> read_lines(const std::string& path, bool tsv_first_column = false) {
-  std::ifstream in(path);
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (tsv_first_column) line = line.substr(0, line.find('\t'));
-    out.push_back(line);
-  }
-  return out;
+// The texts of a file (brisk/core/text_lines.h); none, with the reason on stderr, when it cannot be read.
+inline std::vector<std::string> read_lines(const std::string& path) {
+  StatusOr<std::vector<std::string>> lines = read_text_lines(path, "benchmark data");
+  if (!lines.ok()) fmt::print(stderr, "{}\n", std::string(lines.status().message()));
+  return lines.ok() ? *std::move(lines) : std::vector<std::string>();
 }
 
 // The texts tokenized (at most 128 tokens each) into batches of per_batch sequences, in order.
@@ -41,12 +37,6 @@ inline std::vector<PackedSequences> pack(const WordPieceTokenizer& tok, const st
     batches.back().add(tok.encode(texts[i], 128).value());
   }
   return batches;
-}
-
-inline double dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
-  return s;
 }
 
 // For each query (rows of width h), the index of the document with the highest dot product (first on ties).
@@ -96,7 +86,8 @@ struct FaqSet {
 inline std::optional<FaqSet> load_faq(const std::string& source_dir, const WordPieceTokenizer& tok) {
   FaqSet s;
   const std::string faq_dir = source_dir + "/examples/faq_assistant";
-  s.entries = read_lines(faq_dir + "/faq.tsv", true);
+  s.entries = read_lines(faq_dir + "/faq.tsv");
+  for (std::string& entry : s.entries) entry.resize(std::min(entry.size(), entry.find('\t')));  // the question
   s.questions = read_lines(faq_dir + "/questions.txt");
   for (const std::string& line : read_lines(source_dir + "/benchmarks/data/faq_labels.tsv")) {
     std::vector<std::string> f = absl::StrSplit(line, '\t');

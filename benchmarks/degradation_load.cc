@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "brisk/core/text_lines.h"
 #include "brisk/runtime/runtime.h"
 
 namespace {
@@ -82,17 +83,6 @@ Args parse(int argc, char** argv) {
   if (argc % 2 == 0) fail("every flag needs a value");
   if (a.model.empty() || a.fallback.empty() || a.texts.empty()) fail("--model, --fallback and --texts are required");
   return a;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("cannot read " + path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  if (lines.empty()) fail(path + " has no texts");
-  return lines;
 }
 
 // What one round saw; every offered request ends in exactly one of answered / refused / failed.
@@ -192,7 +182,9 @@ nlohmann::json run_round(const Args& args, const std::vector<std::string>& texts
 
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
-  const std::vector<std::string> texts = read_lines(args.texts);
+  brisk::StatusOr<std::vector<std::string>> read = brisk::read_text_lines(args.texts, "--texts", true);
+  if (!read.ok()) fail(std::string(read.status().message()));
+  const std::vector<std::string> texts = *std::move(read);
   for (int round = 0; round < args.rounds; ++round) {
     for (bool with_fallback : {false, true}) {
       std::printf("%s\n", run_round(args, texts, with_fallback, round).dump().c_str());

@@ -37,6 +37,7 @@
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/loader.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/prune/allocation.h"
@@ -328,10 +329,11 @@ int run(const Args& a) {
   ScopedNumThreads threads(a.threads);
   Bench b;
   b.rounds = a.rounds;
-  b.config = BertConfig::from_json_file(a.model + "/config.json").value();
-  b.pooling = read_pooling_config(a.model).value().mode;
-  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(a.model).value();
-  b.weights = EncoderWeights::load(a.model, b.config).value();
+  LoadedModel loaded = load_model(a.model, {.fp32_directory_only = true}).value();
+  b.config = loaded.config;
+  b.pooling = loaded.pooling.mode;
+  const WordPieceTokenizer& tok = loaded.tokenizer;
+  b.weights = std::move(loaded.weights);
   const std::vector<std::string> calib = read_lines(a.calib), heldout = read_lines(a.heldout);
   std::optional<FaqSet> faq = load_faq(BRISK_SOURCE_DIR, tok);
   if (calib.empty() || heldout.empty() || !faq) {

@@ -28,6 +28,7 @@
 #include "accuracy_util.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/loader.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/quant/quantizer.h"
@@ -109,10 +110,11 @@ int run(int argc, char** argv) {
     if (flag == "--heldout") heldout_path = argv[i + 1];
     if (flag == "--plans") plans_arg = argv[i + 1];
   }
-  const BertConfig config = BertConfig::from_json_file(model + "/config.json").value();
-  const Pooling pooling = read_pooling_config(model).value().mode;
-  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(model).value();
-  const EncoderWeights fp32 = EncoderWeights::load(model, config).value();
+  const LoadedModel loaded = load_model(model, {.fp32_directory_only = true}).value();
+  const BertConfig& config = loaded.config;
+  const Pooling pooling = loaded.pooling.mode;
+  const WordPieceTokenizer& tok = loaded.tokenizer;
+  const EncoderWeights& fp32 = loaded.weights;
   const int64_t h = config.hidden_size;
 
   const std::vector<std::string> calib = read_lines(calib_path), heldout = read_lines(heldout_path);

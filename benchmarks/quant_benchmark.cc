@@ -13,6 +13,7 @@
 
 #include "brisk/core/parallel.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/loader.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/quant/quantizer.h"
 #include "brisk/quant/scheme.h"
@@ -31,9 +32,10 @@ const BertEncoder* encoder_for(int plan_index) {
   static std::map<int, std::unique_ptr<BertEncoder>> encoders;
   if (auto it = encoders.find(plan_index); it != encoders.end()) return it->second.get();
   const std::string dir = testing::model_dir().string();
-  const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
-  static const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
-  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
+  static const LoadedModel model = load_model(dir, {.fp32_directory_only = true}).value();
+  const BertConfig& config = model.config;
+  const EncoderWeights& fp32 = model.weights;
+  const WordPieceTokenizer& tok = model.tokenizer;
   std::ifstream in(std::string(BRISK_TEST_DATA_DIR) + "/../../benchmarks/data/calibration_texts.txt");
   std::vector<PackedSequences> batches(1);
   for (std::string line; std::getline(in, line) && batches[0].size() < 64;)

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "brisk/core/text_lines.h"
 #include "brisk/runtime/runtime.h"
 
 namespace {
@@ -77,17 +78,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("--texts: cannot open '" + path + "'");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  if (lines.empty()) fail("--texts: '" + path + "' has no lines; expected one text (or query<TAB>passage) a line");
-  return lines;
-}
-
 template <typename T>
 T check(brisk::StatusOr<T> v, const char* what) {
   if (!v.ok()) fail(fmt::format("{}: {}", what, v.status().ToString()));
@@ -110,7 +100,7 @@ int main(int argc, char** argv) {
   opts.cache.result_cache_bytes = 0;
   opts.cache.token_cache_entries = 0;
   std::unique_ptr<brisk::Runtime> rt = check(brisk::Runtime::create(opts), "Runtime::create");
-  const std::vector<std::string> lines = read_lines(a.texts);
+  const std::vector<std::string> lines = check(brisk::read_text_lines(a.texts, "--texts", true), "--texts");
 
   std::vector<std::string_view> texts, queries, passages;
   for (const std::string& l : lines) {

@@ -48,7 +48,7 @@ class CallbackBackend final : public brisk::Backend {
     return absl::OkStatus();
   }
 
-  size_t estimate_activation_bytes(const brisk::batch::BatchShape& shape) const override {
+  size_t estimate_activation_bytes(const brisk::BatchShape& shape) const override {
     if (bytes_per_token_ > 0 && shape.total_cost > std::numeric_limits<size_t>::max() / bytes_per_token_) {
       return std::numeric_limits<size_t>::max();  // saturate: past any budget
     }

@@ -13,6 +13,7 @@
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
+#include "brisk/model/loader.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
 #include "brisk/prune/importance.h"
@@ -143,12 +144,14 @@ brisk::Status run(const Request& r) {
   using namespace brisk;
   ScopedNumThreads threads(r.num_threads);
   const std::string& dir = r.model_dir;
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, config));
-  const int model_max = static_cast<int>(config.max_position_embeddings);
-  const int max_seq_len = std::min(r.max_seq_len == 0 ? kDefaultMaxSeqLen : r.max_seq_len, model_max);
+  BRISK_ASSIGN_OR_RETURN(LoadedModel model,
+                         load_model(dir, {.max_seq_len = r.max_seq_len == 0 ? kDefaultMaxSeqLen : r.max_seq_len,
+                                          .fp32_directory_only = true}));
+  const BertConfig& config = model.config;
+  const PoolingConfig& pooling = model.pooling;
+  const WordPieceTokenizer& tok = model.tokenizer;
+  const EncoderWeights& weights = model.weights;
+  const int max_seq_len = model.max_seq_len;
 
   std::vector<PackedSequences> batches;
   std::vector<int32_t> ids;

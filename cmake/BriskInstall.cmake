@@ -8,7 +8,10 @@ install(TARGETS brisk EXPORT brisk-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS brisk_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/brisk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# core/internal/ is the library's own (no public header includes it); batch/internal/ and cache/internal/ are
+# installed because the header-only Batcher<> and Cache<> templates include them.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/brisk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  PATTERN "core/internal" EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/capi/brisk.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(EXPORT brisk-targets NAMESPACE brisk:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/brisk)

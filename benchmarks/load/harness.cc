@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "brisk/core/parallel.h"
-#include "brisk/model/weights.h"
+#include "brisk/model/loader.h"
 #include "load/load.h"
 
 namespace brisk::load {
@@ -29,15 +29,12 @@ using brisk::load_test::percentile;  // nearest rank
 StatusOr<std::unique_ptr<Model>> load_model(const std::string& dir, int threads) {
   auto model = std::make_unique<Model>();
   model->threads = threads;
-  BRISK_ASSIGN_OR_RETURN(model->config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  model->pooling = pooling.mode;
-  const int64_t model_max = model->config.max_position_embeddings;
-  model->max_seq_len =
-      static_cast<int>(pooling.max_seq_length > 0 ? std::min(pooling.max_seq_length, model_max) : model_max);
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir));
-  model->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
-  BRISK_ASSIGN_OR_RETURN(EncoderWeights weights, EncoderWeights::load(dir, model->config));
+  BRISK_ASSIGN_OR_RETURN(LoadedModel loaded, brisk::load_model(dir));
+  model->config = loaded.config;
+  model->pooling = loaded.pooling.mode;
+  model->max_seq_len = loaded.max_seq_len;
+  model->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(loaded.tokenizer));
+  EncoderWeights weights = std::move(loaded.weights);
   ScopedNumThreads scoped(threads);  // weights are packed for the thread count the batches run with
   BRISK_ASSIGN_OR_RETURN(model->encoder, BertEncoder::create(model->config, std::move(weights), Device::kCPU));
   return model;

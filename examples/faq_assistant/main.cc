@@ -48,6 +48,7 @@
 #include "brisk/cache/semantic_cache.h"
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
+#include "brisk/kernels/vector_math.h"
 #include "brisk/runtime/runtime.h"
 
 #ifndef BRISK_FAQ_DIR
@@ -204,18 +205,13 @@ struct Match {
   bool cached = false;  // from the semantic cache, without a search
 };
 
-float dot(std::span<const float> a, const float* b) {
-  float s = 0.0f;
-  for (size_t k = 0; k < a.size(); ++k) s += a[k] * b[k];
-  return s;
-}
-
 // Exhaustive nearest neighbour by dot product; the FAQ is small (hundreds of rows), so a scan is the fastest.
 Match nearest(const FaqIndex& index, std::span<const float> query) {
   Match best;
   const size_t n = index.embeddings.size() / static_cast<size_t>(index.dim);
   for (size_t i = 0; i < n; ++i) {
-    const float score = dot(query, index.embeddings.data() + i * static_cast<size_t>(index.dim));
+    const float score =
+        brisk::dot(query.data(), index.embeddings.data() + i * static_cast<size_t>(index.dim), index.dim);
     if (score > best.score) best = {i, score, false};
   }
   return best;
@@ -229,7 +225,9 @@ Match answer(const FaqIndex& index, const std::vector<FaqEntry>& faq, brisk::cac
   if (cache != nullptr) {
     if (brisk::cache::SemanticLookup hit = cache->lookup(kTenant, question, embedding)) {
       const size_t entry = std::stoul(hit.answer);
-      return {entry, dot(embedding, index.embeddings.data() + entry * static_cast<size_t>(index.dim)), true};
+      return {entry,
+              brisk::dot(embedding.data(), index.embeddings.data() + entry * static_cast<size_t>(index.dim), index.dim),
+              true};
     }
   }
   const Match m = nearest(index, embedding);

@@ -74,7 +74,7 @@
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
-#include "brisk/quant/model_file.h"
+#include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
 #include "tune.h"
@@ -217,13 +217,6 @@ std::vector<int> bench_lengths(int batch, int seq, bool mixed) {
   return lengths;
 }
 
-// The tokenizer of a model directory or of a quantized model file.
-StatusOr<brisk::WordPieceTokenizer> model_tokenizer(const std::string& model) {
-  if (!brisk::quant::is_quantized_model_file(model)) return brisk::WordPieceTokenizer::from_model_dir(model);
-  BRISK_ASSIGN_OR_RETURN(brisk::quant::QuantizedModel q, brisk::quant::load_quantized_model(model));
-  return brisk::WordPieceTokenizer::from_model_files(q.model_files, false, model);
-}
-
 // A text that tokenizes to exactly `seq` tokens ([CLS] + seq-2 copies of a one-token word + [SEP]),
 // verified with the model's own tokenizer.
 StatusOr<std::string> synthetic_text(const brisk::WordPieceTokenizer& tok, const std::string& model_dir,
@@ -254,7 +247,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   opts.cache.token_cache_entries = 0;
   auto rt = brisk::Runtime::create(opts);
   if (!rt.ok()) return report_error(rt.status());
-  auto tok = model_tokenizer(flags.model_dir);
+  auto tok = brisk::load_model_tokenizer(flags.model_dir);
   if (!tok.ok()) return report_error(tok.status());
   if ((*rt)->info().max_seq_len < b.seq) {
     return report_error(absl::InvalidArgumentError(

@@ -17,7 +17,7 @@
 #include "brisk.h"
 #include "brisk/batch/capacity.h"
 #include "brisk/model/tokenizer.h"
-#include "brisk/quant/model_file.h"
+#include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
 #include "output.h"
 
@@ -42,17 +42,10 @@ std::string now_string() {
 
 // "[CLS] w w ... w [SEP]" of exactly `seq` tokens, checked with the model's tokenizer.
 StatusOr<std::string> synthetic_text(const std::string& model, int seq) {
-  StatusOr<WordPieceTokenizer> tok = absl::UnknownError("");
-  if (quant::is_quantized_model_file(model)) {
-    BRISK_ASSIGN_OR_RETURN(quant::QuantizedModel q, quant::load_quantized_model(model));
-    tok = WordPieceTokenizer::from_model_files(q.model_files, false, model);
-  } else {
-    tok = WordPieceTokenizer::from_model_dir(model);
-  }
-  if (!tok.ok()) return tok.status();
+  BRISK_ASSIGN_OR_RETURN(const WordPieceTokenizer tok, load_model_tokenizer(model));
   std::string text;
   for (int i = 0; i < seq - 2; ++i) text += i ? " hello" : "hello";
-  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->encode(text, seq + 8));
+  BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));
   if (static_cast<int>(ids.size()) != seq) {
     return absl::FailedPreconditionError(
         fmt::format("'hello' x {} tokenizes to {} tokens with the tokenizer of {}; expected exactly {} (--seq)",

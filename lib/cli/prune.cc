@@ -1,7 +1,7 @@
 // `brisk sensitivity` and `brisk prune`. See prune.h.
 #include "prune.h"
 
-#include "brisk/model/classification_head.h"
+#include "brisk/model/loader.h"
 
 #include <fmt/format.h>
 
@@ -26,25 +26,6 @@ namespace brisk::cli {
 namespace {
 
 using namespace brisk::prune;
-
-struct Model {
-  BertConfig config;
-  EncoderWeights weights;
-  PoolingConfig pooling;
-  WordPieceTokenizer tokenizer;
-  NamedTensors head_tensors;  // a classification model's head, carried into the pruned model unchanged
-};
-
-StatusOr<Model> load_model(const std::string& dir) {
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors loaded, load_weights_with_tensors(dir, config));
-  EncoderWeights& weights = loaded.weights;
-  const NamedTensors& tensors = loaded.tensors;
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  return Model{std::move(config), std::move(weights), pooling, std::move(tok),
-               sequence_classification_head_tensors(tensors)};
-}
 
 StatusOr<std::vector<double>> parse_levels(const std::string& text) {
   if (text.empty()) return SensitivityOptions{}.levels;
@@ -105,7 +86,7 @@ Status sensitivity(const SensitivityFlags& f) {
   BRISK_ASSIGN_OR_RETURN(std::vector<double> levels, parse_levels(f.levels));
   ProgressBar bar;
   if (!std::filesystem::is_directory(f.model)) return torchscript_sensitivity_cli(f, levels, bar);
-  BRISK_ASSIGN_OR_RETURN(Model m, load_model(f.model));
+  BRISK_ASSIGN_OR_RETURN(LoadedModel m, load_model(f.model, {.fp32_directory_only = true}));
   BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.texts, m.tokenizer, f.max_seq_len, "texts", f.max_texts));
   SensitivityOptions o;
   o.mode = f.mode;
@@ -136,8 +117,9 @@ StatusOr<std::vector<int64_t>> parse_int_list(const std::string& text, const cha
 }
 
 // Per-layer amounts: uniform, guided by a sweep, or found by the iterative schedule.
-StatusOr<LayerAmounts> choose_amounts(const PruneFlags& f, const Model& m, const std::vector<PackedSequences>& batches,
-                                      const ActivationStats& stats, Importance importance, ProgressBar& bar) {
+StatusOr<LayerAmounts> choose_amounts(const PruneFlags& f, const LoadedModel& m,
+                                      const std::vector<PackedSequences>& batches, const ActivationStats& stats,
+                                      Importance importance, ProgressBar& bar) {
   const Budget budget = f.target_flops > 0 ? Budget::kFlops : Budget::kParameters;
   std::optional<SensitivityTable> sweep;
   if (f.guided) {
@@ -190,7 +172,7 @@ Status prune_cmd(const PruneFlags& f) {
   if (f.guided && !f.schedule && (f.target_params > 0) == (f.target_flops > 0)) {
     return absl::InvalidArgumentError("--guided needs exactly one of --target-params and --target-flops");
   }
-  BRISK_ASSIGN_OR_RETURN(Model m, load_model(f.model));
+  BRISK_ASSIGN_OR_RETURN(LoadedModel m, load_model(f.model, {.fp32_directory_only = true}));
   BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.calib, m.tokenizer, f.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(Importance importance, parse_importance(f.importance));
   BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(m.config, m.weights, Device::kCPU));

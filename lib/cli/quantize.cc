@@ -1,7 +1,7 @@
 // `brisk quantize`. See quantize.h.
 #include "quantize.h"
 
-#include "brisk/model/classification_head.h"
+#include "brisk/model/loader.h"
 
 #include <fmt/format.h>
 
@@ -36,12 +36,11 @@ Status write_text(const std::string& path, const std::string& text) {
 Status quantize(const QuantizeFlags& f) {
   ScopedNumThreads threads(f.threads);
   const std::string& dir = f.model_dir;
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir));
-  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors source, load_weights_with_tensors(dir, config));
+  BRISK_ASSIGN_OR_RETURN(const LoadedModel source, load_model(dir, {.fp32_directory_only = true}));
+  const BertConfig& config = source.config;
+  const PoolingConfig& pooling = source.pooling;
+  const WordPieceTokenizer& tok = source.tokenizer;
   const EncoderWeights& fp32 = source.weights;
-  const NamedTensors& source_tensors = source.tensors;
   BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
                          read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));
@@ -98,7 +97,7 @@ Status quantize(const QuantizeFlags& f) {
   model.plan = smooth ? absl::StrCat(report.plan, " +smoothquant ", f.smoothquant) : report.plan;
   BRISK_ASSIGN_OR_RETURN(model.source_sha256, file_sha256_hex(fp32.weights_file));
   model.report_json = report.to_json();
-  model.head_tensors = sequence_classification_head_tensors(source_tensors);  // a classifier keeps its head in f32
+  model.head_tensors = source.head_tensors;  // a classifier keeps its head in f32
   BRISK_RETURN_IF_ERROR(save_quantized_model(f.out, model));
 
   fmt::print("{:<44} {:<14} {:>10} {:>10} {:>10} {:>10} {:>11}\n", "layer", "precision", "w_error", "scale_min",

@@ -1,4 +1,4 @@
-// `brisk quantize`: fp32 model directory in, one quantized model file out (see brisk/quant/model_file.h).
+// `brisk quantize`: fp32 model directory in, one quantized model file out (see brisk/model/model_file.h).
 //
 //   brisk quantize --model DIR --plan int8|int8-static|bf16|mixed|auto|RULES --calib FILE --out FILE
 //                  [--calibrator minmax|ema|percentile|entropy|mse] [--tolerance 0.995] [--fallback fp32|bf16]

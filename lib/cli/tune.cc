@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "brisk/core/text_lines.h"
 #include "brisk/runtime/auto_tuner.h"
 #include "output.h"
 
@@ -23,23 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-StatusOr<std::vector<std::string>> read_lines(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(fmt::format("{} '{}' cannot be opened; expected one text per line", what, path));
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty() && line[0] != '#') lines.push_back(line);
-  }
-  if (lines.empty())
-    return absl::InvalidArgumentError(fmt::format("{} '{}' has no texts; expected one a line", what, path));
-  return lines;
-}
-
 // Passages of about 100 to 250 tokens: FAQ answers (faq.tsv's second column) joined in order until a word count
 // drawn from 75 to 190 words (about 1.3 word pieces a word) is reached.
 StatusOr<std::vector<std::string>> long_passages(const std::string& faq_path, size_t n, uint64_t seed) {
-  BRISK_ASSIGN_OR_RETURN(std::vector<std::string> rows, read_lines(faq_path, "--faq"));
+  BRISK_ASSIGN_OR_RETURN(std::vector<std::string> rows, read_text_lines(faq_path, "--faq"));
   std::vector<std::string> answers;
   for (const std::string& r : rows) {
     const size_t tab = r.find('\t');
@@ -69,16 +57,16 @@ StatusOr<std::vector<std::string>> mix_texts(const TuneFlags& f) {
   const std::string questions =
       f.questions.empty() ? std::string(BRISK_SOURCE_DIR) + "/examples/faq_assistant/questions.txt" : f.questions;
   const std::string faq = f.faq.empty() ? std::string(BRISK_SOURCE_DIR) + "/examples/faq_assistant/faq.tsv" : f.faq;
-  if (f.mix == "faq") return read_lines(questions, "--questions");
+  if (f.mix == "faq") return read_text_lines(questions, "--questions");
   if (f.mix == "mixed") {
-    BRISK_ASSIGN_OR_RETURN(std::vector<std::string> texts, read_lines(questions, "--questions"));
+    BRISK_ASSIGN_OR_RETURN(std::vector<std::string> texts, read_text_lines(questions, "--questions"));
     // Items are picked uniformly: one passage per four questions makes 20% of the requests long.
     BRISK_ASSIGN_OR_RETURN(std::vector<std::string> passages,
                            long_passages(faq, std::max<size_t>(1, texts.size() / 4), f.seed));
     texts.insert(texts.end(), passages.begin(), passages.end());
     return texts;
   }
-  return read_lines(f.mix, "--mix");
+  return read_text_lines(f.mix, "--mix");
 }
 
 double load_average() {

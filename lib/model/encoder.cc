@@ -12,11 +12,6 @@
 
 namespace brisk {
 
-void PackedSequences::add(std::span<const int32_t> ids) {
-  input_ids.insert(input_ids.end(), ids.begin(), ids.end());
-  offsets.push_back(static_cast<int64_t>(input_ids.size()));
-}
-
 namespace {
 
 StatusOr<Tensor> stack_rows(const std::vector<const Tensor*>& parts) {

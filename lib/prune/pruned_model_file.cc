@@ -7,7 +7,7 @@
 #include "brisk/model/safetensors.h"
 #include "brisk/model/weights.h"
 #include "brisk/prune/structured.h"
-#include "brisk/quant/model_file.h"
+#include "brisk/model/model_file.h"
 #include "nlohmann/json.hpp"
 
 namespace brisk::prune {
@@ -75,7 +75,7 @@ Status save_pruned_model(const PrunedModel& model, const std::string& source_dir
 
 Status save_pruned_model_file(const PrunedModel& model, const std::string& source_dir,
                               const std::string& source_weights, const std::string& path) {
-  quant::QuantizedModel q;
+  QuantizedModel q;
   q.config = model.config;
   BRISK_ASSIGN_OR_RETURN(q.model_files, read_model_files(source_dir));
   BRISK_ASSIGN_OR_RETURN(q.model_files["config.json"], pruned_config_json(q.model_files["config.json"], model.config));
@@ -83,7 +83,7 @@ Status save_pruned_model_file(const PrunedModel& model, const std::string& sourc
   q.head_tensors = model.head_tensors;
   q.plan = "pruned";
   BRISK_ASSIGN_OR_RETURN(q.source_sha256, file_sha256_hex(source_weights));
-  return quant::save_quantized_model(path, q);
+  return save_quantized_model(path, q);
 }
 
 }  // namespace brisk::prune

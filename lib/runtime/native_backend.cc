@@ -4,9 +4,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/device.h"
+#include "brisk/core/parallel.h"
 #include "runtime_impl.h"
 
 namespace brisk {
+
+// CPU: from the encoder's buffers, per token the hidden state, QKV, attention output and residual copies (about
+// 8 x hidden floats) and the FFN's intermediate activations (run in chunks of 512 tokens); per sequence one
+// length x length score matrix per thread.
+// CUDA: in the activation dtype's elements; per token the same 8 x hidden plus the whole FFN intermediate (no
+// chunking on the GPU); with padding removal the attention's padded Q, K, V and context (4 x hidden per padded
+// token), without it every per-token buffer padded to the longest text; and the scores of every text and head at
+// once. An estimate for the batcher's budget, not a count of allocations.
+size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options, const BatchShape& shape) {
+  const size_t hidden = static_cast<size_t>(info.hidden_size);
+  const size_t intermediate = static_cast<size_t>(info.intermediate_size);
+  if (options.device != Device::kCUDA) {
+    const size_t floats = shape.total_cost * 8 * hidden + std::min<size_t>(shape.total_cost, 512) * intermediate +
+                          static_cast<size_t>(num_threads()) * shape.max_cost * shape.max_cost;
+    return floats * sizeof(float);
+  }
+  const size_t heads = static_cast<size_t>(std::max(info.num_heads, 1));
+  const size_t padded = shape.size * shape.max_cost;
+  const size_t tokens = options.remove_padding ? shape.total_cost : padded;
+  const size_t elements = tokens * (8 * hidden + intermediate) + (options.remove_padding ? padded * 4 * hidden : 0) +
+                          shape.size * heads * shape.max_cost * shape.max_cost;
+  return elements * dtype_size(runtime_activation_dtype(options));
+}
 
 namespace {
 
@@ -64,7 +88,7 @@ class NativeBackend final : public Backend {
     return head_->apply(head_input.data(), static_cast<int64_t>(rows), out.data());
   }
 
-  size_t estimate_activation_bytes(const batch::BatchShape& shape) const override {
+  size_t estimate_activation_bytes(const BatchShape& shape) const override {
     return brisk::estimate_activation_bytes(model_, options_, shape);
   }
 

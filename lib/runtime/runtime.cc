@@ -17,7 +17,7 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/weights.h"
-#include "brisk/quant/model_file.h"
+#include "brisk/model/loader.h"
 #include "brisk/runtime/serving_policy.h"
 #include "brisk/model/classification_head.h"
 #include "brisk/model/intent_head.h"
@@ -32,43 +32,11 @@ std::string default_model_dir() {
   return absl::StrCat(home != nullptr ? home : ".", "/.cache/brisk/models/all-MiniLM-L6-v2");
 }
 
+DType runtime_activation_dtype(const RuntimeOptions& options) {
+  return options.activation_dtype.value_or(options.device == Device::kCUDA ? DType::kF16 : DType::kF32);
+}
+
 namespace {
-
-// What create() needs from a model, from either of its two forms.
-struct LoadedModel {
-  BertConfig config;
-  PoolingConfig pooling;
-  WordPieceTokenizer tokenizer;
-  EncoderWeights weights;
-  std::optional<ClassificationHead> head;  // a *ForSequenceClassification checkpoint's
-  std::string quantization;                // the plan of a quantized model file; empty for a model directory
-};
-
-StatusOr<LoadedModel> load_model_dir(const std::string& dir, bool replace_invalid_utf8) {
-  BRISK_ASSIGN_OR_RETURN(std::string config_text, read_text_file(dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_string(config_text, dir + "/config.json"));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
-  BRISK_ASSIGN_OR_RETURN(WeightsWithTensors loaded, load_weights_with_tensors(dir, config));
-  BRISK_ASSIGN_OR_RETURN(
-      std::optional<ClassificationHead> head,
-      read_sequence_classification_head(loaded.tensors, config_text, config.family, loaded.weights.weights_file));
-  return LoadedModel{std::move(config),         std::move(pooling), std::move(tokenizer),
-                     std::move(loaded.weights), std::move(head),    ""};
-}
-
-StatusOr<LoadedModel> load_model_file(const std::string& path, bool replace_invalid_utf8) {
-  BRISK_ASSIGN_OR_RETURN(quant::QuantizedModel q, quant::load_quantized_model(path));
-  BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config_from_files(q.model_files, path));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
-                         WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
-  q.weights.weights_file = path;
-  BRISK_ASSIGN_OR_RETURN(
-      std::optional<ClassificationHead> head,
-      read_sequence_classification_head(q.head_tensors, q.model_files.at("config.json"), q.config.family, path));
-  return LoadedModel{std::move(q.config),  std::move(pooling), std::move(tokenizer),
-                     std::move(q.weights), std::move(head),    q.plan.empty() ? std::string("quantized") : q.plan};
-}
 
 Status check_options(const RuntimeOptions& options) {
   if (options.cache.redis && options.cache.redis->signing_key.empty() && !options.cache.redis->allow_unsigned) {
@@ -175,11 +143,7 @@ Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, 
   info.intermediate_size = static_cast<int>(config.intermediate_size);
   info.vocab_size = static_cast<int>(config.vocab_size);
   // Like sentence-transformers: sentence_bert_config.json's max_seq_length when the model has one.
-  const int model_max = static_cast<int>(config.max_position_embeddings);
-  const int model_default = pooling_config.max_seq_length > 0
-                                ? static_cast<int>(std::min<int64_t>(pooling_config.max_seq_length, model_max))
-                                : model_max;
-  info.max_seq_len = options.max_seq_len == 0 ? model_default : std::min(options.max_seq_len, model_max);
+  info.max_seq_len = resolve_max_seq_len(config, pooling_config, options.max_seq_len);
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.device = options.device;
@@ -246,7 +210,7 @@ StatusOr<std::optional<ClassificationHead>> load_classification_head(const std::
 
 }  // namespace
 
-Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::Runtime(std::unique_ptr<RuntimeImpl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
 StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
@@ -255,39 +219,17 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
     BRISK_RETURN_IF_ERROR(load_policy_path(with_policy));
     return create(with_policy);
   }
-  namespace fs = std::filesystem;
-  std::error_code ec;
   BRISK_RETURN_IF_ERROR(check_options(options));
   if (options.torchscript) return create_torchscript(options);
-  const bool quantized_file = fs::exists(options.model_dir, ec) && !fs::is_directory(options.model_dir, ec);
-  if (quantized_file) {
-    // Why it is not one, precisely (a header, an offset, a dtype, a file cut short), not only that it is not.
-    if (Status s = quant::check_quantized_model_file(options.model_dir); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("model path '", options.model_dir,
-                                                     "' is a file but not a quantized model file (brisk quantize's "
-                                                     "output): ",
-                                                     s.message(),
-                                                     "; expected that, or a directory with config.json, "
-                                                     "model.safetensors or pytorch_model.bin, and vocab.txt or "
-                                                     "tokenizer.json"));
-    }
-  }
-  if (!quantized_file && !fs::is_directory(options.model_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("model directory '", options.model_dir,
-                                            "' does not exist; expected a directory with config.json, "
-                                            "model.safetensors or pytorch_model.bin, and vocab.txt or tokenizer.json"));
-  }
+  // A bad path, then a missing device, are said before the model is read.
+  BRISK_RETURN_IF_ERROR(model_source(options.model_dir).status());
   BRISK_RETURN_IF_ERROR(check_device(options));
-  const std::string dir = options.model_dir;
-  BRISK_ASSIGN_OR_RETURN(LoadedModel model, quantized_file ? load_model_file(dir, options.replace_invalid_utf8)
-                                                           : load_model_dir(dir, options.replace_invalid_utf8));
+  const std::string& dir = options.model_dir;
+  BRISK_ASSIGN_OR_RETURN(LoadedModel model,
+                         load_model(dir, ModelLoadOptions{options.replace_invalid_utf8, options.max_seq_len}));
   BertConfig& config = model.config;
-  if (model.tokenizer.vocab_size() > config.vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, ": the tokenizer has ", model.tokenizer.vocab_size(),
-                                                   " tokens but config.json has vocab_size = ", config.vocab_size));
-  }
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<RuntimeImpl>();
   impl->options = options;
   ModelInfo& info = impl->info;
   BRISK_RETURN_IF_ERROR(fill_model_info(options, config, model.pooling, info));
@@ -347,7 +289,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (std::filesystem::exists(dir + "/config.json", ec)) {
     BRISK_ASSIGN_OR_RETURN(config, BertConfig::from_json_file(dir + "/config.json"));
   }
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<RuntimeImpl>();
   impl->options = options;
   BRISK_RETURN_IF_ERROR(fill_model_info(options, config, pooling, impl->info));
   // The weights a backend computes with key its results in a shared cache: the TorchScript module's file.
@@ -360,7 +302,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
-Status finish_create(Runtime::Impl& impl) {
+Status finish_create(RuntimeImpl& impl) {
   const BackendInfo& backend = impl.backend->info();
   BRISK_RETURN_IF_ERROR(validate_backend_info(backend));
   ModelInfo& info = impl.info;
@@ -378,7 +320,7 @@ Status finish_create(Runtime::Impl& impl) {
   return start_batcher(impl);
 }
 
-Status create_fallback(Runtime::Impl& impl) {
+Status create_fallback(RuntimeImpl& impl) {
   if (!impl.options.fallback) return absl::OkStatus();
   const FallbackOptions& f = *impl.options.fallback;
   const ModelInfo& primary = impl.info;
@@ -489,7 +431,7 @@ TokenizedInput input_of_cache_key(std::span<const int32_t> key) {
   return TokenizedInput{{key.begin(), key.end() - 1}, -1 - key.back()};
 }
 
-Status Runtime::Impl::require_output(BackendOutput output, std::string_view call) const {
+Status RuntimeImpl::require_output(BackendOutput output, std::string_view call) const {
   const BackendInfo& b = backend->info();
   if (b.output == output) return absl::OkStatus();
   if (output == BackendOutput::kEmbedding) {
@@ -504,7 +446,7 @@ Status Runtime::Impl::require_output(BackendOutput output, std::string_view call
                    "(brisk fit-intents)"));
 }
 
-StatusOr<std::vector<TokenizedInput>> Runtime::Impl::tokenize_texts(std::span<const std::string_view> texts) {
+StatusOr<std::vector<TokenizedInput>> RuntimeImpl::tokenize_texts(std::span<const std::string_view> texts) {
   std::vector<TokenizedInput> inputs(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     auto encoded = tokenize(texts[i]);
@@ -516,7 +458,7 @@ StatusOr<std::vector<TokenizedInput>> Runtime::Impl::tokenize_texts(std::span<co
   return inputs;
 }
 
-StatusOr<std::vector<int32_t>> Runtime::Impl::tokenize(std::string_view text) {
+StatusOr<std::vector<int32_t>> RuntimeImpl::tokenize(std::string_view text) {
   return caches->tokens(text, [this](std::string_view t) {
     const auto t0 = std::chrono::steady_clock::now();
     StatusOr<std::vector<int32_t>> ids = tokenizer->encode(t, info.max_seq_len);

@@ -1,5 +1,6 @@
-// What a Runtime owns, shared by runtime.cc (loading, embed), runtime_tasks.cc (classify, rerank) and
-// runtime_submit.cc (the batched path).
+// What a Runtime owns, shared by the files of its stages: runtime.cc (create and validate, embed), runtime_tasks.cc
+// (classify, rerank), runtime_sync.cc (the synchronous path), runtime_submit.cc (the batcher, submit, single flight,
+// fallback and stale answers) and runtime_stats.cc (stats and metrics).
 #pragma once
 
 #include <array>
@@ -47,7 +48,9 @@ using AnswerCallback = absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<fl
 inline constexpr size_t kAnswerPaths = 4;
 using Flights = SingleFlight<std::vector<int32_t>, std::vector<float>>;
 
-struct Runtime::Impl {
+namespace internal {
+
+struct RuntimeImpl {
   RuntimeOptions options;
   ModelInfo info;
   std::unique_ptr<WordPieceTokenizer> tokenizer;
@@ -117,25 +120,28 @@ struct Runtime::Impl {
   Status require_output(BackendOutput output, std::string_view call) const;
 };
 
+}  // namespace internal
+
+using internal::RuntimeImpl;
+
 // Completes a Runtime once impl.backend, tokenizer, options and info are set: checks the backend's info, records the
 // task in info, creates the caches and starts the batcher.
-Status finish_create(Runtime::Impl& impl);
+Status finish_create(RuntimeImpl& impl);
 
 // Creates impl.fallback from impl.options.fallback and checks that it serves the same task and output.
-Status create_fallback(Runtime::Impl& impl);
+Status create_fallback(RuntimeImpl& impl);
 
 // Builds impl.batcher from impl.options.batching around impl.backend; on CUDA with a device_memory_limit, with the
 // memory budget device_memory_budget() gives.
-Status start_batcher(Runtime::Impl& impl);
+Status start_batcher(RuntimeImpl& impl);
+
+// The model's name in messages and metric labels: the last component of its path (runtime_stats.cc).
+std::string model_label(const ModelInfo& info);
 
 // Exported for their unit tests (tests/runtime/device_memory_budget_test.cc).
 //
-// The activations' dtype: options.activation_dtype, else f16 on CUDA and f32 on the CPU.
+// The activations' dtype: options.activation_dtype, else f16 on CUDA and f32 on the CPU (runtime.cc).
 BRISK_API DType runtime_activation_dtype(const RuntimeOptions& options);
-// The batcher's estimate of one forward pass's activation bytes (BatchFunctions::estimate_bytes), on the
-// runtime's device and in its activation dtype.
-BRISK_API size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options,
-                                           const batch::BatchShape& shape);
 // The batcher's memory budget under a device memory cap: what `limit` leaves after `weight_bytes`, at least
 // limit / 8, and at most policy_budget when that is nonzero. limit 0 (no cap): policy_budget unchanged.
 BRISK_API size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_budget);

@@ -159,7 +159,7 @@ class TorchScriptBackend final : public Backend {
   }
 
   // See the header: per padded token 16 x H floats, per sequence a T^2 score matrix per head of 64.
-  size_t estimate_activation_bytes(const batch::BatchShape& shape) const override {
+  size_t estimate_activation_bytes(const BatchShape& shape) const override {
     const size_t h = static_cast<size_t>(std::max<int64_t>(config_.hidden_width, 1));
     const size_t heads = std::max<size_t>(h / 64, 1);
     const size_t padded = shape.size * shape.max_cost;

@@ -9,6 +9,10 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 run(${CMAKE_COMMAND} --install ${BRISK_BINARY_DIR} --prefix ${prefix})
+if(EXISTS ${prefix}/include/brisk/core/internal OR NOT EXISTS ${prefix}/include/brisk/model/loader.h)
+  message(FATAL_ERROR "the installed headers are wrong: include/brisk/core/internal is there, or model/loader.h is "
+                      "missing; expected the public headers without the library's internal ones")
+endif()
 set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
 run(${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -G ${CMAKE_GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "../lib/runtime/native_backend.h"
 #include "../lib/runtime/runtime_impl.h"
 
 using brisk::Device;
@@ -47,7 +48,7 @@ TEST_CASE("device memory budget: what the cap leaves after the weights, within t
 TEST_CASE("device memory budget: the activation estimate counts the activation dtype and padding on cuda",
           "[runtime][allocator]") {
   const brisk::ModelInfo info = minilm();
-  const brisk::batch::BatchShape shape{8, 128, 400};  // 8 texts, the longest 128 tokens, 400 tokens in all
+  const brisk::BatchShape shape{8, 128, 400};  // 8 texts, the longest 128 tokens, 400 tokens in all
   brisk::RuntimeOptions cuda;
   cuda.device = Device::kCUDA;
   CHECK(brisk::runtime_activation_dtype(cuda) == DType::kF16);

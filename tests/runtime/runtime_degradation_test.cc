@@ -43,7 +43,7 @@ class ControlledBackend final : public brisk::Backend {
     }
     return absl::OkStatus();
   }
-  size_t estimate_activation_bytes(const brisk::batch::BatchShape&) const override { return 0; }
+  size_t estimate_activation_bytes(const brisk::BatchShape&) const override { return 0; }
 
   void set_open(bool open) const {
     std::lock_guard lock(mu_);

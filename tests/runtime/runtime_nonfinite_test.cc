@@ -37,7 +37,7 @@ class PoisonBackend final : public brisk::Backend {
     }
     return absl::OkStatus();
   }
-  size_t estimate_activation_bytes(const brisk::batch::BatchShape&) const override { return 0; }
+  size_t estimate_activation_bytes(const brisk::BatchShape&) const override { return 0; }
   mutable std::atomic<int> runs_{0};
 
  private:

@@ -37,7 +37,7 @@ class GateBackend final : public brisk::Backend {
     }
     return absl::OkStatus();
   }
-  size_t estimate_activation_bytes(const brisk::batch::BatchShape&) const override { return 0; }
+  size_t estimate_activation_bytes(const brisk::BatchShape&) const override { return 0; }
 
   void wait_running() const {
     std::unique_lock lock(mu_);

@@ -51,7 +51,7 @@ class TestBackend final : public brisk::Backend {
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(i % 3);
     return absl::OkStatus();
   }
-  size_t estimate_activation_bytes(const brisk::batch::BatchShape&) const override { return 0; }
+  size_t estimate_activation_bytes(const brisk::BatchShape&) const override { return 0; }
 
   void close() const { set(false, fail_); }
   void open() const { set(true, fail_); }

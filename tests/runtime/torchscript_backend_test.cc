@@ -271,7 +271,7 @@ TEST_CASE("torchscript_backend: the activation estimate follows the documented f
   if (!have_torch()) return;
   auto enc = require(make(options("encoder.pt")));
   auto cls = require(make(options("classifier.pt"), Pooling::kMean, true, kLabels));
-  const brisk::batch::BatchShape shape{.size = 2, .max_cost = 10, .total_cost = 15};
+  const brisk::BatchShape shape{.size = 2, .max_cost = 10, .total_cost = 15};
   // H = 32 (the hidden state; for the classifier its word embedding table [vocab, 32]), one head of 64 at most.
   const size_t want = (2 * 10 * 16 * 32 + 2 * 1 * 10 * 10) * sizeof(float);
   CHECK(enc->estimate_activation_bytes(shape) == want);

@@ -20,6 +20,7 @@
 #include "absl/strings/cord.h"
 #include "brisk/batch/adaptive.h"
 #include "brisk/core/clock.h"
+#include "brisk/core/sequences.h"
 #include "brisk/core/status.h"
 
 namespace brisk::batch {
@@ -93,12 +94,8 @@ struct BatchPolicy {
   Status validate() const;
 };
 
-// The shape of a candidate batch, for the memory estimate.
-struct BatchShape {
-  size_t size = 0;        // requests
-  size_t max_cost = 0;    // the largest request cost (e.g. tokens)
-  size_t total_cost = 0;  // the sum of request costs
-};
+// The shape of a candidate batch, for the memory estimate: brisk/core/sequences.h's.
+using ::brisk::BatchShape;
 
 // A submit refused by its level's rate limit is RESOURCE_EXHAUSTED with this payload, so that a caller can tell a
 // quota (PriorityLevel::rate_limit) from overload; rate_limited_error() makes one, is_rate_limited() tests for it.

@@ -31,24 +31,13 @@
 #include <vector>
 
 #include "brisk/core/export.h"
+#include "brisk/core/sequences.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 #include "brisk/model/config.h"
 #include "brisk/model/weights.h"
 
 namespace brisk {
-
-// Token ids of several sequences stored back to back; sequence i is [offsets[i], offsets[i + 1]).
-struct BRISK_API PackedSequences {
-  std::vector<int32_t> input_ids;
-  std::vector<int32_t> token_type_ids;  // same length as input_ids, or empty for all zeros
-  std::vector<int64_t> offsets{0};
-
-  void add(std::span<const int32_t> ids);
-  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
-  int64_t total_tokens() const { return offsets.back(); }
-  int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
-};
 
 // Sees the input of every linear layer during a tapped forward(): the layer's name in the model file (see
 // linear_slots), and its rows x cols activations. Calibration uses it; an error stops the pass.

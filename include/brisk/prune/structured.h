@@ -78,7 +78,7 @@ BRISK_API StatusOr<std::string> pruned_config_json(const std::string& original, 
 // source_dir's), and copies source_dir's tokenizer and sentence-transformers files. out_dir is created; it must
 // not be source_dir.
 BRISK_API Status save_pruned_model(const PrunedModel& model, const std::string& source_dir, const std::string& out_dir);
-// The same model as one brisk model file (brisk/quant/model_file.h's format, every layer fp32; plan "pruned"), which
+// The same model as one brisk model file (brisk/model/model_file.h's format, every layer fp32; plan "pruned"), which
 // loads wherever a quantized file loads. `source_weights` (the source's weights file) gives the recorded SHA-256.
 BRISK_API Status save_pruned_model_file(const PrunedModel& model, const std::string& source_dir,
                                         const std::string& source_weights, const std::string& path);

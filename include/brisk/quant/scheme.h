@@ -1,46 +1,17 @@
-// Quantization schemes: the precisions a layer can run in, by name. The formats behind them (int8 per channel,
-// int4 groups, bf16) and their arithmetic are brisk/kernels/quant_format.h, also reachable here as quant::.
+// Quantization schemes under their quant:: names. The precisions (Precision, PrecisionSpec, precision_name,
+// parse_precision) live in brisk/kernels/precision.h and the formats behind them (Int8Matrix, Int4Matrix and their
+// arithmetic) in brisk/kernels/quant_format.h, below the model that loads them.
 //
-//   BRISK_ASSIGN_OR_RETURN(PrecisionSpec p, parse_precision("int4-g64-min"));
-//   precision_name(p);   // "int4-g64-min"
+//   BRISK_ASSIGN_OR_RETURN(quant::PrecisionSpec p, quant::parse_precision("int4-g64-min"));
 //
 // Thread safety: pure functions.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-#include "brisk/core/export.h"
-#include "brisk/core/status.h"
-#include "brisk/core/tensor.h"
+#include "brisk/kernels/precision.h"
 #include "brisk/kernels/quant_format.h"
 
 namespace brisk::quant {
 
-enum class Precision : uint8_t {
-  kF32,
-  kBF16,
-  kInt8Dynamic,  // int8 weights; activations quantized per token at run time
-  kInt8Static,   // int8 weights; activations with one calibrated scale per tensor
-  kInt4,         // int4 groups, weight-only (linear layers are computed in f32 from the dequantized weights)
-};
-
-struct BRISK_API PrecisionSpec {
-  Precision precision = Precision::kF32;
-  int64_t group_size = 32;  // int4 only: 32, 64 or 128
-  bool with_min = false;    // int4 only: asymmetric groups with an f16 minimum
-
-  bool operator==(const PrecisionSpec&) const = default;
-};
-
-// "fp32", "bf16", "int8-dynamic", "int8-static", "int4-g32", "int4-g64-min", ...
-BRISK_API std::string precision_name(const PrecisionSpec& spec);
-// Parses the names above ("int8" is int8-dynamic, "f32" is fp32); the error lists the valid names.
-BRISK_API StatusOr<PrecisionSpec> parse_precision(std::string_view text);
-
-// The quantized formats (Int8Matrix, Int4Matrix and their arithmetic) live below the model, in
-// brisk/kernels/quant_format.h; their quant:: names remain.
 using ::brisk::check_finite;
 using ::brisk::check_int4_matrix;
 using ::brisk::dequantize_int4;
@@ -48,6 +19,10 @@ using ::brisk::dequantize_int4_row;
 using ::brisk::dequantize_int8;
 using ::brisk::Int4Matrix;
 using ::brisk::Int8Matrix;
+using ::brisk::parse_precision;
+using ::brisk::Precision;
+using ::brisk::precision_name;
+using ::brisk::PrecisionSpec;
 using ::brisk::quantize_int4;
 using ::brisk::quantize_int8;
 using ::brisk::to_bfloat16;

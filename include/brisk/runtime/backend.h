@@ -12,9 +12,12 @@
 //     brisk::Status run(const brisk::PackedSequences& batch, std::span<float> out) const override {
 //       // sequence i is batch.input_ids[offsets[i], offsets[i + 1]); write out[i * 384, (i + 1) * 384)
 //     }
-//     size_t estimate_activation_bytes(const brisk::batch::BatchShape& s) const override { return 0; }
+//     size_t estimate_activation_bytes(const brisk::BatchShape& s) const override { return 0; }
 //   };
 //   auto rt = brisk::Runtime::create(opts, std::make_unique<MyBackend>());   // model_dir gives the tokenizer
+//
+// It needs nothing from the model or the batcher: this header uses only brisk/core/ (PackedSequences and
+// BatchShape are brisk/core/sequences.h's).
 //
 // Thread safety: run() and estimate_activation_bytes() may be called from several threads at once (the batcher's
 // executor and callers of embed() that compute on their own thread); info() is immutable after construction.
@@ -26,11 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "brisk/batch/policy.h"
 #include "brisk/core/export.h"
+#include "brisk/core/sequences.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
-#include "brisk/model/encoder.h"
 
 namespace brisk {
 
@@ -62,7 +64,7 @@ class BRISK_API Backend {
   // [SEP] included. A row must not depend on the other sequences of its batch.
   virtual Status run(const PackedSequences& batch, std::span<float> out) const = 0;
   // The activation memory one batch of this shape (costs in tokens) needs, for the batcher's memory budget.
-  virtual size_t estimate_activation_bytes(const batch::BatchShape& shape) const = 0;
+  virtual size_t estimate_activation_bytes(const BatchShape& shape) const = 0;
 };
 
 // Checks what Runtime::create relies on: a known output, output_dim > 0 and, for logits, one non-empty label per

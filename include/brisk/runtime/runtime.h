@@ -113,7 +113,7 @@ inline constexpr size_t kMaxTokenCacheEntries = size_t{1} << 22;  // cache.token
 
 struct RuntimeOptions {
   // A Hugging Face directory (config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json),
-  // or a quantized model file written by `brisk quantize` (brisk/quant/model_file.h).
+  // or a quantized model file written by `brisk quantize` (brisk/model/model_file.h).
   std::string model_dir;
   int num_threads = 0;  // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
   int max_seq_len = 0;  // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
@@ -266,6 +266,10 @@ struct ModelInfo {
 // $HOME/.cache/brisk/models/all-MiniLM-L6-v2.
 BRISK_API std::string default_model_dir();
 
+namespace internal {
+struct RuntimeImpl;  // the library's own (lib/runtime/runtime_impl.h)
+}  // namespace internal
+
 class BRISK_API Runtime {
  public:
   static StatusOr<std::unique_ptr<Runtime>> create(const RuntimeOptions& options);
@@ -352,11 +356,10 @@ class BRISK_API Runtime {
   // The same in Prometheus text exposition format (latencies in seconds).
   std::string metrics_prometheus() const;
 
-  struct Impl;  // opaque; public only so that the library's own files can name it
-
  private:
-  explicit Runtime(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  friend struct internal::RuntimeImpl;  // a fallback Runtime's requests go through its own RuntimeImpl
+  explicit Runtime(std::unique_ptr<internal::RuntimeImpl> impl);
+  std::unique_ptr<internal::RuntimeImpl> impl_;
 };
 
 }  // namespace brisk

@@ -1,4 +1,4 @@
-// The metadata of a quantized model file. See model_file_metadata.h and include/brisk/quant/model_file.h.
+// The metadata of a quantized model file. See model_file_metadata.h and include/brisk/model/model_file.h.
 #include "model_file_metadata.h"
 #include "brisk/core/internal/bounded_input.h"
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
-namespace brisk::quant {
+namespace brisk {
 namespace {
 
 using nlohmann::json;
@@ -222,4 +222,4 @@ StatusOr<std::map<std::string, std::string>> model_metadata(const std::string& p
   return md;
 }
 
-}  // namespace brisk::quant
+}  // namespace brisk

@@ -3,11 +3,11 @@
 
 #include <string>
 
-#include "brisk/quant/scheme.h"
+#include "brisk/kernels/precision.h"
 
-using namespace brisk::quant;
+using namespace brisk;
 
-TEST_CASE("precision names parse and print back", "[quant][scheme]") {
+TEST_CASE("precision names parse and print back", "[kernels][precision]") {
   for (const char* name : {"fp32", "bf16", "int8-dynamic", "int8-static", "int4-g32", "int4-g64-min", "int4-g128"}) {
     auto p = parse_precision(name);
     REQUIRE(p.ok());

@@ -1,10 +1,10 @@
-// Precision names. See include/brisk/quant/scheme.h.
-#include "brisk/quant/scheme.h"
+// Precision names. See include/brisk/kernels/precision.h.
+#include "brisk/kernels/precision.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace brisk::quant {
+namespace brisk {
 namespace {
 
 constexpr const char* kValidPrecisions =
@@ -47,4 +47,4 @@ StatusOr<PrecisionSpec> parse_precision(std::string_view text) {
       absl::StrCat("precision '", std::string(text), "' is not known; expected one of ", kValidPrecisions));
 }
 
-}  // namespace brisk::quant
+}  // namespace brisk

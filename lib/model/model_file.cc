@@ -1,6 +1,6 @@
-// The quantized model file: tensors and their checks. See include/brisk/quant/model_file.h; the metadata is in
+// The quantized model file: tensors and their checks. See include/brisk/model/model_file.h; the metadata is in
 // model_file_metadata.cc.
-#include "brisk/quant/model_file.h"
+#include "brisk/model/model_file.h"
 
 #include "brisk/model/classification_head.h"
 
@@ -18,7 +18,7 @@
 #include "brisk/model/weights.h"
 #include "model_file_metadata.h"
 
-namespace brisk::quant {
+namespace brisk {
 namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
@@ -366,4 +366,4 @@ Status check_quantized_model_file(const std::string& path) {
 
 bool is_quantized_model_file(const std::string& path) { return check_quantized_model_file(path).ok(); }
 
-}  // namespace brisk::quant
+}  // namespace brisk

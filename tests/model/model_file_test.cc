@@ -1,6 +1,6 @@
 // The quantized model file: save/load round trips (bit-identical tensors and embeddings), the loader's checks on
 // corrupt files, and the tokenizer/pooling loaders over in-memory model files.
-#include "brisk/quant/model_file.h"
+#include "brisk/model/model_file.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -27,10 +27,10 @@ using brisk::BertConfig;
 using brisk::DType;
 using brisk::EncoderWeights;
 using brisk::NamedTensors;
+using brisk::Precision;
+using brisk::PrecisionSpec;
+using brisk::QuantizedModel;
 using brisk::Tensor;
-using brisk::quant::Precision;
-using brisk::quant::PrecisionSpec;
-using brisk::quant::QuantizedModel;
 using brisk::testing::TempDir;
 
 std::string msg(const absl::Status& s) { return std::string(s.message()); }
@@ -93,18 +93,18 @@ void quantize(QuantizedModel& m, EncoderWeights& expected, size_t slot, Precisio
   brisk::LinearSlot e = brisk::linear_slots(expected, m.config)[slot];
   m.precisions[s.name] = spec;
   switch (spec.precision) {
-    case Precision::kBF16: *s.weight = brisk::quant::to_bfloat16(*s.weight, s.name).value(); break;
+    case Precision::kBF16: *s.weight = brisk::to_bfloat16(*s.weight, s.name).value(); break;
     case Precision::kInt8Dynamic:
     case Precision::kInt8Static: {
-      brisk::quant::Int8Matrix q = brisk::quant::quantize_int8(*s.weight, s.name).value();
+      brisk::Int8Matrix q = brisk::quantize_int8(*s.weight, s.name).value();
       *s.weight = q.values;
       s.scales->weight_scale = q.scales;
       s.scales->activation_scale = act;
       break;
     }
     case Precision::kInt4: {
-      auto q = brisk::quant::quantize_int4(*s.weight, spec.group_size, spec.with_min, s.name).value();
-      *e.weight = brisk::quant::dequantize_int4(q).value();
+      auto q = brisk::quantize_int4(*s.weight, spec.group_size, spec.with_min, s.name).value();
+      *e.weight = brisk::dequantize_int4(q).value();
       *e.bias = *s.bias;
       return;
     }
@@ -126,7 +126,7 @@ EncoderWeights quantize_mix(QuantizedModel& m) {
   quantize(m, expected, 5, P{Precision::kBF16});
   quantize(m, expected, 7, P{Precision::kInt8Dynamic});
   quantize(m, expected, 11, P{Precision::kInt4, 64, true});
-  auto q = brisk::quant::quantize_int4(m.weights.embeddings.word, 32, true, brisk::kWordEmbeddingsName).value();
+  auto q = brisk::quantize_int4(m.weights.embeddings.word, 32, true, brisk::kWordEmbeddingsName).value();
   m.weights.embeddings.word = expected.embeddings.word = q.packed;
   m.weights.embeddings.word_scale = expected.embeddings.word_scale = q.scales;
   m.weights.embeddings.word_min = expected.embeddings.word_min = q.mins;
@@ -240,11 +240,11 @@ TEST_CASE("quantized model file: round trip of a mixed-precision model", "[quant
   QuantizedModel m = wide_model();
   const EncoderWeights expected = quantize_mix(m);
   const std::string path = tmp.file("wide.brisk.safetensors");
-  REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
+  REQUIRE(brisk::save_quantized_model(path, m).ok());
   CHECK_FALSE(fs::exists(path + ".tmp"));
-  CHECK(brisk::quant::is_quantized_model_file(path));
+  CHECK(brisk::is_quantized_model_file(path));
 
-  auto loaded = brisk::quant::load_quantized_model(path);
+  auto loaded = brisk::load_quantized_model(path);
   REQUIRE(loaded.ok());
   check_identical(expected, loaded->weights, m.config);
   CHECK(loaded->precisions == m.precisions);
@@ -265,7 +265,7 @@ TEST_CASE("quantized model file: round trip of a mixed-precision model", "[quant
 
   // Saving what was loaded writes the same file (the int4 layers keep their packed form).
   const std::string again = tmp.file("again.safetensors");
-  REQUIRE(brisk::quant::save_quantized_model(again, *loaded).ok());
+  REQUIRE(brisk::save_quantized_model(again, *loaded).ok());
   CHECK(read_bytes(again) == read_bytes(path));
 }
 
@@ -283,24 +283,24 @@ TEST_CASE("quantized model file: int8 word embeddings on the tiny models", "[qua
     quantize(m, expected, 0, PrecisionSpec{Precision::kInt8Dynamic});
     quantize(m, expected, 3, PrecisionSpec{Precision::kBF16});
     quantize(m, expected, 10, PrecisionSpec{Precision::kInt8Static}, 0.125f);
-    auto q = brisk::quant::quantize_int8(m.weights.embeddings.word, brisk::kWordEmbeddingsName).value();
+    auto q = brisk::quantize_int8(m.weights.embeddings.word, brisk::kWordEmbeddingsName).value();
     m.weights.embeddings.word = expected.embeddings.word = q.values;
     m.weights.embeddings.word_scale = expected.embeddings.word_scale = q.scales;
     m.precisions[brisk::kWordEmbeddingsName] = PrecisionSpec{Precision::kInt8Dynamic};
 
     const std::string path = tmp.file("tiny.safetensors");
-    REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
-    auto loaded = brisk::quant::load_quantized_model(path);
+    REQUIRE(brisk::save_quantized_model(path, m).ok());
+    auto loaded = brisk::load_quantized_model(path);
     REQUIRE(loaded.ok());
     check_identical(expected, loaded->weights, m.config);
     const std::vector<float> want = embed(m.config, expected), got = embed(loaded->config, loaded->weights);
     CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
     // A plain model.safetensors is not a quantized model file, nor is a directory or a missing file.
     if (fs::exists(dir / "model.safetensors"))
-      CHECK_FALSE(brisk::quant::is_quantized_model_file((dir / "model.safetensors").string()));
-    CHECK_FALSE(brisk::quant::is_quantized_model_file(dir.string()));
-    CHECK_FALSE(brisk::quant::is_quantized_model_file((dir / "absent").string()));
-    auto plain = brisk::quant::load_quantized_model((dir / "config.json").string());
+      CHECK_FALSE(brisk::is_quantized_model_file((dir / "model.safetensors").string()));
+    CHECK_FALSE(brisk::is_quantized_model_file(dir.string()));
+    CHECK_FALSE(brisk::is_quantized_model_file((dir / "absent").string()));
+    auto plain = brisk::load_quantized_model((dir / "config.json").string());
     CHECK_FALSE(plain.ok());
   }
 }
@@ -311,16 +311,16 @@ TEST_CASE("quantized model file: save refuses what the loader would refuse", "[q
   quantize_mix(m);
   QuantizedModel wrong = m;
   wrong.precisions["encoder.layer.0.attention.self.value"] = PrecisionSpec{Precision::kInt8Dynamic};  // bf16 weight
-  auto s = brisk::quant::save_quantized_model(tmp.file("x.safetensors"), wrong);
+  auto s = brisk::save_quantized_model(tmp.file("x.safetensors"), wrong);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(msg(s), Catch::Contains("encoder.layer.0.attention.self.value.weight") && Catch::Contains("expected i8"));
   CHECK_FALSE(fs::exists(tmp.file("x.safetensors")));
   wrong = m;
   wrong.model_files.erase("config.json");
-  CHECK_THAT(msg(brisk::quant::save_quantized_model(tmp.file("x.safetensors"), wrong)), Catch::Contains("config.json"));
+  CHECK_THAT(msg(brisk::save_quantized_model(tmp.file("x.safetensors"), wrong)), Catch::Contains("config.json"));
   wrong = m;
   wrong.weights.layers[0].q_scales.activation_scale = 0.5f;  // int8-dynamic with a static scale
-  CHECK_THAT(msg(brisk::quant::save_quantized_model(tmp.file("x.safetensors"), wrong)),
+  CHECK_THAT(msg(brisk::save_quantized_model(tmp.file("x.safetensors"), wrong)),
              Catch::Contains("encoder.layer.0.attention.self.query") && Catch::Contains("activation_scale"));
 }
 
@@ -329,13 +329,13 @@ TEST_CASE("quantized model file: truncated and flipped files are refused", "[qua
   QuantizedModel m = wide_model();
   quantize_mix(m);
   const std::string path = tmp.file("m.safetensors");
-  REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
+  REQUIRE(brisk::save_quantized_model(path, m).ok());
   const std::string bytes = read_bytes(path);
 
   for (size_t keep : {size_t(0), size_t(7), size_t(100), bytes.size() - 1}) {
     INFO(keep);
     write_bytes(tmp.file("cut.safetensors"), bytes.substr(0, keep));
-    auto r = brisk::quant::load_quantized_model(tmp.file("cut.safetensors"));
+    auto r = brisk::load_quantized_model(tmp.file("cut.safetensors"));
     REQUIRE_FALSE(r.ok());
     CHECK_FALSE(msg(r.status()).empty());
   }
@@ -343,7 +343,7 @@ TEST_CASE("quantized model file: truncated and flipped files are refused", "[qua
   std::string flipped = bytes;
   flipped[8] ^= 0x01;
   write_bytes(tmp.file("flip.safetensors"), flipped);
-  auto r = brisk::quant::load_quantized_model(tmp.file("flip.safetensors"));
+  auto r = brisk::load_quantized_model(tmp.file("flip.safetensors"));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(msg(r.status()), Catch::Contains("JSON"));
   flipped = bytes;
@@ -351,7 +351,7 @@ TEST_CASE("quantized model file: truncated and flipped files are refused", "[qua
   REQUIRE(dtype != std::string::npos);
   flipped[dtype + 9] = 'G';
   write_bytes(tmp.file("flip2.safetensors"), flipped);
-  r = brisk::quant::load_quantized_model(tmp.file("flip2.safetensors"));
+  r = brisk::load_quantized_model(tmp.file("flip2.safetensors"));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(msg(r.status()), Catch::Contains("G32"));
 }
@@ -363,13 +363,13 @@ TEST_CASE("check_quantized_model_file says why a file is not one: header, JSON, 
   QuantizedModel m = wide_model();
   quantize_mix(m);
   const std::string path = tmp.file("m.safetensors");
-  REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
-  CHECK(brisk::quant::check_quantized_model_file(path).ok());
+  REQUIRE(brisk::save_quantized_model(path, m).ok());
+  CHECK(brisk::check_quantized_model_file(path).ok());
   const std::string bytes = read_bytes(path);
   auto reason = [&](const std::string& corrupted) {
     write_bytes(tmp.file("bad.safetensors"), corrupted);
-    const brisk::Status s = brisk::quant::check_quantized_model_file(tmp.file("bad.safetensors"));
-    CHECK_FALSE(brisk::quant::is_quantized_model_file(tmp.file("bad.safetensors")));
+    const brisk::Status s = brisk::check_quantized_model_file(tmp.file("bad.safetensors"));
+    CHECK_FALSE(brisk::is_quantized_model_file(tmp.file("bad.safetensors")));
     return s.ok() ? std::string("(ok)") : msg(s);
   };
   std::string huge_header = bytes;
@@ -396,7 +396,7 @@ TEST_CASE("check_quantized_model_file says why a file is not one: header, JSON, 
     seen.insert(why);
   }
   CHECK(seen.size() == cases.size());
-  CHECK_THAT(msg(brisk::quant::check_quantized_model_file(tmp.path.string())), Catch::Contains("not a regular file"));
+  CHECK_THAT(msg(brisk::check_quantized_model_file(tmp.path.string())), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("quantized model file: each corruption is named", "[quant][model_file]") {
@@ -404,7 +404,7 @@ TEST_CASE("quantized model file: each corruption is named", "[quant][model_file]
   QuantizedModel m = wide_model();
   quantize_mix(m);
   const std::string path = tmp.file("m.safetensors");
-  REQUIRE(brisk::quant::save_quantized_model(path, m).ok());
+  REQUIRE(brisk::save_quantized_model(path, m).ok());
   const std::string q = "encoder.layer.0.attention.self.query";    // int8-dynamic
   const std::string k = "encoder.layer.0.attention.self.key";      // int8-static
   const std::string v = "encoder.layer.0.attention.self.value";    // bf16
@@ -499,7 +499,7 @@ TEST_CASE("quantized model file: each corruption is named", "[quant][model_file]
   for (const Case& c : cases) {
     INFO(c.what);
     const std::string bad = rewrite(tmp, path, c.mutate);
-    auto r = brisk::quant::load_quantized_model(bad);
+    auto r = brisk::load_quantized_model(bad);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
     for (const std::string& needle : c.needles) CHECK_THAT(msg(r.status()), Catch::Contains(needle));
@@ -522,7 +522,7 @@ TEST_CASE("quantized model file: tokenizer and pooling from model files match th
   if (fs::exists(brisk::testing::model_dir() / "tokenizer.json")) dirs.push_back(brisk::testing::model_dir().string());
   for (const std::string& dir : dirs) {
     INFO(dir);
-    auto files = brisk::quant::read_model_files(dir);
+    auto files = brisk::read_model_files(dir);
     REQUIRE(files.ok());
     CHECK(files->count("config.json") == 1);
     auto from_dir = brisk::WordPieceTokenizer::from_model_dir(dir);
@@ -546,7 +546,7 @@ TEST_CASE("quantized model file: tokenizer and pooling from model files match th
     CHECK_FALSE(pool_files->config_path.empty());
   }
   // The temporary model's files: max pooling from pool/, normalised, 77 tokens.
-  auto files = brisk::quant::read_model_files(tmp.path.string()).value();
+  auto files = brisk::read_model_files(tmp.path.string()).value();
   CHECK(files.count("pool/config.json") == 1);
   CHECK(files.count("tokenizer.json") == 0);
   auto p = brisk::read_pooling_config_from_files(files, "m.safetensors").value();
@@ -567,15 +567,15 @@ TEST_CASE("quantized model file: tokenizer and pooling from model files match th
   // A model directory without a tokenizer is refused by read_model_files.
   TempDir bare;
   bare.write("config.json", kWideConfig);
-  CHECK_FALSE(brisk::quant::read_model_files(bare.path.string()).ok());
+  CHECK_FALSE(brisk::read_model_files(bare.path.string()).ok());
 }
 
 TEST_CASE("quantized model file: sha256 of a file", "[quant][model_file]") {
   TempDir tmp;
-  auto h = brisk::quant::file_sha256_hex(tmp.write("abc", "abc"));
+  auto h = brisk::file_sha256_hex(tmp.write("abc", "abc"));
   REQUIRE(h.ok());
   CHECK(*h == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  CHECK_FALSE(brisk::quant::file_sha256_hex(tmp.file("absent")).ok());
+  CHECK_FALSE(brisk::file_sha256_hex(tmp.file("absent")).ok());
 }
 
 TEST_CASE("quantized model file: the fuzz seeds written by make_corpus.py load", "[quant][model_file]") {
@@ -583,7 +583,7 @@ TEST_CASE("quantized model file: the fuzz seeds written by make_corpus.py load",
   int seeds = 0;
   for (const auto& entry : fs::directory_iterator(corpus)) {
     INFO(entry.path().string());
-    auto m = brisk::quant::load_quantized_model(entry.path().string());
+    auto m = brisk::load_quantized_model(entry.path().string());
     REQUIRE(m.ok());
     CHECK(brisk::WordPieceTokenizer::from_model_files(m->model_files, false, "seed").ok());
     CHECK(brisk::read_pooling_config_from_files(m->model_files, "seed").ok());

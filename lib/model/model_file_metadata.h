@@ -1,6 +1,6 @@
 // The metadata of a quantized model file (brisk.format, brisk.config, brisk.files, brisk.precisions, ...): writing
-// it from a QuantizedModel and parsing it back with every check. Internal to lib/quant; see
-// include/brisk/quant/model_file.h for the layout.
+// it from a QuantizedModel and parsing it back with every check. Internal to lib/model; see
+// include/brisk/model/model_file.h for the layout.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
-#include "brisk/quant/model_file.h"
+#include "brisk/model/model_file.h"
 
-namespace brisk::quant {
+namespace brisk {
 
 inline constexpr const char* kFormatKey = "brisk.format";
 
@@ -33,8 +33,8 @@ StatusOr<ModelMetadata> parse_model_metadata(const std::map<std::string, std::st
 // The metadata save_quantized_model writes for `model`; errors name `path`.
 StatusOr<std::map<std::string, std::string>> model_metadata(const std::string& path, const QuantizedModel& model);
 
-// The tensors of a file checked against its metadata and put together (lib/quant/model_file.cc).
+// The tensors of a file checked against its metadata and put together (lib/model/model_file.cc).
 StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, ModelMetadata meta,
                                                   const std::string& file);
 
-}  // namespace brisk::quant
+}  // namespace brisk
