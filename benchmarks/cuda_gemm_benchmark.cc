@@ -18,7 +18,7 @@
 #include "brisk/core/allocator.h"
 #include "brisk/core/half.h"
 #include "brisk/kernels/copy.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk {
 namespace {

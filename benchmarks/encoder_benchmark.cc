@@ -8,7 +8,7 @@
 
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/attention.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/kernels/layernorm.h"
 #include "brisk/runtime/runtime.h"
 #include "test_util.h"

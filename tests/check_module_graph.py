@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""The module graph, checked on every #include (issue 26, item 1): a file of module M under include/brisk/M/ or lib/M/
-may include brisk/X/... (or reach lib/X/ by a relative path) only when X is M or a module M may use, and no file
-includes another module's private lib/ header by a "../X/..." path. The graph is MAY_USE below; docs/architecture.md
-says what each module owns. Known crossings not yet cut are listed in KNOWN, a list that may only shrink.
+"""The module graph (issue 26, item 1). The graph itself is lib/CMakeLists.txt's: one `brisk_module(M DEPS ...)` line
+per module, the modules M may use. This check reads it and fails when
+
+- a file of module M (include/brisk/M/ or lib/M/) includes brisk/X/... or reaches lib/X/ by a relative path, and X is
+  neither M nor one of M's DEPS (the CLI, lib/cli/, may use every module);
+- the DEPS form a cycle (CMake's generate step refuses one too);
+- docs/architecture.md's table does not say, module for module, what the DEPS say (or lists another set of modules).
+
+It runs as a build step of libbrisk.so (brisk_module_graph) and as the ctest tests.module_graph.
 
   check_module_graph.py [SOURCE_ROOT]
 """
@@ -10,35 +15,72 @@ import os
 import re
 import sys
 
-# What each module may use. A module uses only the modules below it: text -> caches -> batcher -> backend -> kernels.
-MAY_USE = {
-    "core": set(),
-    "metrics": {"core"},
-    "kernels": {"core"},
-    "model": {"core", "kernels"},
-    "quant": {"core", "kernels", "model"},
-    "prune": {"core", "kernels", "model", "quant"},  # quant: a pruned model is written in the brisk model file format
-    "batch": {"core", "metrics"},
-    "cache": {"core", "metrics", "kernels"},
-    "runtime": {"core", "metrics", "kernels", "model", "quant", "batch", "cache"},
-    "cli": {"core", "metrics", "kernels", "model", "quant", "prune", "batch", "cache", "runtime"},
-}
+MODULE_LINE = re.compile(r"^brisk_module\((\w+)(?:\s+DEPS((?:\s+\w+)+))?\)", re.M)
 
-# The crossings issue 26 found and has yet to cut (item 2), as (file, what it reaches). Each is allowed until it is
-# cut; once it no longer occurs the check fails until it is removed from here too, so this list only shrinks.
-KNOWN = {}
+
+def module_graph(root):
+    """{module: set of modules it may use} from lib/CMakeLists.txt's brisk_module lines, plus the CLI's."""
+    with open(os.path.join(root, "lib", "CMakeLists.txt")) as f:
+        text = f.read()
+    graph = {m.group(1): set((m.group(2) or "").split()) for m in MODULE_LINE.finditer(text)}
+    graph["cli"] = set(graph)
+    return graph
+
+
+def find_cycle(graph):
+    """A list of modules forming a cycle of DEPS (first == last), or None."""
+    state = {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == "open":
+                return path[path.index(d):] + [d] if d in path else [m, d]
+            if d not in state:
+                cycle = visit(d, path + [d])
+                if cycle:
+                    return cycle
+        state[m] = "done"
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            cycle = visit(m, [m])
+            if cycle:
+                return cycle
+    return None
+
+
+def documented_graph(root, modules):
+    """{module: set} from docs/architecture.md's table rows "| module | owns | may use |"; parenthetical remarks in the
+    may-use cell are ignored, "nothing" is the empty set and "every module" all of them."""
+    graph = {}
+    with open(os.path.join(root, "docs", "architecture.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 3 or cells[0] not in modules:
+                continue
+            uses = re.sub(r"\([^)]*\)", "", cells[2]).strip()
+            if uses == "nothing":
+                graph[cells[0]] = set()
+            elif uses == "every module":
+                graph[cells[0]] = set(modules) - {"cli"}
+            else:
+                graph[cells[0]] = {u.strip() for u in uses.split(",") if u.strip()}
+    return graph
+
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
-def crossings(root):
+def crossings(root, graph):
     """(file, reached) for every include that leaves its module: reached is the module of a brisk/X/ include or
     "lib/X" for a relative path into another module's private folder."""
     found = {}
     for top in ("include/brisk", "lib"):
         base = os.path.join(root, top)
         for module in sorted(os.listdir(base)):
-            if module not in MAY_USE:
+            if module not in graph:
                 continue
             for folder, _, files in os.walk(os.path.join(base, module)):
                 for name in sorted(files):
@@ -52,7 +94,7 @@ def crossings(root):
                             target = m.group(1)
                             if target.startswith("brisk/"):
                                 reached = target.split("/")[1]
-                                if reached != module and reached not in MAY_USE[module]:
+                                if reached != module and reached not in graph[module]:
                                     found.setdefault((rel, reached), f"{rel}:{number}: {line.strip()}")
                             elif target.startswith(".."):
                                 parts = os.path.normpath(os.path.join(os.path.dirname(rel), target)).split(os.sep)
@@ -63,17 +105,31 @@ def crossings(root):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
-    found = crossings(root)
-    new = {k: v for k, v in found.items() if k not in KNOWN}
-    gone = [k for k in KNOWN if k not in found]
-    for (rel, reached), where in sorted(new.items()):
+    graph = module_graph(root)
+    failures = 0
+    if len(graph) < 2:
+        print("FAIL lib/CMakeLists.txt has no brisk_module(...) lines; expected one per module")
+        return 1
+    cycle = find_cycle(graph)
+    if cycle:
+        print(f"FAIL lib/CMakeLists.txt: the modules form a cycle: {' -> '.join(cycle)}; expected a graph without one")
+        failures += 1
+    documented = documented_graph(root, graph)
+    for module in sorted(graph):
+        if module not in documented:
+            print(f"FAIL docs/architecture.md has no row for module {module}; expected one (lib/CMakeLists.txt)")
+            failures += 1
+        elif documented[module] != graph[module]:
+            print(f"FAIL docs/architecture.md says {module} may use {', '.join(sorted(documented[module])) or 'nothing'}"
+                  f"; lib/CMakeLists.txt says {', '.join(sorted(graph[module])) or 'nothing'}")
+            failures += 1
+    found = crossings(root, graph)
+    for (rel, reached), where in sorted(found.items()):
         module = rel.split("/")[2] if rel.startswith("include/") else rel.split("/")[1]
-        allowed = ", ".join(sorted(MAY_USE[module])) or "nothing"
-        print(f"FAIL {where}\n     {module} reaches {reached}; expected only {allowed} (tests/check_module_graph.py)")
-    for rel, reached in gone:
-        print(f"FAIL {rel} no longer reaches {reached}: remove it from KNOWN in tests/check_module_graph.py")
-    print(f"{len(found)} crossings, {len(found) - len(new)} of them known (issue 26); {len(new)} new, {len(gone)} cut")
-    return 1 if new or gone else 0
+        allowed = ", ".join(sorted(graph[module])) or "nothing"
+        print(f"FAIL {where}\n     {module} reaches {reached}; expected only {allowed} (lib/CMakeLists.txt)")
+    print(f"{len(graph)} modules; {len(found)} crossings; {failures} differences from docs/architecture.md")
+    return 1 if found or failures else 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 #include <cmath>
 
 #include "brisk/core/device.h"
-#include "brisk/kernels/gemm.h"
-#include "cpu/linear_impl.h"
+#include "brisk/kernels/linear.h"
+#include "cpu/cpu_linears.h"
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 

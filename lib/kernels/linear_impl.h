@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/kernels/pooling.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/token_layout.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/weights.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "internal/ridge.h"
 
 namespace brisk::prune {

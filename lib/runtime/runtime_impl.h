@@ -1,6 +1,6 @@
 // What a Runtime owns, shared by the files of its stages: runtime.cc (create and validate, embed), runtime_tasks.cc
-// (classify, rerank), runtime_sync.cc (the synchronous path), runtime_submit.cc (the batcher, submit, single flight,
-// fallback and stale answers) and runtime_stats.cc (stats and metrics).
+// (classify, rerank), runtime_sync.cc (the synchronous path), runtime_submit.cc (the batcher, submit, single flight),
+// degradation.cc (the fallback model and stale answers) and runtime_stats.cc (stats and metrics).
 #pragma once
 
 #include <array>

@@ -11,6 +11,7 @@
 #include "brisk/core/internal/finite.h"
 #include "brisk/core/parallel.h"
 #include "brisk/metrics/prometheus.h"
+#include "degradation.h"
 #include "runtime_impl.h"
 
 namespace brisk {
@@ -82,21 +83,6 @@ Status start_batcher(RuntimeImpl& impl) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Overload, not a quota: the queue is full or predicts the request late. A rate-limited request is not rerouted.
-bool fallback_may_answer(const Status& refused) {
-  return refused.code() == absl::StatusCode::kResourceExhausted && !batch::is_rate_limited(refused);
-}
-
-// What the model failing means for a request that allows a stale answer: anything but the caller's own doing (a
-// cancel) or a bad request.
-bool stale_may_answer(const Status& failure) {
-  return failure.code() != absl::StatusCode::kCancelled && failure.code() != absl::StatusCode::kInvalidArgument;
-}
-
-}  // namespace
-
 StatusOr<uint64_t> RuntimeImpl::submit_input(TokenizedInput input, const EmbedRequestOptions& request,
                                              AnswerCallback done, std::shared_ptr<RequestTrace> trace) {
   if (request.timeout < std::chrono::nanoseconds::zero()) {
@@ -127,33 +113,15 @@ StatusOr<uint64_t> RuntimeImpl::submit_input(TokenizedInput input, const EmbedRe
   }
   // Shared, so that a request the model's queue refuses can still be handed on with it.
   auto answer = std::make_shared<AnswerCallback>(std::move(counted));
-  if (request.allow_stale) {
-    *answer = [this, key, next = std::move(*answer)](uint64_t id, StatusOr<std::vector<float>> row,
-                                                     AnswerPath path) mutable {
-      if (!row.ok() && stale_may_answer(row.status())) {
-        if (std::optional<std::vector<float>> stale = caches->lookup_stale(key)) {
-          return next(id, std::move(*stale), AnswerPath::kStaleCache);
-        }
-      }
-      next(id, std::move(row), path);
-    };
-  }
+  if (request.allow_stale) *answer = answer_stale_on_failure(std::move(*answer), *caches, key);
   StatusOr<uint64_t> id = submit_to_model(std::move(input), key, request, answer, std::move(trace));
   if (id.ok()) return id;
   if (fallback && fallback_may_answer(id.status())) {
-    EmbedRequestOptions to_fallback = request;
-    // The deadline this runtime would have held the request to: its own, else its level's default.
-    if (to_fallback.timeout == std::chrono::nanoseconds::zero()) {
-      to_fallback.timeout = options.batching.levels[static_cast<size_t>(request.priority)].default_timeout;
-    }
-    to_fallback.allow_stale = false;   // this runtime's stale copies answer a failed fallback too, through `answer`
-    to_fallback.cache_tags.clear();    // the fallback's results are not cached
-    to_fallback.trace_parent.clear();  // the request's trace is this runtime's: its callback span and answer path
-    to_fallback.trace_context_out = nullptr;
-    StatusOr<uint64_t> fallback_id = fallback->impl_->submit_input(
-        input_of_cache_key(key), to_fallback, [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
-          (*answer)(id | kFallbackIdBit, std::move(row), AnswerPath::kFallback);
-        });
+    StatusOr<uint64_t> fallback_id =
+        fallback->impl_->submit_input(input_of_cache_key(key), fallback_request(request, options.batching),
+                                      [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
+                                        (*answer)(id | kFallbackIdBit, std::move(row), AnswerPath::kFallback);
+                                      });
     if (fallback_id.ok()) return *fallback_id | kFallbackIdBit;
   }
   if (request.allow_stale && stale_may_answer(id.status())) {

@@ -24,7 +24,7 @@
 #include "brisk/core/half.h"
 #include "brisk/kernels/attention.h"
 #include "brisk/kernels/copy.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "kernel_test_util.h"
 
 using brisk::Device;

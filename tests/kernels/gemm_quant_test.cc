@@ -7,7 +7,7 @@
 // An exactness case feeds integers that int8 represents without loss, so any indexing or scaling slip shows.
 #include <cmath>
 
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/quant/scheme.h"
 #include "kernel_test_util.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <thread>
 
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "kernel_test_util.h"
 
 using brisk::GemmEpilogue;

@@ -12,7 +12,7 @@
 //   BRISK_ASSIGN_OR_RETURN(Tensor back, dequantize_int8(q));   // |back - weight| <= scale / 2 per row
 //
 // Every function rejects NaN and Inf with an error that names the tensor and the position of the first one. How a
-// Linear computes with int8 weights is brisk/kernels/gemm.h (QuantScales); which precision each layer gets is
+// Linear computes with int8 weights is brisk/kernels/linear.h (QuantScales); which precision each layer gets is
 // brisk/quant/ (plans, calibration, the quantized model file).
 //
 // Thread safety: pure functions; the value types may be shared once built.

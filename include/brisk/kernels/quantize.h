@@ -27,7 +27,7 @@
 #include "brisk/core/half.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk {
 

@@ -30,7 +30,7 @@
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/model/config.h"
 
 namespace brisk {

@@ -14,7 +14,7 @@
 #include "brisk/kernels/attention.h"
 #include "brisk/kernels/embedding.h"
 #include "brisk/kernels/gelu.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/kernels/pooling.h"
 #include "../dispatch.h"
 

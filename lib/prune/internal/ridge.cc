@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/parallel.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk::prune::internal {
 

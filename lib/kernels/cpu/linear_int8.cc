@@ -6,7 +6,7 @@
 
 #include "brisk/core/cpu_features.h"
 #include "int8_gemm.h"
-#include "linear_impl.h"
+#include "cpu_linears.h"
 
 namespace brisk::kernels::cpu {
 namespace {

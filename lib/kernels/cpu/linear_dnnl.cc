@@ -11,7 +11,7 @@
 #include "cpu_kernels.h"
 #include "dnnl_engine.h"
 #include "dnnl_matmul.h"
-#include "linear_impl.h"
+#include "cpu_linears.h"
 
 namespace brisk::kernels::cpu {
 namespace {

@@ -5,14 +5,14 @@
 #include <memory>
 
 #include "../linear_impl.h"
-#include "brisk/kernels/gemm.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk {
 namespace kernels::cpu {
 
-// f32 or bf16 weights on oneDNN matmul (gemm_dnnl.cc).
+// f32 or bf16 weights on oneDNN matmul (linear_dnnl.cc).
 StatusOr<std::shared_ptr<const Linear::Impl>> make_dnnl_linear(const Tensor& weight, const Tensor& bias);
-// i8 weights: s8 x s8 -> s32 oneDNN matmul plus brisk's quantize and dequantize row kernels (gemm_int8.cc).
+// i8 weights: brisk's int8 GEMM of the ISA level in use, with its quantize and fused dequantize (linear_int8.cc).
 StatusOr<std::shared_ptr<const Linear::Impl>> make_int8_linear(const Tensor& weight, const Tensor& bias,
                                                                const QuantScales& scales);
 
