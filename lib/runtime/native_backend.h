@@ -18,11 +18,8 @@ StatusOr<std::unique_ptr<Backend>> make_native_backend(std::unique_ptr<BertEncod
                                                        std::optional<ClassificationHead> head, const ModelInfo& info,
                                                        const RuntimeOptions& options);
 
-// Exported for its unit test (tests/runtime/device_memory_budget_test.cc).
-//
 // The native backend's estimate of one forward pass's activation bytes (Backend::estimate_activation_bytes), on the
 // runtime's device and in its activation dtype.
-BRISK_API size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options,
-                                           const BatchShape& shape);
+size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options, const BatchShape& shape);
 
 }  // namespace brisk

@@ -13,15 +13,14 @@
 #include "absl/functional/function_ref.h"
 #include "brisk/cache/cache.h"
 #include "brisk/cache/tiered_cache.h"
-#include "brisk/core/export.h"
 #include "brisk/metrics/prometheus.h"
 #include "brisk/runtime/runtime.h"
 
 namespace brisk {
 
-// Thread safety: every member may be called from any thread at once. Exported for the tests only
-// (tests/runtime/runtime_cache_many_test.cc); not part of the installed API.
-class BRISK_API RuntimeCaches {
+// Thread safety: every member may be called from any thread at once. Internal: its test
+// (tests/runtime/runtime_cache_many_test.cc) compiles in the library's objects (brisk_internal).
+class RuntimeCaches {
  public:
   using Tokenize = absl::FunctionRef<StatusOr<std::vector<int32_t>>(std::string_view)>;
 

@@ -138,12 +138,10 @@ Status start_batcher(RuntimeImpl& impl);
 // The model's name in messages and metric labels: the last component of its path (runtime_stats.cc).
 std::string model_label(const ModelInfo& info);
 
-// Exported for their unit tests (tests/runtime/device_memory_budget_test.cc).
-//
 // The activations' dtype: options.activation_dtype, else f16 on CUDA and f32 on the CPU (runtime.cc).
-BRISK_API DType runtime_activation_dtype(const RuntimeOptions& options);
+DType runtime_activation_dtype(const RuntimeOptions& options);
 // The batcher's memory budget under a device memory cap: what `limit` leaves after `weight_bytes`, at least
 // limit / 8, and at most policy_budget when that is nonzero. limit 0 (no cap): policy_budget unchanged.
-BRISK_API size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_budget);
+size_t device_memory_budget(size_t limit, size_t weight_bytes, size_t policy_budget);
 
 }  // namespace brisk

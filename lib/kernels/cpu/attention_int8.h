@@ -43,7 +43,7 @@ struct AttentionInt8Kernels {
 };
 
 // The kernels for an int8 GEMM kernel's ISA (avx512 helpers for both AVX-512 kernels, avx2 for AVX-VNNI and AVX2).
-BRISK_API AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel);
+AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel);
 
 // A symmetric s8 scale from an absmax (absmax / 127; 1 for an all-zero block) and the factor that quantizes by it
 // (127 / absmax; 0 for an all-zero block).

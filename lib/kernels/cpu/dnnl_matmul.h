@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -67,6 +66,6 @@ class DnnlPackedMatmul {
 
 // How many matmul primitives this process has created so far, by oneDNN implementation name (impl_info_str()):
 // what the tests check for oneDNN's reference implementations ("ref:any"), which must never run on a hot path.
-BRISK_API std::map<std::string, int64_t> dnnl_matmul_implementations();
+std::map<std::string, int64_t> dnnl_matmul_implementations();
 
 }  // namespace brisk::kernels::cpu

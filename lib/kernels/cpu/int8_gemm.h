@@ -36,7 +36,6 @@
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
-#include "brisk/core/export.h"
 
 namespace brisk::kernels::cpu {
 
@@ -59,11 +58,11 @@ struct CacheAlignedAllocator {
 enum class Int8Kernel : int { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni };
 
 // The kernel for an ISA level (the level's best).
-BRISK_API Int8Kernel int8_kernel_for(CpuIsa isa);
+Int8Kernel int8_kernel_for(CpuIsa isa);
 // The kernel's name for reports: "avx512_vnni vpdpbusd", "avx2 vpmaddwd", ...
-BRISK_API const char* int8_kernel_name(Int8Kernel kernel);
+const char* int8_kernel_name(Int8Kernel kernel);
 // Bytes per quantized activation: 1 (u8, q + 128) or 2 (s16, q).
-BRISK_API int64_t int8_activation_bytes(Int8Kernel kernel);
+int64_t int8_activation_bytes(Int8Kernel kernel);
 
 // Weights in the packed layout every kernel reads. Columns (output channels) are padded with zero weights to
 // n_padded, a multiple of 16, and grouped in panels of kInt8PanelColumns (the last panel may be narrower: 16, 32
@@ -85,7 +84,7 @@ struct Int8PackedWeights {
 };
 
 // Packs s8 weights [n, k] row-major (PyTorch's Linear layout).
-BRISK_API Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k);
+Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k);
 
 inline constexpr int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
@@ -99,8 +98,8 @@ void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k);
 // clamp to [-127, 127]. The padding [k, ldq) holds the encoding of 0, so ldq = k_padded gives the padded rows
 // int8_gemm reads. An all-zero row gets scale 1. `channel_scale` (nullable, [k]) multiplies x column by column
 // first (SmoothQuant's 1 / s), in the same pass. Inputs must be finite.
-BRISK_API void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
-                                    float* row_scales, const float* channel_scale = nullptr, float static_scale = 0.0f);
+void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
+                          float* row_scales, const float* channel_scale = nullptr, float static_scale = 0.0f);
 
 enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, kBiasAccumulate };
 
@@ -108,9 +107,9 @@ enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, k
 // j < n; kBiasAccumulate adds that value to y's contents (y must be initialised); bias is nullable (0). xq: m rows
 // in `kernel`'s encoding (quantize_activations with the same kernel) of at least w.k_padded elements at stride
 // ldq >= w.k_padded. col_scales: [n].
-BRISK_API void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
-                         const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue,
-                         float* y, int64_t ldy);
+void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
+               const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
+               int64_t ldy);
 
 // ---- Row kernels behind the two ops (the dispatch is in int8_gemm.cc) ----
 
@@ -148,7 +147,7 @@ struct Int8RowKernels {
   Int8GemmBlock gemm;
   QuantizeActivationRows quantize;
 };
-BRISK_API Int8RowKernels int8_row_kernels(Int8Kernel kernel);
+Int8RowKernels int8_row_kernels(Int8Kernel kernel);
 
 #define BRISK_DECLARE_INT8_KERNEL(name)                                                                       \
   void int8_gemm_block_##name(const Int8GemmArgs& a, int64_t row_begin, int64_t row_end, int64_t panel_begin, \
