@@ -32,6 +32,7 @@
 #include "../lib/kernels/cpu/int8_gemm.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
+#include "brisk/core/stats.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace brisk {
@@ -154,13 +155,6 @@ class OnednnRunner {
   std::string error_, impl_;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), middle, v.end());
-  return *middle;
-}
-
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -187,7 +181,7 @@ void timed_loop(benchmark::State& state, const Inputs& in, Runner& runner) {
   const double cpu = thread_cpu_seconds() - cpu_start;
   const double ops = ops_per_call(in);
   state.counters["GOP/s"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  const double mid = median(wall);
+  const double mid = brisk::percentile(wall, 50);
   state.counters["median_us"] = mid * 1e6;
   if (mid > 0) state.counters["GOP/s_median"] = ops * 1e-9 / mid;
   if (state.range(3) == 1 && cpu > 0) {
@@ -242,8 +236,8 @@ void BM_paired(benchmark::State& state) {
     brisk_s.push_back(timed_call(brisk));
     onednn_s.push_back(timed_call(onednn));
   }
-  const double b = median(brisk_s);
-  const double o = median(onednn_s);
+  const double b = brisk::percentile(brisk_s, 50);
+  const double o = brisk::percentile(onednn_s, 50);
   if (b <= 0 || o <= 0) return;
   state.counters["brisk_GOP/s"] = ops_per_call(in) * 1e-9 / b;
   state.counters["onednn_zp_GOP/s"] = ops_per_call(in) * 1e-9 / o;

@@ -35,6 +35,7 @@
 
 #include "accuracy_util.h"
 #include "brisk/core/parallel.h"
+#include "brisk/core/stats.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/loader.h"
@@ -75,12 +76,6 @@ PackedSequences speed_batch(const WordPieceTokenizer& tok, const std::vector<std
     batch.add(ids);
   }
   return batch;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Args {
@@ -139,7 +134,7 @@ Measure measure(const Bench& b, const PrunedModel& m) {
     base_ms.push_back(time_ms(*b.base));
     pruned_ms.push_back(time_ms(*encoder));
   }
-  r.base_ms = median(base_ms), r.pruned_ms = median(pruned_ms);
+  r.base_ms = brisk::percentile(base_ms, 50), r.pruned_ms = brisk::percentile(pruned_ms, 50);
   return r;
 }
 

@@ -29,6 +29,7 @@
 #include <fstream>
 #include <map>
 
+#include "brisk/core/stats.h"
 #include "http/http_load.h"
 
 namespace {
@@ -60,13 +61,6 @@ double load_average() {
   double one = -1;
   in >> one;
   return one;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -241,7 +235,7 @@ int main(int argc, char** argv) {
     for (size_t window : f.windows) {
       std::vector<double> tput;
       for (const Cell& c : closed[{window, use_http ? "http" : "in-process"}]) tput.push_back(c.s.throughput);
-      f.capacity = std::max(f.capacity, median(tput));
+      f.capacity = std::max(f.capacity, brisk::percentile(tput, 50));
     }
   }
   report.line(fmt::format("\ncapacity C = {:.0f} req/s ({})\n", f.capacity,
@@ -290,14 +284,14 @@ int main(int argc, char** argv) {
   const auto med = [](const std::vector<Cell>& cells, auto field) {
     std::vector<double> v;
     for (const Cell& c : cells) v.push_back(field(c.s));
-    return median(v);
+    return brisk::percentile(v, 50);
   };
   const auto ratio = [](const std::vector<Cell>& a, const std::vector<Cell>& b, auto field) {
     std::vector<double> v;  // per round a/b, then the median
     for (size_t r = 0; r < std::min(a.size(), b.size()); ++r) {
       if (field(b[r].s) > 0) v.push_back(field(a[r].s) / field(b[r].s));
     }
-    return median(v);
+    return brisk::percentile(v, 50);
   };
   const auto tput = [](const CellSummary& s) { return s.throughput; };
   const auto p50 = [](const CellSummary& s) { return s.p50_ms; };

@@ -16,6 +16,7 @@
 
 #include "brisk.h"
 #include "brisk/batch/capacity.h"
+#include "brisk/core/stats.h"
 #include "brisk/model/tokenizer.h"
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
@@ -54,12 +55,6 @@ StatusOr<std::string> synthetic_text(const std::string& model, int seq) {
   return text;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 StatusOr<ServiceCurve> measure_curve(const PlanFlags& f) {
   RuntimeOptions opts = f.model.runtime_options();
   opts.max_seq_len = f.seq;
@@ -95,7 +90,7 @@ StatusOr<ServiceCurve> measure_curve(const PlanFlags& f) {
   std::vector<double> deviations;  // |time / median - 1| over every sample
   std::vector<double> medians;
   for (size_t b = 1; b <= max_batch; ++b) {
-    const double m = median(samples[b - 1]);
+    const double m = percentile(samples[b - 1], 50);
     for (double s : samples[b - 1]) deviations.push_back(std::abs(s / m - 1));
     medians.push_back(m);
   }
@@ -104,7 +99,7 @@ StatusOr<ServiceCurve> measure_curve(const PlanFlags& f) {
   for (size_t i = 0; i < medians.size(); ++i) refit += curve.batch_ms[i] != medians[i];
   // 1.4826 x the median absolute deviation: the standard deviation for normal noise, but not blown up by the few
   // samples another process preempted (one such sample in a hundred made the plain standard deviation 2-4).
-  curve.jitter_cv = 1.4826 * median(deviations);
+  curve.jitter_cv = 1.4826 * percentile(deviations, 50);
   fmt::print(stderr,
              "brisk plan: measured {} batch sizes x {} rounds on {} (seq {}); {} median(s) pooled with a "
              "neighbour to make the curve non-decreasing (noise)\n",
