@@ -419,6 +419,16 @@ def capacity_curve_seeds():
     write("fuzz_capacity_curve", "extremes.json", '{"jitter_cv":10,"batch_ms":{"1":1e-300,"2":1e300}}')
 
 
+def text_lines_seeds():
+    write("fuzz_text_lines", "lf", "first text\nsecond text\n")
+    write("fuzz_text_lines", "crlf_no_final_newline", "first\r\nsecond\r\nlast")
+    write("fuzz_text_lines", "comments_and_blanks", "# header\n\n\r\ntext\n#tag\n  # indented\n")
+    write("fuzz_text_lines", "only_comments", "# a\n#b\n")
+    write("fuzz_text_lines", "empty", "")
+    write("fuzz_text_lines", "tsv_and_cr_inside", "q\ta\r\nx\ry\r\r\n\r")
+    write("fuzz_text_lines", "binary", b"\x00\xff\n\xc3\x28\n\x00")
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -435,6 +445,7 @@ def main():
     intent_seeds()
     traceparent_seeds()
     capacity_curve_seeds()
+    text_lines_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 
