@@ -47,7 +47,7 @@ inline std::vector<int> top1(const std::vector<float>& queries, const std::vecto
     int best = 0;
     double best_s = -2;
     for (int64_t d = 0; d < nd; ++d) {
-      const double s = dot(&queries[q * h], &docs[d * h], h);
+      const double s = kernels::dot(&queries[q * h], &docs[d * h], h);
       if (s > best_s) best_s = s, best = static_cast<int>(d);
     }
     out.push_back(best);

@@ -42,11 +42,12 @@ void run(benchmark::State& state, Precision precision) {
   for (size_t i = 0; i < w.size(); ++i) wq[i] = static_cast<int8_t>(static_cast<int>(i % 255) - 127);
   std::vector<float> scale{0.001f};
   const Tensor bt = Tensor::borrow(bias.data(), {n}, DType::kF32);
-  StatusOr<Linear> fc =
+  StatusOr<kernels::Linear> fc =
       precision == Precision::kInt8
-          ? Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), bt, Device::kCUDA,
-                           QuantScales{Tensor::borrow(scale.data(), {1}, DType::kF32), 0.0f, Tensor()}, activation)
-          : Linear::create(Tensor::borrow(w.data(), {n, k}, DType::kF32), bt, Device::kCUDA, {}, activation);
+          ? kernels::Linear::create(
+                Tensor::borrow(wq.data(), {n, k}, DType::kI8), bt, Device::kCUDA,
+                kernels::QuantScales{Tensor::borrow(scale.data(), {1}, DType::kF32), 0.0f, Tensor()}, activation)
+          : kernels::Linear::create(Tensor::borrow(w.data(), {n, k}, DType::kF32), bt, Device::kCUDA, {}, activation);
   if (!fc.ok()) {
     state.SkipWithError(fc.status().ToString().c_str());
     return;
@@ -66,17 +67,17 @@ void run(benchmark::State& state, Precision precision) {
   }
   T* d_x = static_cast<T*>(*dx);
   T* d_y = static_cast<T*>(*dy);
-  Status st = copy_bytes(Device::kCUDA, d_x, Device::kCPU, x.data(), x.size() * sizeof(T));
-  if (st.ok()) st = fc->forward(d_x, m, d_y, GemmEpilogue::kBias);  // warm-up: plans, scratch blocks
-  if (st.ok()) st = synchronize(Device::kCUDA);
+  Status st = kernels::copy_bytes(Device::kCUDA, d_x, Device::kCPU, x.data(), x.size() * sizeof(T));
+  if (st.ok()) st = fc->forward(d_x, m, d_y, kernels::GemmEpilogue::kBias);  // warm-up: plans, scratch blocks
+  if (st.ok()) st = kernels::synchronize(Device::kCUDA);
 
   double seconds = 0.0;
   int64_t calls = 0;
   for (auto _ : state) {
     if (!st.ok()) break;
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kCallsPerIteration && st.ok(); ++i) st = fc->forward(d_x, m, d_y, GemmEpilogue::kBias);
-    if (st.ok()) st = synchronize(Device::kCUDA);
+    for (int i = 0; i < kCallsPerIteration && st.ok(); ++i) st = fc->forward(d_x, m, d_y, kernels::GemmEpilogue::kBias);
+    if (st.ok()) st = kernels::synchronize(Device::kCUDA);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.SetIterationTime(elapsed / kCallsPerIteration);
     seconds += elapsed;

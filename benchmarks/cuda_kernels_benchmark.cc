@@ -55,7 +55,8 @@ class DeviceBuffer {
     return static_cast<E*>(ptr_);
   }
   bool upload(const void* host) {
-    return copy_bytes(Device::kCUDA, ptr_, Device::kCPU, host, bytes_).ok() && synchronize(Device::kCUDA).ok();
+    return kernels::copy_bytes(Device::kCUDA, ptr_, Device::kCPU, host, bytes_).ok() &&
+           kernels::synchronize(Device::kCUDA).ok();
   }
 
  private:
@@ -94,7 +95,7 @@ void run(benchmark::State& state, double bytes, Launch&& launch) {
   const int64_t reps = std::max<int64_t>(1, static_cast<int64_t>(256.0 * 1024 * 1024 / bytes));
   // Warm-up: first-launch costs (module loading) stay out of the timing, and errors show before it.
   Status s = launch();
-  if (s.ok()) s = synchronize(Device::kCUDA);
+  if (s.ok()) s = kernels::synchronize(Device::kCUDA);
   if (!s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
@@ -105,7 +106,7 @@ void run(benchmark::State& state, double bytes, Launch&& launch) {
       s = launch();
       if (!s.ok()) break;
     }
-    if (s.ok()) s = synchronize(Device::kCUDA);
+    if (s.ok()) s = kernels::synchronize(Device::kCUDA);
     if (!s.ok()) {
       state.SkipWithError(s.ToString().c_str());
       return;
@@ -138,15 +139,15 @@ double measure_copy_bandwidth() {
   DeviceBuffer src(kCopyBytes), dst(kCopyBytes);
   if (!src.ok() || !dst.ok()) return 0.0;
   for (int i = 0; i < 3; ++i) {
-    if (!copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes).ok()) return 0.0;
+    if (!kernels::copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes).ok()) return 0.0;
   }
-  if (!synchronize(Device::kCUDA).ok()) return 0.0;
+  if (!kernels::synchronize(Device::kCUDA).ok()) return 0.0;
   constexpr int kReps = 20;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kReps; ++i) {
-    if (!copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes).ok()) return 0.0;
+    if (!kernels::copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes).ok()) return 0.0;
   }
-  if (!synchronize(Device::kCUDA).ok()) return 0.0;
+  if (!kernels::synchronize(Device::kCUDA).ok()) return 0.0;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return 2.0 * static_cast<double>(kCopyBytes) * kReps / seconds;
 }
@@ -155,7 +156,7 @@ void BM_copy_bytes_d2d(benchmark::State& state) {
   DeviceBuffer src(kCopyBytes), dst(kCopyBytes);
   BRISK_REQUIRE_BUFFERS(&src, &dst);
   run(state, 2.0 * kCopyBytes,
-      [&] { return copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes); });
+      [&] { return kernels::copy_bytes(Device::kCUDA, dst.as<void>(), Device::kCUDA, src.as<void>(), kCopyBytes); });
 }
 BENCHMARK(BM_copy_bytes_d2d)->UseRealTime();
 
@@ -172,8 +173,8 @@ void BM_layer_norm_bias_residual(benchmark::State& state) {
   BRISK_REQUIRE_BUFFERS(x.get(), h.get(), b.get(), g.get(), be.get());
   const double bytes = static_cast<double>(sizeof(T)) * (3.0 * static_cast<double>(n) + 3.0 * cols);
   run(state, bytes, [&] {
-    return layer_norm_bias_residual(Device::kCUDA, x->as<T>(), b->as<T>(), h->as<T>(), g->as<T>(), be->as<T>(), 1e-12f,
-                                    h->as<T>(), rows, cols);
+    return kernels::layer_norm_bias_residual(Device::kCUDA, x->as<T>(), b->as<T>(), h->as<T>(), g->as<T>(), be->as<T>(),
+                                             1e-12f, h->as<T>(), rows, cols);
   });
 }
 BENCHMARK_TEMPLATE(BM_layer_norm_bias_residual, float16_t)->Args({32 * 128, 384})->Args({16384, 1024})->UseRealTime();
@@ -194,8 +195,9 @@ void BM_layer_norm_bias_residual_quantize(benchmark::State& state) {
   const double bytes = static_cast<double>(sizeof(T)) * (3.0 * static_cast<double>(n) + 3.0 * cols) +
                        static_cast<double>(n) + 4.0 * rows;
   run(state, bytes, [&] {
-    return layer_norm_bias_residual_quantize(Device::kCUDA, x->as<T>(), b->as<T>(), h->as<T>(), g->as<T>(), be->as<T>(),
-                                             1e-12f, h->as<T>(), q.as<int8_t>(), scales.as<float>(), rows, cols);
+    return kernels::layer_norm_bias_residual_quantize(Device::kCUDA, x->as<T>(), b->as<T>(), h->as<T>(), g->as<T>(),
+                                                      be->as<T>(), 1e-12f, h->as<T>(), q.as<int8_t>(),
+                                                      scales.as<float>(), rows, cols);
   });
 }
 BENCHMARK_TEMPLATE(BM_layer_norm_bias_residual_quantize, float16_t)
@@ -207,15 +209,16 @@ BENCHMARK_TEMPLATE(BM_layer_norm_bias_residual_quantize, float16_t)
 template <typename T>
 void BM_bias_gelu(benchmark::State& state) {
   const int64_t rows = state.range(0), cols = state.range(1);
-  const GeluApproximation approx = state.range(2) == 0 ? GeluApproximation::kErf : GeluApproximation::kTanh;
-  state.SetLabel(approx == GeluApproximation::kErf ? "erf" : "tanh");
+  const kernels::GeluApproximation approx =
+      state.range(2) == 0 ? kernels::GeluApproximation::kErf : kernels::GeluApproximation::kTanh;
+  state.SetLabel(approx == kernels::GeluApproximation::kErf ? "erf" : "tanh");
   const size_t n = static_cast<size_t>(rows * cols);
   std::unique_ptr<DeviceBuffer> x = random_array<T>(n, -3.0f, 3.0f, 1);
   std::unique_ptr<DeviceBuffer> b = random_array<T>(static_cast<size_t>(cols), -0.1f, 0.1f, 2);
   BRISK_REQUIRE_BUFFERS(x.get(), b.get());
   const double bytes = static_cast<double>(sizeof(T)) * (2.0 * static_cast<double>(n) + cols);
   // gelu(gelu(x)) stays in range, so repeated launches on the same buffer see ordinary values.
-  run(state, bytes, [&] { return bias_gelu(Device::kCUDA, x->as<T>(), b->as<T>(), rows, cols, approx); });
+  run(state, bytes, [&] { return kernels::bias_gelu(Device::kCUDA, x->as<T>(), b->as<T>(), rows, cols, approx); });
 }
 BENCHMARK_TEMPLATE(BM_bias_gelu, float16_t)
     ->Args({32 * 128, 1536, 0})
@@ -245,8 +248,8 @@ void BM_masked_softmax_batched(benchmark::State& state) {
       static_cast<double>(sizeof(T)) * static_cast<double>(rows_per_group) * (valid + batch * seq) + 4.0 * batch;
   // Softmax of a softmax is a softmax: repeated launches stay finite.
   run(state, bytes, [&] {
-    return masked_softmax_batched(Device::kCUDA, x->as<T>(), batch, rows_per_group, seq, seq, d_lengths->as<int32_t>(),
-                                  0.125f);
+    return kernels::masked_softmax_batched(Device::kCUDA, x->as<T>(), batch, rows_per_group, seq, seq,
+                                           d_lengths->as<int32_t>(), 0.125f);
   });
 }
 BENCHMARK_TEMPLATE(BM_masked_softmax_batched, float16_t)->Args({32, 12, 128})->Args({16, 16, 512})->UseRealTime();
@@ -273,12 +276,12 @@ void BM_embed_layer_norm(benchmark::State& state) {
   auto d_ids = int_buffer(ids), d_types = int_buffer(types), d_positions = int_buffer(positions);
   BRISK_REQUIRE_BUFFERS(word.get(), position.get(), type.get(), gamma.get(), beta.get(), &out, d_ids.get(),
                         d_types.get(), d_positions.get());
-  const EmbeddingTables<T> tables{word->as<T>(),  position->as<T>(), type->as<T>(),
-                                  gamma->as<T>(), beta->as<T>(),     hidden};
+  const kernels::EmbeddingTables<T> tables{word->as<T>(),  position->as<T>(), type->as<T>(),
+                                           gamma->as<T>(), beta->as<T>(),     hidden};
   const double bytes = static_cast<double>(sizeof(T)) * 4.0 * static_cast<double>(rows * hidden) + 12.0 * rows;
   run(state, bytes, [&] {
-    return embed_layer_norm(Device::kCUDA, tables, d_ids->as<int32_t>(), d_types->as<int32_t>(),
-                            d_positions->as<int32_t>(), 1e-12f, out.as<T>(), rows);
+    return kernels::embed_layer_norm(Device::kCUDA, tables, d_ids->as<int32_t>(), d_types->as<int32_t>(),
+                                     d_positions->as<int32_t>(), 1e-12f, out.as<T>(), rows);
   });
 }
 BENCHMARK_TEMPLATE(BM_embed_layer_norm, float16_t)->Args({32 * 128, 384})->Args({16384, 1024})->UseRealTime();
@@ -298,9 +301,10 @@ void BM_pool_sequences(benchmark::State& state) {
   BRISK_REQUIRE_BUFFERS(hidden.get(), d_starts.get(), d_lengths.get(), &out);
   const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(batch * seq * dim) +
                        4.0 * static_cast<double>(batch * dim) + 8.0 * batch;
-  const SequenceRows rows{d_starts->as<int32_t>(), d_lengths->as<int32_t>(), batch};
+  const kernels::SequenceRows rows{d_starts->as<int32_t>(), d_lengths->as<int32_t>(), batch};
   run(state, bytes, [&] {
-    return pool_sequences(Device::kCUDA, hidden->as<T>(), rows, dim, SequencePooling::kMean, true, out.as<float>());
+    return kernels::pool_sequences(Device::kCUDA, hidden->as<T>(), rows, dim, kernels::SequencePooling::kMean, true,
+                                   out.as<float>());
   });
 }
 BENCHMARK_TEMPLATE(BM_pool_sequences, float16_t)->Args({32, 128, 384})->Args({128, 512, 1024})->UseRealTime();
@@ -314,8 +318,9 @@ void BM_quantize_rows_int8(benchmark::State& state) {
   DeviceBuffer q(n), scales(static_cast<size_t>(rows) * sizeof(float));
   BRISK_REQUIRE_BUFFERS(x.get(), &q, &scales);
   const double bytes = static_cast<double>(sizeof(T) + 1) * static_cast<double>(n) + 4.0 * rows;
-  run(state, bytes,
-      [&] { return quantize_rows_int8(Device::kCUDA, x->as<T>(), rows, cols, q.as<int8_t>(), scales.as<float>()); });
+  run(state, bytes, [&] {
+    return kernels::quantize_rows_int8(Device::kCUDA, x->as<T>(), rows, cols, q.as<int8_t>(), scales.as<float>());
+  });
 }
 BENCHMARK_TEMPLATE(BM_quantize_rows_int8, float16_t)->Args({32 * 128, 384})->Args({16384, 1024})->UseRealTime();
 
@@ -336,8 +341,9 @@ void BM_dequantize_rows_int8(benchmark::State& state) {
   const double bytes = static_cast<double>(4 + sizeof(T)) * static_cast<double>(n) + 4.0 * rows +
                        static_cast<double>(4 + sizeof(T)) * cols;
   run(state, bytes, [&] {
-    return dequantize_rows_int8(Device::kCUDA, d_acc->as<int32_t>(), row_scales->as<float>(), col_scales->as<float>(),
-                                cols, bias->as<T>(), GemmEpilogue::kBiasGeluErf, y.as<T>(), cols, rows, cols);
+    return kernels::dequantize_rows_int8(Device::kCUDA, d_acc->as<int32_t>(), row_scales->as<float>(),
+                                         col_scales->as<float>(), cols, bias->as<T>(),
+                                         kernels::GemmEpilogue::kBiasGeluErf, y.as<T>(), cols, rows, cols);
   });
 }
 BENCHMARK_TEMPLATE(BM_dequantize_rows_int8, float16_t)->Args({16384, 4096})->UseRealTime();

@@ -22,11 +22,11 @@ std::vector<float> random_vector(size_t n, float scale = 0.05f) {
   return brisk::testing::random_floats(n, -scale, scale, 7);
 }
 
-brisk::Linear make_linear(int64_t out, int64_t in, std::vector<float>& w, std::vector<float>& b) {
+brisk::kernels::Linear make_linear(int64_t out, int64_t in, std::vector<float>& w, std::vector<float>& b) {
   w = random_vector(static_cast<size_t>(out * in));
   b = random_vector(static_cast<size_t>(out));
-  return brisk::Linear::create(brisk::Tensor::borrow(w.data(), {out, in}, brisk::DType::kF32),
-                               brisk::Tensor::borrow(b.data(), {out}, brisk::DType::kF32), brisk::Device::kCPU)
+  return brisk::kernels::Linear::create(brisk::Tensor::borrow(w.data(), {out, in}, brisk::DType::kF32),
+                                        brisk::Tensor::borrow(b.data(), {out}, brisk::DType::kF32), brisk::Device::kCPU)
       .value();
 }
 
@@ -34,9 +34,9 @@ brisk::Linear make_linear(int64_t out, int64_t in, std::vector<float>& w, std::v
 void BM_Linear(benchmark::State& state) {
   brisk::set_num_threads(2);
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const auto epilogue = static_cast<brisk::GemmEpilogue>(state.range(3));
+  const auto epilogue = static_cast<brisk::kernels::GemmEpilogue>(state.range(3));
   std::vector<float> w, b;
-  brisk::Linear fc = make_linear(n, k, w, b);
+  brisk::kernels::Linear fc = make_linear(n, k, w, b);
   auto x = random_vector(static_cast<size_t>(m * k), 1.0f);
   std::vector<float> y(static_cast<size_t>(m * n));
   for (auto _ : state) {
@@ -76,10 +76,10 @@ void BM_SelfAttention(benchmark::State& state) {
     starts.push_back(static_cast<int32_t>(offsets[b]));
     lengths.push_back(static_cast<int32_t>(offsets[b + 1] - offsets[b]));
   }
-  const brisk::AttentionRows rows{starts.data(), lengths.data(), batch, seq};
+  const brisk::kernels::AttentionRows rows{starts.data(), lengths.data(), batch, seq};
   for (auto _ : state) {
-    if (!brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, tokens, kHeads, kHidden / kHeads,
-                               ctx.data())
+    if (!brisk::kernels::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, tokens, kHeads,
+                                        kHidden / kHeads, ctx.data())
              .ok()) {
       state.SkipWithError("attention failed");
     }
@@ -103,8 +103,8 @@ void BM_LayerNorm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(rows * kHidden), 3.0f);
   auto gamma = random_vector(kHidden, 1.0f), beta = random_vector(kHidden, 1.0f);
   for (auto _ : state) {
-    if (!brisk::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
-                                         1e-12f, x.data(), rows, kHidden)
+    if (!brisk::kernels::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(),
+                                                  beta.data(), 1e-12f, x.data(), rows, kHidden)
              .ok())
       state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();

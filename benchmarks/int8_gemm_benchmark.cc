@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "../lib/kernels/cpu/int8_gemm.h"
+#include "kernels/cpu/int8_gemm.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
 #include "brisk/core/stats.h"

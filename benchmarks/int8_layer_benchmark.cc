@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../lib/kernels/cpu/int8_gemm.h"
+#include "kernels/cpu/int8_gemm.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/attention.h"
@@ -97,7 +97,7 @@ void BM_Int8Gemm(benchmark::State& state) {
       2.0 * static_cast<double>(m * n * k), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
-// args: B, T; int8: brisk::self_attention_int8, else the float op.
+// args: B, T; int8: brisk::kernels::self_attention_int8, else the float op.
 template <bool kInt8>
 void BM_Attention(benchmark::State& state) {
   brisk::set_num_threads(2);
@@ -110,12 +110,12 @@ void BM_Attention(benchmark::State& state) {
     starts.push_back(static_cast<int32_t>(b * s.seq));
     lengths.push_back(static_cast<int32_t>(s.seq));
   }
-  const brisk::AttentionRows rows{starts.data(), lengths.data(), s.batch, s.seq};
+  const brisk::kernels::AttentionRows rows{starts.data(), lengths.data(), s.batch, s.seq};
   for (auto _ : state) {
-    const brisk::Status st = kInt8 ? brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), rows, n, kHeads,
-                                                                kHidden / kHeads, ctx.data())
-                                   : brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n, kHeads,
-                                                           kHidden / kHeads, ctx.data());
+    const brisk::Status st = kInt8 ? brisk::kernels::self_attention_int8(brisk::Device::kCPU, qkv.data(), rows, n,
+                                                                         kHeads, kHidden / kHeads, ctx.data())
+                                   : brisk::kernels::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, rows, n,
+                                                                    kHeads, kHidden / kHeads, ctx.data());
     if (!st.ok()) {
       state.SkipWithError("attention failed");
     }
@@ -130,8 +130,8 @@ void BM_LayerNorm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(n * kHidden), 3.0f);
   const auto gamma = random_vector(kHidden, 1.0f), beta = random_vector(kHidden, 1.0f);
   for (auto _ : state) {
-    if (!brisk::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
-                                         1e-12f, x.data(), n, kHidden)
+    if (!brisk::kernels::layer_norm_bias_residual(brisk::Device::kCPU, x.data(), nullptr, nullptr, gamma.data(),
+                                                  beta.data(), 1e-12f, x.data(), n, kHidden)
              .ok()) {
       state.SkipWithError("layer_norm_bias_residual failed");
     }

@@ -65,8 +65,8 @@ void BM_layer_norm_bias_residual(benchmark::State& state) {
   const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 4);
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
-    if (!layer_norm_bias_residual(Device::kCPU, x.data(), bias.data(), h.data(), gamma.data(), beta.data(), 1e-12f,
-                                  h.data(), rows, cols)
+    if (!kernels::layer_norm_bias_residual(Device::kCPU, x.data(), bias.data(), h.data(), gamma.data(), beta.data(),
+                                           1e-12f, h.data(), rows, cols)
              .ok())
       state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
@@ -83,8 +83,8 @@ void BM_layer_norm_plain(benchmark::State& state) {
   const std::vector<float> gamma = random_floats(static_cast<size_t>(cols), 0.5f, 1.5f, 4);
   const std::vector<float> beta = random_floats(static_cast<size_t>(cols), -0.1f, 0.1f, 5);
   for (auto _ : state) {
-    if (!layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f, x.data(),
-                                  rows, cols)
+    if (!kernels::layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                           x.data(), rows, cols)
              .ok())
       state.SkipWithError("layer_norm_bias_residual failed");
     benchmark::ClobberMemory();
@@ -94,21 +94,21 @@ void BM_layer_norm_plain(benchmark::State& state) {
 
 // FFN intermediate activation, in place. A bias of 1 keeps the repeatedly transformed values away from 0
 // (gelu alone would shrink them into denormals over thousands of iterations).
-void bias_gelu_benchmark(benchmark::State& state, GeluApproximation approx) {
+void bias_gelu_benchmark(benchmark::State& state, kernels::GeluApproximation approx) {
   IsaScope isa(state);
   if (!isa.ok()) return;
   const int64_t rows = kTokens, cols = kFfn;
   std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), -4.0f, 4.0f, 6);
   const std::vector<float> bias(static_cast<size_t>(cols), 1.0f);
   for (auto _ : state) {
-    if (!bias_gelu(Device::kCPU, x.data(), bias.data(), rows, cols, approx).ok())
+    if (!kernels::bias_gelu(Device::kCPU, x.data(), bias.data(), rows, cols, approx).ok())
       state.SkipWithError("bias_gelu failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 * static_cast<int64_t>(sizeof(float)));
 }
-void BM_bias_gelu_erf(benchmark::State& state) { bias_gelu_benchmark(state, GeluApproximation::kErf); }
-void BM_bias_gelu_tanh(benchmark::State& state) { bias_gelu_benchmark(state, GeluApproximation::kTanh); }
+void BM_bias_gelu_erf(benchmark::State& state) { bias_gelu_benchmark(state, kernels::GeluApproximation::kErf); }
+void BM_bias_gelu_tanh(benchmark::State& state) { bias_gelu_benchmark(state, kernels::GeluApproximation::kTanh); }
 
 // Attention probabilities: [batch * heads * seq, seq] scores, scaled by 1/sqrt(head_dim), every key valid.
 void BM_masked_softmax(benchmark::State& state) {
@@ -117,7 +117,7 @@ void BM_masked_softmax(benchmark::State& state) {
   const int64_t rows = kBatch * kHeads * kSeq, cols = kSeq;
   std::vector<float> x = random_floats(static_cast<size_t>(rows * cols), -10.0f, 10.0f, 7);
   for (auto _ : state) {
-    if (!masked_softmax(Device::kCPU, x.data(), rows, cols, cols, 0.125f).ok())
+    if (!kernels::masked_softmax(Device::kCPU, x.data(), rows, cols, cols, 0.125f).ok())
       state.SkipWithError("masked_softmax failed");
     benchmark::ClobberMemory();
   }
@@ -133,7 +133,8 @@ void BM_masked_softmax_batched(benchmark::State& state) {
   std::vector<int32_t> lengths(kBatch);
   for (int64_t b = 0; b < kBatch; ++b) lengths[static_cast<size_t>(b)] = static_cast<int32_t>(kSeq - b * 4);
   for (auto _ : state) {
-    if (!masked_softmax_batched(Device::kCPU, x.data(), kBatch, rows_per_group, cols, cols, lengths.data(), 0.125f)
+    if (!kernels::masked_softmax_batched(Device::kCPU, x.data(), kBatch, rows_per_group, cols, cols, lengths.data(),
+                                         0.125f)
              .ok())
       state.SkipWithError("masked_softmax_batched failed");
     benchmark::ClobberMemory();
@@ -150,7 +151,7 @@ void BM_mean_pool(benchmark::State& state) {
   const std::vector<int32_t> lengths(kBatch, static_cast<int32_t>(kSeq));
   std::vector<float> out(static_cast<size_t>(kBatch * kHidden));
   for (auto _ : state) {
-    if (!mean_pool(Device::kCPU, hidden.data(), lengths.data(), kBatch, kSeq, kHidden, out.data()).ok())
+    if (!kernels::mean_pool(Device::kCPU, hidden.data(), lengths.data(), kBatch, kSeq, kHidden, out.data()).ok())
       state.SkipWithError("mean_pool failed");
     benchmark::ClobberMemory();
   }
@@ -162,7 +163,8 @@ void BM_l2_normalize(benchmark::State& state) {
   if (!isa.ok()) return;
   std::vector<float> x = random_floats(static_cast<size_t>(kBatch * kHidden), -1.0f, 1.0f, 10);
   for (auto _ : state) {
-    if (!l2_normalize(Device::kCPU, x.data(), kBatch, kHidden).ok()) state.SkipWithError("l2_normalize failed");
+    if (!kernels::l2_normalize(Device::kCPU, x.data(), kBatch, kHidden).ok())
+      state.SkipWithError("l2_normalize failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * kBatch * kHidden * 2 * static_cast<int64_t>(sizeof(float)));
@@ -176,7 +178,7 @@ void BM_vector_erf(benchmark::State& state) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n), -5.0f, 5.0f, 11);
   std::vector<float> y(static_cast<size_t>(n));
   for (auto _ : state) {
-    if (!vector_erf(Device::kCPU, x.data(), y.data(), n).ok()) state.SkipWithError("vector_erf failed");
+    if (!kernels::vector_erf(Device::kCPU, x.data(), y.data(), n).ok()) state.SkipWithError("vector_erf failed");
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * n * 2 * static_cast<int64_t>(sizeof(float)));

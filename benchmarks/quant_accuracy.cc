@@ -91,7 +91,7 @@ int64_t stored_bytes(const EncoderWeights& w) {
           &l.attention_output_bias, &l.attention_ln_gamma, &l.attention_ln_beta, &l.intermediate_weight,
           &l.intermediate_bias, &l.output_weight, &l.output_bias, &l.output_ln_gamma, &l.output_ln_beta})
       add(*t);
-    for (const QuantScales* s :
+    for (const kernels::QuantScales* s :
          {&l.q_scales, &l.k_scales, &l.v_scales, &l.attention_output_scales, &l.intermediate_scales, &l.output_scales})
       add(s->weight_scale);
   }
@@ -195,7 +195,7 @@ int run(int argc, char** argv) {
     const std::vector<float> ea = embed_all(*encoder, a_batches, pooling).value();
     const std::vector<float> eb = embed_all(*encoder, b_batches, pooling).value();
     std::vector<double> scores;
-    for (size_t i = 0; i < labels.size(); ++i) scores.push_back(dot(&ea[i * h], &eb[i * h], h));
+    for (size_t i = 0; i < labels.size(); ++i) scores.push_back(kernels::dot(&ea[i * h], &eb[i * h], h));
     fmt::print("| {}{} | {:.5f} | {:.5f} | {:.1f}% | {:.1f}% | {:.4f} | {:.1f}% |\n", row_name, note, f.mean_cosine,
                f.worst_cosine, faq->accuracy(t1), 100.0 * agree / double(t1.size()), auc(scores, labels),
                100.0 * bytes / fp32_bytes);

@@ -89,17 +89,17 @@ void BM_QuantLinear(benchmark::State& state) {
   auto w = testing::random_floats(static_cast<size_t>(n * k), -0.05f, 0.05f, 7);
   auto x = testing::random_floats(static_cast<size_t>(m * k), -1.0f, 1.0f, 8);
   const Tensor wf = Tensor::borrow(w.data(), {n, k}, DType::kF32);
-  StatusOr<Linear> fc = absl::InternalError("unset");
+  StatusOr<kernels::Linear> fc = absl::InternalError("unset");
   const char* names[] = {"f32", "bf16", "int8"};
-  if (state.range(3) == 0) fc = Linear::create(wf, Tensor(), Device::kCPU);
-  if (state.range(3) == 1) fc = Linear::create(to_bfloat16(wf, "w").value(), Tensor(), Device::kCPU);
+  if (state.range(3) == 0) fc = kernels::Linear::create(wf, Tensor(), Device::kCPU);
+  if (state.range(3) == 1) fc = kernels::Linear::create(to_bfloat16(wf, "w").value(), Tensor(), Device::kCPU);
   if (state.range(3) == 2) {
     Int8Matrix q = quantize_int8(wf, "w").value();
-    fc = Linear::create(q.values, Tensor(), Device::kCPU, QuantScales{q.scales, 0.0f, Tensor()});
+    fc = kernels::Linear::create(q.values, Tensor(), Device::kCPU, kernels::QuantScales{q.scales, 0.0f, Tensor()});
   }
   std::vector<float> y(static_cast<size_t>(m * n));
   for (auto _ : state) {
-    if (!fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok()) state.SkipWithError("forward failed");
+    if (!fc->forward(x.data(), m, y.data(), kernels::GemmEpilogue::kBias).ok()) state.SkipWithError("forward failed");
     benchmark::ClobberMemory();
   }
   state.SetLabel(names[state.range(3)]);

@@ -211,7 +211,7 @@ Match nearest(const FaqIndex& index, std::span<const float> query) {
   const size_t n = index.embeddings.size() / static_cast<size_t>(index.dim);
   for (size_t i = 0; i < n; ++i) {
     const float score =
-        brisk::dot(query.data(), index.embeddings.data() + i * static_cast<size_t>(index.dim), index.dim);
+        brisk::kernels::dot(query.data(), index.embeddings.data() + i * static_cast<size_t>(index.dim), index.dim);
     if (score > best.score) best = {i, score, false};
   }
   return best;
@@ -226,7 +226,8 @@ Match answer(const FaqIndex& index, const std::vector<FaqEntry>& faq, brisk::cac
     if (brisk::cache::SemanticLookup hit = cache->lookup(kTenant, question, embedding)) {
       const size_t entry = std::stoul(hit.answer);
       return {entry,
-              brisk::dot(embedding.data(), index.embeddings.data() + entry * static_cast<size_t>(index.dim), index.dim),
+              brisk::kernels::dot(embedding.data(), index.embeddings.data() + entry * static_cast<size_t>(index.dim),
+                                  index.dim),
               true};
     }
   }

@@ -53,12 +53,12 @@ namespace brisk::cache::internal {
 
 namespace {
 
-// Inner-product distance (1 - a.b) through brisk::dot, which picks the widest SIMD this CPU has at run time
+// Inner-product distance (1 - a.b) through brisk::kernels::dot, which picks the widest SIMD this CPU has at run time
 // (cpu_isa(), so BRISK_ISA and set_cpu_isa_cap() reach the index as they reach the kernels). hnswlib's own
 // InnerProductSpace picks its SIMD at compile time, and brisk is built for baseline x86-64 (SSE only).
 float ip_distance(const void* a, const void* b, const void* dim) {
-  return 1.0f - dot(static_cast<const float*>(a), static_cast<const float*>(b),
-                    static_cast<int64_t>(*static_cast<const size_t*>(dim)));
+  return 1.0f - kernels::dot(static_cast<const float*>(a), static_cast<const float*>(b),
+                             static_cast<int64_t>(*static_cast<const size_t*>(dim)));
 }
 
 class DotSpace final : public hnswlib::SpaceInterface<float> {

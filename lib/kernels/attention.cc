@@ -6,7 +6,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 // On the CPU the sequence table is host memory and can be checked against the rows; a device's cannot.
@@ -88,4 +88,4 @@ Status self_attention_int8(Device device, const float* qkv, const AttentionRows&
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

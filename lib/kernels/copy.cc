@@ -7,7 +7,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 Status copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes) {
   constexpr const char* kOp = "copy_bytes";
@@ -48,4 +48,4 @@ Status synchronize(Device device) {
 BRISK_FOR_EACH_CONVERSION(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -5,7 +5,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 Status embed_layer_norm(Device device, const EmbeddingTables<T>& tables, const int32_t* ids, const int32_t* type_ids,
@@ -37,4 +37,4 @@ Status embed_layer_norm(Device device, const EmbeddingTables<T>& tables, const i
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -5,7 +5,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols,
@@ -29,4 +29,4 @@ Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

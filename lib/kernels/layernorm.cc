@@ -5,7 +5,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 template <typename T>
@@ -57,4 +57,4 @@ Status layer_norm_bias_residual_quantize(Device device, const T* x, const std::t
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -1,4 +1,4 @@
-// brisk::Linear: argument checks and the one dispatch point on device and weight dtype.
+// brisk::kernels::Linear: argument checks and the one dispatch point on device and weight dtype.
 #include <cmath>
 
 #include "brisk/core/device.h"
@@ -7,7 +7,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 Status check_scales(const Tensor& weight, const QuantScales& scales) {
@@ -130,4 +130,4 @@ Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, in
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

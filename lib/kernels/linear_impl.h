@@ -1,4 +1,4 @@
-// Private to lib/kernels: the interface behind brisk::Linear, implemented once per device and weight dtype
+// Private to lib/kernels: the interface behind brisk::kernels::Linear, implemented once per device and weight dtype
 // (lib/kernels/cpu/: oneDNN f32/bf16 and int8; lib/kernels/cuda/: cuBLASLt).
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include "brisk/kernels/linear.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 struct Linear::Impl {
   virtual ~Impl() = default;
@@ -18,4 +18,4 @@ struct Linear::Impl {
   virtual std::string kernel_name() const = 0;
 };
 
-}  // namespace brisk
+}  // namespace brisk::kernels

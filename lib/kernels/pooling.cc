@@ -6,7 +6,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 // starts == nullptr: sequence b starts at row b * seq; lengths == nullptr: every sequence has seq rows.
@@ -78,4 +78,4 @@ Status l2_normalize(Device device, float* x, int64_t rows, int64_t cols, float e
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

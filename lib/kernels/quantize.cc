@@ -5,7 +5,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
@@ -59,4 +59,4 @@ Status dequantize_rows_int8(Device device, const int32_t* acc, const float* row_
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -8,7 +8,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 // rows_per_group == 0: every row uses valid_cols.
@@ -64,4 +64,4 @@ Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_p
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)
 #undef BRISK_INSTANTIATE
 
-}  // namespace brisk
+}  // namespace brisk::kernels

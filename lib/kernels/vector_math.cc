@@ -5,7 +5,7 @@
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 Status unary(const char* op, Device device, kernels::UnaryOp unary_op, const float* x, float* out, int64_t n) {
@@ -33,4 +33,4 @@ Status vector_tanh(Device device, const float* x, float* out, int64_t n) {
   return unary("vector_tanh", device, kernels::UnaryOp::kTanh, x, out, n);
 }
 
-}  // namespace brisk
+}  // namespace brisk::kernels

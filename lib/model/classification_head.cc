@@ -119,7 +119,7 @@ Status ClassificationHead::apply(const float* in, int64_t rows, float* logits) c
       const float* x = current.data() + r * width;
       float* y = next.data() + r * out;
       for (int64_t o = 0; o < out; ++o) {
-        float v = dot(x, w + o * width, width) + b[o];
+        float v = kernels::dot(x, w + o * width, width) + b[o];
         if (l.activation == HeadActivation::kTanh) v = std::tanh(v);
         if (l.activation == HeadActivation::kRelu) v = std::max(v, 0.0f);
         y[o] = v;

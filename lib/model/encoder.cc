@@ -29,7 +29,7 @@ StatusOr<Tensor> stack_rows(const std::vector<const Tensor*>& parts) {
 }
 
 // Per-channel scales of an i8 weight with `rows` output channels (a per-tensor scale repeated).
-StatusOr<Tensor> per_channel_scales(const QuantScales& scales, int64_t rows) {
+StatusOr<Tensor> per_channel_scales(const kernels::QuantScales& scales, int64_t rows) {
   if (scales.weight_scale.numel() == rows) return scales.weight_scale;
   BRISK_ASSIGN_OR_RETURN(Tensor out, Tensor::empty({rows}, DType::kF32));
   const float s = scales.weight_scale.numel() == 1 ? scales.weight_scale.data<float>()[0] : 0.0f;
@@ -54,12 +54,12 @@ bool can_stack_qkv(const EncoderLayerWeights& w) {
          same_input_scale(w.k_scales.input_scale) && same_input_scale(w.v_scales.input_scale);
 }
 
-StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device, DType activation) {
-  std::vector<Linear> out;
+StatusOr<std::vector<kernels::Linear>> make_qkv(EncoderLayerWeights& w, Device device, DType activation) {
+  std::vector<kernels::Linear> out;
   if (can_stack_qkv(w)) {
     BRISK_ASSIGN_OR_RETURN(Tensor qkv_w, stack_rows({&w.q_weight, &w.k_weight, &w.v_weight}));
     BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
-    QuantScales scales;
+    kernels::QuantScales scales;
     if (qkv_w.dtype() == DType::kI8) {
       const int64_t h = w.q_weight.dim(0);
       BRISK_ASSIGN_OR_RETURN(Tensor qs, per_channel_scales(w.q_scales, h));
@@ -69,13 +69,14 @@ StatusOr<std::vector<Linear>> make_qkv(EncoderLayerWeights& w, Device device, DT
       scales.activation_scale = w.q_scales.activation_scale;
       scales.input_scale = w.q_scales.input_scale;
     }
-    BRISK_ASSIGN_OR_RETURN(Linear qkv, Linear::create(qkv_w, qkv_b, device, scales, activation));
+    BRISK_ASSIGN_OR_RETURN(kernels::Linear qkv, kernels::Linear::create(qkv_w, qkv_b, device, scales, activation));
     out.push_back(std::move(qkv));
   } else {
     for (auto [weight, bias, scales] :
          {std::tuple{&w.q_weight, &w.q_bias, &w.q_scales}, std::tuple{&w.k_weight, &w.k_bias, &w.k_scales},
           std::tuple{&w.v_weight, &w.v_bias, &w.v_scales}}) {
-      BRISK_ASSIGN_OR_RETURN(Linear part, Linear::create(*weight, *bias, device, *scales, activation));
+      BRISK_ASSIGN_OR_RETURN(kernels::Linear part,
+                             kernels::Linear::create(*weight, *bias, device, *scales, activation));
       out.push_back(std::move(part));
     }
   }
@@ -106,13 +107,13 @@ Status check_layer_shapes(const EncoderLayerWeights& w, size_t layer, int64_t at
   return absl::OkStatus();
 }
 
-GemmEpilogue activation_epilogue(Activation act) {
+kernels::GemmEpilogue activation_epilogue(Activation act) {
   switch (act) {
-    case Activation::kGelu: return GemmEpilogue::kBiasGeluErf;
-    case Activation::kGeluTanh: return GemmEpilogue::kBiasGeluTanh;
-    case Activation::kRelu: return GemmEpilogue::kBiasRelu;
+    case Activation::kGelu: return kernels::GemmEpilogue::kBiasGeluErf;
+    case Activation::kGeluTanh: return kernels::GemmEpilogue::kBiasGeluTanh;
+    case Activation::kRelu: return kernels::GemmEpilogue::kBiasRelu;
   }
-  return GemmEpilogue::kBiasGeluErf;
+  return kernels::GemmEpilogue::kBiasGeluErf;
 }
 
 }  // namespace
@@ -179,12 +180,12 @@ int64_t BertEncoder::hidden_size() const { return impl_->config.hidden_size; }
 
 std::vector<std::string> BertEncoder::linear_kernels() const {
   std::vector<std::string> kernels;
-  const auto add = [&](const Linear& linear) {
+  const auto add = [&](const kernels::Linear& linear) {
     const std::string entry = absl::StrCat(dtype_name(linear.weight_dtype()), ": ", linear.kernel_name());
     if (std::find(kernels.begin(), kernels.end(), entry) == kernels.end()) kernels.push_back(entry);
   };
   for (const EncoderLayer& layer : impl_->layers) {
-    for (const Linear& qkv : layer.qkv) add(qkv);
+    for (const kernels::Linear& qkv : layer.qkv) add(qkv);
     add(layer.attention_output);
     add(layer.intermediate);
     add(layer.output);
@@ -198,18 +199,19 @@ StatusOr<const void*> BertEncoder::Impl::place(const Tensor& host_f32) {
   const float* src = host_f32.data<float>();
   BRISK_ASSIGN_OR_RETURN(Tensor dev, Tensor::empty({n}, options.activation, options.device));
   if (options.activation == DType::kF32) {
-    BRISK_RETURN_IF_ERROR(copy_bytes(options.device, dev.raw_data(), Device::kCPU, src, host_f32.nbytes()));
-    BRISK_RETURN_IF_ERROR(synchronize(options.device));  // host_f32 may be a temporary (the dense word table)
+    BRISK_RETURN_IF_ERROR(kernels::copy_bytes(options.device, dev.raw_data(), Device::kCPU, src, host_f32.nbytes()));
+    BRISK_RETURN_IF_ERROR(kernels::synchronize(options.device));  // host_f32 may be a temporary (the dense word table)
   } else {
     // Converted on the host (once, at load) so that the upload moves 2-byte elements.
     std::vector<uint16_t> host(static_cast<size_t>(n));
     if (options.activation == DType::kF16) {
-      BRISK_RETURN_IF_ERROR(convert(Device::kCPU, src, reinterpret_cast<float16_t*>(host.data()), n));
+      BRISK_RETURN_IF_ERROR(kernels::convert(Device::kCPU, src, reinterpret_cast<float16_t*>(host.data()), n));
     } else {
-      BRISK_RETURN_IF_ERROR(convert(Device::kCPU, src, reinterpret_cast<bfloat16_t*>(host.data()), n));
+      BRISK_RETURN_IF_ERROR(kernels::convert(Device::kCPU, src, reinterpret_cast<bfloat16_t*>(host.data()), n));
     }
-    BRISK_RETURN_IF_ERROR(copy_bytes(options.device, dev.raw_data(), Device::kCPU, host.data(), host.size() * 2));
-    BRISK_RETURN_IF_ERROR(synchronize(options.device));  // `host` dies here
+    BRISK_RETURN_IF_ERROR(
+        kernels::copy_bytes(options.device, dev.raw_data(), Device::kCPU, host.data(), host.size() * 2));
+    BRISK_RETURN_IF_ERROR(kernels::synchronize(options.device));  // `host` dies here
   }
   device_parameters.push_back(dev);
   return static_cast<const void*>(dev.raw_data());
@@ -240,7 +242,7 @@ Status BertEncoder::Impl::place_parameters() {
     BRISK_ASSIGN_OR_RETURN(layer.output_ln_gamma, place(w.output_ln_gamma));
     BRISK_ASSIGN_OR_RETURN(layer.output_ln_beta, place(w.output_ln_beta));
   }
-  return synchronize(options.device);
+  return kernels::synchronize(options.device);
 }
 
 StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& config, EncoderWeights weights,
@@ -328,14 +330,16 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     layer.output_name = slots[slot++].name;
     const Device d = options.device;
     BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, d, act));
-    layer.int8_attention =
-        options.int8_attention && d == Device::kCPU && int8_attention_preferred() &&
-        std::all_of(layer.qkv.begin(), layer.qkv.end(), [](const Linear& l) { return l.weight_dtype() == DType::kI8; });
-    BRISK_ASSIGN_OR_RETURN(layer.attention_output, Linear::create(w.attention_output_weight, w.attention_output_bias, d,
-                                                                  w.attention_output_scales, act));
-    BRISK_ASSIGN_OR_RETURN(layer.intermediate,
-                           Linear::create(w.intermediate_weight, w.intermediate_bias, d, w.intermediate_scales, act));
-    BRISK_ASSIGN_OR_RETURN(layer.output, Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));
+    layer.int8_attention = options.int8_attention && d == Device::kCPU && kernels::int8_attention_preferred() &&
+                           std::all_of(layer.qkv.begin(), layer.qkv.end(),
+                                       [](const kernels::Linear& l) { return l.weight_dtype() == DType::kI8; });
+    BRISK_ASSIGN_OR_RETURN(
+        layer.attention_output,
+        kernels::Linear::create(w.attention_output_weight, w.attention_output_bias, d, w.attention_output_scales, act));
+    BRISK_ASSIGN_OR_RETURN(layer.intermediate, kernels::Linear::create(w.intermediate_weight, w.intermediate_bias, d,
+                                                                       w.intermediate_scales, act));
+    BRISK_ASSIGN_OR_RETURN(layer.output,
+                           kernels::Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));
     // As for Q, K and V: an int8 weight lives on only in its Linear's packed copy, not twice.
     for (Tensor* t : {&w.attention_output_weight, &w.attention_output_bias, &w.intermediate_weight,
                       &w.intermediate_bias, &w.output_weight, &w.output_bias}) {

@@ -52,7 +52,8 @@ StatusOr<LayoutOnDevice> place_layout(const TokenLayout& l, Device device, Encod
     s.insert(s.end(), v->begin(), v->end());
   }
   BRISK_RETURN_IF_ERROR(reserve(ws.inputs, s.size() * sizeof(int32_t), device));
-  BRISK_RETURN_IF_ERROR(copy_bytes(device, ws.inputs.raw_data(), Device::kCPU, s.data(), s.size() * sizeof(int32_t)));
+  BRISK_RETURN_IF_ERROR(
+      kernels::copy_bytes(device, ws.inputs.raw_data(), Device::kCPU, s.data(), s.size() * sizeof(int32_t)));
   const int32_t* base = as<int32_t>(ws.inputs);
   const auto rows = static_cast<size_t>(l.rows), batch = static_cast<size_t>(l.batch);
   return LayoutOnDevice{base, base + rows, base + 2 * rows, base + 3 * rows, base + 3 * rows + batch};
@@ -85,7 +86,7 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   BRISK_ASSIGN_OR_RETURN(const TokenLayout layout, make_token_layout(batch, options.remove_padding));
   const int64_t n = layout.rows;
   BRISK_ASSIGN_OR_RETURN(const LayoutOnDevice in, place_layout(layout, device, ws));
-  const AttentionRows sequences{in.starts, in.lengths, layout.batch, layout.max_len};
+  const kernels::AttentionRows sequences{in.starts, in.lengths, layout.batch, layout.max_len};
 
   // The residual stream: the caller's buffer itself when it already has the layout and type the pass works in.
   constexpr bool kF32 = std::is_same_v<T, float>;
@@ -99,9 +100,10 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   }
 
   // Embeddings. A quantized word table on the CPU is dequantized row by row straight into x.
-  EmbeddingTables<T> tables{static_cast<const T*>(word_table),        static_cast<const T*>(position_table),
-                            static_cast<const T*>(token_type_table),  static_cast<const T*>(embedding_ln_gamma),
-                            static_cast<const T*>(embedding_ln_beta), h};
+  kernels::EmbeddingTables<T> tables{
+      static_cast<const T*>(word_table),        static_cast<const T*>(position_table),
+      static_cast<const T*>(token_type_table),  static_cast<const T*>(embedding_ln_gamma),
+      static_cast<const T*>(embedding_ln_beta), h};
   if constexpr (kF32) {
     if (word_table == nullptr) {
       parallel_for(0, n, 32, [&](int64_t begin, int64_t end) {
@@ -109,7 +111,7 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
       });
     }
   }
-  BRISK_RETURN_IF_ERROR(embed_layer_norm(device, tables, in.ids, in.type_ids, in.positions, eps, x, n));
+  BRISK_RETURN_IF_ERROR(kernels::embed_layer_norm(device, tables, in.ids, in.type_ids, in.positions, eps, x, n));
 
   auto observe = [&](const std::string& name, const T* act, int64_t rows, int64_t cols) -> Status {
     if constexpr (kF32) {
@@ -132,37 +134,38 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
     const int64_t attn = layer.heads * config.head_dim();
     for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
     if (layer.qkv.size() == 1) {
-      BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, qkv, GemmEpilogue::kBias));
+      BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, qkv, kernels::GemmEpilogue::kBias));
     } else {
       for (size_t i = 0; i < layer.qkv.size(); ++i) {
         BRISK_RETURN_IF_ERROR(
-            layer.qkv[i].forward(x, n, qkv + static_cast<int64_t>(i) * attn, GemmEpilogue::kBias, 3 * attn));
+            layer.qkv[i].forward(x, n, qkv + static_cast<int64_t>(i) * attn, kernels::GemmEpilogue::kBias, 3 * attn));
       }
     }
     if constexpr (kF32) {
       if (layer.int8_attention) {
-        BRISK_RETURN_IF_ERROR(self_attention_int8(device, qkv, sequences, n, layer.heads, config.head_dim(), context));
+        BRISK_RETURN_IF_ERROR(
+            kernels::self_attention_int8(device, qkv, sequences, n, layer.heads, config.head_dim(), context));
       }
     }
     if (!kF32 || !layer.int8_attention) {
       BRISK_RETURN_IF_ERROR(
-          self_attention<T>(device, qkv, nullptr, sequences, n, layer.heads, config.head_dim(), context));
+          kernels::self_attention<T>(device, qkv, nullptr, sequences, n, layer.heads, config.head_dim(), context));
     }
     BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, context, n, attn));
-    BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, GemmEpilogue::kBiasAccumulate));
-    BRISK_RETURN_IF_ERROR(layer_norm_bias_residual<T>(device, x, nullptr, nullptr,
-                                                      static_cast<const T*>(layer.attention_ln_gamma),
-                                                      static_cast<const T*>(layer.attention_ln_beta), eps, x, n, h));
+    BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, kernels::GemmEpilogue::kBiasAccumulate));
+    BRISK_RETURN_IF_ERROR(kernels::layer_norm_bias_residual<T>(
+        device, x, nullptr, nullptr, static_cast<const T*>(layer.attention_ln_gamma),
+        static_cast<const T*>(layer.attention_ln_beta), eps, x, n, h));
     for (int64_t t = 0; t < n; t += ffn_chunk) {
       const int64_t rows = std::min(ffn_chunk, n - t);
       BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
       BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, inter, ffn_epilogue));
       BRISK_RETURN_IF_ERROR(observe(layer.output_name, inter, rows, layer.ffn_width));
-      BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, GemmEpilogue::kBiasAccumulate));
+      BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, kernels::GemmEpilogue::kBiasAccumulate));
     }
-    BRISK_RETURN_IF_ERROR(layer_norm_bias_residual<T>(device, x, nullptr, nullptr,
-                                                      static_cast<const T*>(layer.output_ln_gamma),
-                                                      static_cast<const T*>(layer.output_ln_beta), eps, x, n, h));
+    BRISK_RETURN_IF_ERROR(
+        kernels::layer_norm_bias_residual<T>(device, x, nullptr, nullptr, static_cast<const T*>(layer.output_ln_gamma),
+                                             static_cast<const T*>(layer.output_ln_beta), eps, x, n, h));
   }
 
   if (outputs.pooled != nullptr) {
@@ -171,11 +174,12 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
       BRISK_RETURN_IF_ERROR(reserve(ws.pooled, static_cast<size_t>(layout.batch * h) * sizeof(float), device));
       pooled = as<float>(ws.pooled);
     }
-    const SequenceRows rows_of{in.starts, in.lengths, layout.batch};
-    BRISK_RETURN_IF_ERROR(pool_sequences<T>(device, x, rows_of, h, outputs.pooling, outputs.normalize, pooled));
+    const kernels::SequenceRows rows_of{in.starts, in.lengths, layout.batch};
+    BRISK_RETURN_IF_ERROR(
+        kernels::pool_sequences<T>(device, x, rows_of, h, outputs.pooling, outputs.normalize, pooled));
     if (pooled != outputs.pooled) {
-      BRISK_RETURN_IF_ERROR(copy_bytes(Device::kCPU, outputs.pooled, device, pooled,
-                                       static_cast<size_t>(layout.batch * h) * sizeof(float)));
+      BRISK_RETURN_IF_ERROR(kernels::copy_bytes(Device::kCPU, outputs.pooled, device, pooled,
+                                                static_cast<size_t>(layout.batch * h) * sizeof(float)));
     }
   }
   if (outputs.hidden_states != nullptr && !in_place) {
@@ -183,7 +187,7 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
     const float* rows_f32 = reinterpret_cast<const float*>(x);
     if constexpr (!kF32) {
       BRISK_RETURN_IF_ERROR(reserve(ws.hidden_f32, static_cast<size_t>(n * h) * sizeof(float), device));
-      BRISK_RETURN_IF_ERROR((convert<T, float>(device, x, as<float>(ws.hidden_f32), n * h)));
+      BRISK_RETURN_IF_ERROR((kernels::convert<T, float>(device, x, as<float>(ws.hidden_f32), n * h)));
       rows_f32 = as<float>(ws.hidden_f32);
     }
     float* dst = outputs.hidden_states;
@@ -191,8 +195,9 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
       ws.host_rows.resize(static_cast<size_t>(n * h));
       dst = ws.host_rows.data();
     }
-    BRISK_RETURN_IF_ERROR(copy_bytes(Device::kCPU, dst, device, rows_f32, static_cast<size_t>(n * h) * sizeof(float)));
-    BRISK_RETURN_IF_ERROR(synchronize(device));
+    BRISK_RETURN_IF_ERROR(
+        kernels::copy_bytes(Device::kCPU, dst, device, rows_f32, static_cast<size_t>(n * h) * sizeof(float)));
+    BRISK_RETURN_IF_ERROR(kernels::synchronize(device));
     if (!layout.packed) {
       for (int64_t r = 0; r < n; ++r) {
         const int32_t t = layout.source_rows[static_cast<size_t>(r)];
@@ -200,7 +205,7 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
       }
     }
   }
-  return synchronize(device);
+  return kernels::synchronize(device);
 }
 
 Status BertEncoder::Impl::run_any(const PackedSequences& batch, const Outputs& outputs,
@@ -219,7 +224,7 @@ Status BertEncoder::Impl::run_any(const PackedSequences& batch, const Outputs& o
   }
   // A failed pass may leave work queued on this thread's stream that still uses the workspace: wait for it before
   // another caller can take the workspace.
-  if (!s.ok()) synchronize(options.device).IgnoreError();
+  if (!s.ok()) kernels::synchronize(options.device).IgnoreError();
   release(std::move(ws));
   return s;
 }
@@ -250,7 +255,8 @@ Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool no
     std::fill(out, out + batch.size() * h, 0.0f);
     return absl::OkStatus();
   }
-  const SequencePooling mode = pooling == Pooling::kCls ? SequencePooling::kCls : SequencePooling::kMean;
+  const kernels::SequencePooling mode =
+      pooling == Pooling::kCls ? kernels::SequencePooling::kCls : kernels::SequencePooling::kMean;
   return impl_->run_any(batch, Impl::Outputs{nullptr, out, mode, normalize}, nullptr);
 }
 

@@ -18,12 +18,12 @@ namespace brisk {
 struct EncoderLayer {
   // Q, K and V stacked into one [3 * hidden, hidden] Linear when they share a precision; otherwise three that
   // write their columns of the same [tokens, 3 * hidden] buffer.
-  std::vector<Linear> qkv;
+  std::vector<kernels::Linear> qkv;
   std::vector<std::string> qkv_names;  // the model file's names, for activation taps
   std::string attention_output_name, intermediate_name, output_name;
-  Linear attention_output;
-  Linear intermediate;
-  Linear output;
+  kernels::Linear attention_output;
+  kernels::Linear intermediate;
+  kernels::Linear output;
   // The LayerNorm parameters in the activation dtype on the encoder's device.
   const void* attention_ln_gamma = nullptr;
   const void* attention_ln_beta = nullptr;
@@ -46,7 +46,7 @@ struct BertEncoder::Impl {
   EncoderWeights weights;
   EncoderOptions options;
   std::vector<EncoderLayer> layers;
-  GemmEpilogue ffn_epilogue = GemmEpilogue::kBiasGeluErf;
+  kernels::GemmEpilogue ffn_epilogue = kernels::GemmEpilogue::kBiasGeluErf;
   int64_t max_attention = 0, max_intermediate = 0;  // the widest layer, for scratch sizes
 
   // The embedding tables in the activation dtype on the device. word_table is null on the CPU when the table is
@@ -76,7 +76,7 @@ struct BertEncoder::Impl {
   struct Outputs {
     float* hidden_states = nullptr;  // [total_tokens, hidden] or null
     float* pooled = nullptr;         // [batch, hidden] or null
-    SequencePooling pooling = SequencePooling::kMean;
+    kernels::SequencePooling pooling = kernels::SequencePooling::kMean;
     bool normalize = false;
   };
   template <typename T>

@@ -284,7 +284,7 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
   for (const LinearInfo& l : linears(w, c)) {
     const std::string& name = l.slot.name;
     const PrecisionSpec spec = spec_of(name);
-    const QuantScales& s = *l.slot.scales;
+    const kernels::QuantScales& s = *l.slot.scales;
     const bool int8 = spec.precision == Precision::kInt8Dynamic || spec.precision == Precision::kInt8Static;
     if (!int8 && s.weight_scale.defined()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": layer '", name, "' has a weight_scale but is ",

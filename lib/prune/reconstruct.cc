@@ -158,9 +158,10 @@ Status refit_sequential(const BertConfig& config, const EncoderWeights& weights,
       EncoderLayerWeights& cur = m.weights.layers[static_cast<size_t>(l)];
       Tensor& w = proj == 3 ? cur.attention_output_weight : cur.output_weight;
       Tensor& b = proj == 3 ? cur.attention_output_bias : cur.output_bias;
-      BRISK_ASSIGN_OR_RETURN(Linear target_proj,
-                             Linear::create(proj == 3 ? full.attention_output_weight : full.output_weight,
-                                            proj == 3 ? full.attention_output_bias : full.output_bias, Device::kCPU));
+      BRISK_ASSIGN_OR_RETURN(
+          kernels::Linear target_proj,
+          kernels::Linear::create(proj == 3 ? full.attention_output_weight : full.output_weight,
+                                  proj == 3 ? full.attention_output_bias : full.output_bias, Device::kCPU));
       BRISK_ASSIGN_OR_RETURN(auto pruned, BertEncoder::create(m.config, m.weights, Device::kCPU));
       const int64_t k = w.dim(1), n1 = k + 1;
       std::vector<double> gram(static_cast<size_t>(k * k)), sum(static_cast<size_t>(k));
@@ -171,7 +172,7 @@ Status refit_sequential(const BertConfig& config, const EncoderWeights& weights,
         BRISK_ASSIGN_OR_RETURN(auto p, capture(*pruned, batch, {name, resid_name}));
         const int64_t rows = batch.total_tokens();
         std::vector<float> t(static_cast<size_t>(rows * h));
-        BRISK_RETURN_IF_ERROR(target_proj.forward(u[name].data(), rows, t.data(), GemmEpilogue::kBias));
+        BRISK_RETURN_IF_ERROR(target_proj.forward(u[name].data(), rows, t.data(), kernels::GemmEpilogue::kBias));
         const std::vector<float>&r = u[resid_name], &rp = p[resid_name];
         for (size_t i = 0; i < t.size(); ++i) {
           t[i] += r[i] - rp[i];

@@ -75,7 +75,7 @@ Status quantize_linear(const LinearSlot& slot, const PrecisionSpec& spec, const 
       }
       BRISK_ASSIGN_OR_RETURN(Int8Matrix q, quantize_int8(weight, slot.name + ".weight"));
       *slot.weight = std::move(q.values);
-      *slot.scales = QuantScales{std::move(q.scales), activation_scale, std::move(input_scale)};
+      *slot.scales = kernels::QuantScales{std::move(q.scales), activation_scale, std::move(input_scale)};
       return absl::OkStatus();
     }
     case Precision::kInt4: {

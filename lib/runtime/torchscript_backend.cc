@@ -126,7 +126,7 @@ class TorchScriptBackend final : public Backend {
     std::vector<Input> inputs;
     TorchScriptOutput output = TorchScriptOutput::kLastHiddenState;  // resolved: never kAuto
     int output_index = 0;
-    SequencePooling pooling = SequencePooling::kMean;
+    kernels::SequencePooling pooling = kernels::SequencePooling::kMean;
     bool normalize = false;
     int64_t pad_token_id = 0;
     int64_t width = 0;         // H or L
@@ -191,12 +191,13 @@ class TorchScriptBackend final : public Backend {
         starts[size_t(i)] = static_cast<int32_t>(i * t);
         lengths[size_t(i)] = static_cast<int32_t>(batch.length(i));
       }
-      return pool_sequences<float>(Device::kCPU, chosen.data<float>(), SequenceRows{starts.data(), lengths.data(), b},
-                                   w, config_.pooling, config_.normalize, out.data());
+      return kernels::pool_sequences<float>(Device::kCPU, chosen.data<float>(),
+                                            kernels::SequenceRows{starts.data(), lengths.data(), b}, w, config_.pooling,
+                                            config_.normalize, out.data());
     }
     std::memcpy(out.data(), chosen.data<float>(), sizeof(float) * size_t(b * w));
     if (config_.output == TorchScriptOutput::kPooled && config_.normalize)
-      return l2_normalize(Device::kCPU, out.data(), b, w);
+      return kernels::l2_normalize(Device::kCPU, out.data(), b, w);
     return absl::OkStatus();
   }
 
@@ -314,7 +315,7 @@ StatusOr<std::unique_ptr<Backend>> make_torchscript_backend(const TorchScriptOpt
 
   TorchScriptBackend::Config config;
   BRISK_ASSIGN_OR_RETURN(config.inputs, plan_inputs(path, args));
-  config.pooling = pooling == Pooling::kCls ? SequencePooling::kCls : SequencePooling::kMean;
+  config.pooling = pooling == Pooling::kCls ? kernels::SequencePooling::kCls : kernels::SequencePooling::kMean;
   config.normalize = normalize;
   config.pad_token_id = pad_token_id;
 
@@ -349,8 +350,8 @@ StatusOr<std::unique_ptr<Backend>> make_torchscript_backend(const TorchScriptOpt
     info.output = BackendOutput::kEmbedding;
   }
   const std::string how = config.output == TorchScriptOutput::kLastHiddenState
-                              ? absl::StrCat(", ", config.pooling == SequencePooling::kCls ? "cls" : "mean", " pooling",
-                                             normalize ? ", normalized" : "")
+                              ? absl::StrCat(", ", config.pooling == kernels::SequencePooling::kCls ? "cls" : "mean",
+                                             " pooling", normalize ? ", normalized" : "")
                           : config.output == TorchScriptOutput::kPooled && normalize ? std::string(", normalized")
                                                                                      : std::string();
   info.description =

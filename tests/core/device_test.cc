@@ -56,10 +56,10 @@ TEST_CASE("an op asked for cuda dispatches there: UNIMPLEMENTED naming the optio
   if (brisk::cuda_device_count() > 0) return;  // the [cuda] kernel tests cover a real GPU
   std::vector<float> x(8, 1.0f), gamma(4, 1.0f), beta(4, 0.0f);
   const std::vector<brisk::Status> statuses = {
-      brisk::layer_norm_bias_residual(brisk::Device::kCUDA, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
-                                      1e-12f, x.data(), 2, 4),
-      brisk::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, 2, 4, brisk::GeluApproximation::kErf),
-      brisk::synchronize(brisk::Device::kCUDA),
+      brisk::kernels::layer_norm_bias_residual(brisk::Device::kCUDA, x.data(), nullptr, nullptr, gamma.data(),
+                                               beta.data(), 1e-12f, x.data(), 2, 4),
+      brisk::kernels::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, 2, 4, brisk::kernels::GeluApproximation::kErf),
+      brisk::kernels::synchronize(brisk::Device::kCUDA),
   };
   for (const auto& s : statuses) {
     INFO(s.message());
@@ -70,7 +70,7 @@ TEST_CASE("an op asked for cuda dispatches there: UNIMPLEMENTED naming the optio
     }
   }
   // The argument checks run before the dispatch, on every build.
-  const auto negative =
-      brisk::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, -1, 4, brisk::GeluApproximation::kErf);
+  const auto negative = brisk::kernels::bias_gelu(brisk::Device::kCUDA, x.data(), nullptr, -1, 4,
+                                                  brisk::kernels::GeluApproximation::kErf);
   CHECK(mentions(negative, "rows is -1"));
 }

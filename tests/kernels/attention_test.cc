@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "../../lib/kernels/cpu/attention_int8.h"
+#include "kernels/cpu/attention_int8.h"
 #include "brisk/kernels/attention.h"
 #include "kernel_test_util.h"
 
@@ -48,7 +48,7 @@ std::vector<double> reference_attention(const std::vector<float>& qkv, const std
 // The sequence table of a packed batch: sequence b at rows [offsets[b], offsets[b + 1]).
 struct Sequences {
   std::vector<int32_t> starts, lengths;
-  brisk::AttentionRows rows() const {
+  brisk::kernels::AttentionRows rows() const {
     int64_t max_len = 0;
     for (int32_t len : lengths) max_len = std::max<int64_t>(max_len, len);
     return {starts.data(), lengths.data(), static_cast<int64_t>(starts.size()), max_len};
@@ -77,9 +77,9 @@ TEST_CASE("self_attention matches the reference on packed sequences", "[kernels]
   auto qkv = random_floats(static_cast<size_t>(offsets.back() * 3 * hidden), -2.f, 2.f, 11);
   std::vector<float> ctx(static_cast<size_t>(offsets.back() * hidden), -7.f);
   const Sequences seqs = packed(offsets);
-  REQUIRE(
-      brisk::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, seqs.rows(), offsets.back(), heads, d, ctx.data())
-          .ok());
+  REQUIRE(brisk::kernels::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, seqs.rows(), offsets.back(), heads,
+                                         d, ctx.data())
+              .ok());
   CHECK_CLOSE(ctx, reference_attention(qkv, offsets, heads, d), 2e-5, 2e-5);
 }
 
@@ -101,9 +101,9 @@ TEST_CASE("self_attention on a padded layout matches the packed one and zeroes t
                 padded_qkv.begin() + static_cast<int64_t>(b) * max_len * 3 * hidden);
   }
   std::vector<float> ctx(static_cast<size_t>(rows * hidden), -7.f);
-  REQUIRE(
-      brisk::self_attention(brisk::Device::kCPU, padded_qkv.data(), nullptr, seqs.rows(), rows, heads, d, ctx.data())
-          .ok());
+  REQUIRE(brisk::kernels::self_attention(brisk::Device::kCPU, padded_qkv.data(), nullptr, seqs.rows(), rows, heads, d,
+                                         ctx.data())
+              .ok());
   const std::vector<double> want = reference_attention(packed_qkv, offsets, heads, d);
   for (size_t b = 0; b < lengths.size(); ++b) {
     for (int64_t i = 0; i < max_len; ++i) {
@@ -125,16 +125,17 @@ TEST_CASE("self_attention adds a separate QKV bias as if the projection had it",
   for (size_t i = 0; i < biased.size(); ++i) biased[i] += bias[i % bias.size()];
   std::vector<float> ctx(static_cast<size_t>(11 * hidden));
   const Sequences seqs = packed(offsets);
-  REQUIRE(
-      brisk::self_attention(brisk::Device::kCPU, qkv.data(), bias.data(), seqs.rows(), 11, heads, d, ctx.data()).ok());
+  REQUIRE(brisk::kernels::self_attention(brisk::Device::kCPU, qkv.data(), bias.data(), seqs.rows(), 11, heads, d,
+                                         ctx.data())
+              .ok());
   CHECK_CLOSE(ctx, reference_attention(biased, offsets, heads, d), 2e-5, 2e-5);
 }
 
 TEST_CASE("self_attention rejects bad arguments", "[kernels][attention]") {
   std::vector<float> buf(96);
   const Sequences one = packed({0, 1});
-  const auto call = [&](const float* qkv, const brisk::AttentionRows& s, int64_t rows, int64_t heads) {
-    return brisk::self_attention(brisk::Device::kCPU, qkv, nullptr, s, rows, heads, 32, buf.data());
+  const auto call = [&](const float* qkv, const brisk::kernels::AttentionRows& s, int64_t rows, int64_t heads) {
+    return brisk::kernels::self_attention(brisk::Device::kCPU, qkv, nullptr, s, rows, heads, 32, buf.data());
   };
   CHECK_FALSE(call(nullptr, one.rows(), 1, 1).ok());
   CHECK_FALSE(call(buf.data(), one.rows(), 1, 0).ok());
@@ -145,12 +146,13 @@ TEST_CASE("self_attention rejects bad arguments", "[kernels][attention]") {
   const auto status = call(buf.data(), past.rows(), 1, 1);
   CHECK(status.code() == absl::StatusCode::kInvalidArgument);
   CHECK_THAT(std::string(status.message()), Catch::Contains("sequence 0 is rows [1, 2)"));
-  brisk::AttentionRows short_max = one.rows();
+  brisk::kernels::AttentionRows short_max = one.rows();
   short_max.max_len = 0;
   CHECK_FALSE(call(buf.data(), short_max, 1, 1).ok());
   // f16 data is a CUDA form; cpu names what it expects.
   std::vector<brisk::float16_t> half(96);
-  const auto f16 = brisk::self_attention(brisk::Device::kCPU, half.data(), nullptr, one.rows(), 1, 1, 32, half.data());
+  const auto f16 =
+      brisk::kernels::self_attention(brisk::Device::kCPU, half.data(), nullptr, one.rows(), 1, 1, 32, half.data());
   CHECK_THAT(std::string(f16.message()), Catch::Contains("expected f32"));
 }
 
@@ -184,7 +186,8 @@ TEST_CASE("self_attention_int8 stays within the int8 error of the reference", "[
   const auto qkv = random_floats(static_cast<size_t>(offsets.back() * 3 * hidden), -2.f, 2.f, 21);
   std::vector<float> ctx(static_cast<size_t>(offsets.back() * hidden), -7.f);
   const Sequences seqs = packed(offsets);
-  REQUIRE(brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), offsets.back(), heads, d, ctx.data())
+  REQUIRE(brisk::kernels::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), offsets.back(), heads, d,
+                                              ctx.data())
               .ok());
   // V is in [-2, 2]: its codes are within 2 / 254 of it, and the weights' codes move each weight by at most 1/510
   // of the row's largest; Q and K's codes move a score by ~|q||k| / 127. Measured worst 0.03, mean 0.004.
@@ -210,7 +213,8 @@ TEST_CASE("self_attention_int8 follows a dominant key and zeroes the pad rows", 
   seqs.starts = {0};
   seqs.lengths = {6};
   std::vector<float> ctx(static_cast<size_t>(rows * hidden), -7.f);
-  REQUIRE(brisk::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), rows, heads, d, ctx.data()).ok());
+  REQUIRE(brisk::kernels::self_attention_int8(brisk::Device::kCPU, qkv.data(), seqs.rows(), rows, heads, d, ctx.data())
+              .ok());
   for (int64_t t = 0; t < 6; ++t) {
     for (int64_t c = 0; c < hidden; ++c) {
       INFO("token " << t << " channel " << c);
@@ -223,13 +227,16 @@ TEST_CASE("self_attention_int8 follows a dominant key and zeroes the pad rows", 
 TEST_CASE("self_attention_int8 rejects bad arguments and other devices", "[kernels][attention]") {
   std::vector<float> buf(96);
   const Sequences one = packed({0, 1});
-  CHECK_FALSE(brisk::self_attention_int8(brisk::Device::kCPU, nullptr, one.rows(), 1, 1, 32, buf.data()).ok());
-  CHECK_FALSE(brisk::self_attention_int8(brisk::Device::kCPU, buf.data(), one.rows(), 1, 0, 32, buf.data()).ok());
+  CHECK_FALSE(brisk::kernels::self_attention_int8(brisk::Device::kCPU, nullptr, one.rows(), 1, 1, 32, buf.data()).ok());
+  CHECK_FALSE(
+      brisk::kernels::self_attention_int8(brisk::Device::kCPU, buf.data(), one.rows(), 1, 0, 32, buf.data()).ok());
   Sequences past = packed({0, 1});
   past.starts[0] = 1;
-  const auto status = brisk::self_attention_int8(brisk::Device::kCPU, buf.data(), past.rows(), 1, 1, 32, buf.data());
+  const auto status =
+      brisk::kernels::self_attention_int8(brisk::Device::kCPU, buf.data(), past.rows(), 1, 1, 32, buf.data());
   CHECK_THAT(std::string(status.message()), Catch::Contains("self_attention_int8: sequence 0 is rows [1, 2)"));
-  const auto cuda = brisk::self_attention_int8(brisk::Device::kCUDA, buf.data(), one.rows(), 1, 1, 32, buf.data());
+  const auto cuda =
+      brisk::kernels::self_attention_int8(brisk::Device::kCUDA, buf.data(), one.rows(), 1, 1, 32, buf.data());
   CHECK(cuda.code() == absl::StatusCode::kUnimplemented);
   CHECK_THAT(std::string(cuda.message()), Catch::Contains("expected cpu"));
 }

@@ -29,16 +29,17 @@
 
 using brisk::Device;
 using brisk::DType;
-using brisk::GemmEpilogue;
-using brisk::Linear;
-using brisk::QuantScales;
 using brisk::Tensor;
+using brisk::kernels::GemmEpilogue;
+using brisk::kernels::Linear;
+using brisk::kernels::QuantScales;
 using brisk::testing::random_floats;
 
 namespace {
 
-constexpr GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasGeluErf, GemmEpilogue::kBiasGeluTanh,
-                                       GemmEpilogue::kBiasRelu, GemmEpilogue::kBiasAccumulate};
+constexpr brisk::kernels::GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasGeluErf,
+                                                       GemmEpilogue::kBiasGeluTanh, GemmEpilogue::kBiasRelu,
+                                                       GemmEpilogue::kBiasAccumulate};
 
 template <typename T>
 constexpr double unit_roundoff() {
@@ -118,13 +119,13 @@ class DeviceArray {
   void upload(const std::vector<T>& host) {
     REQUIRE(host.size() == n_);
     if (n_ == 0) return;
-    REQUIRE(brisk::copy_bytes(Device::kCUDA, ptr_, Device::kCPU, host.data(), n_ * sizeof(T)).ok());
-    REQUIRE(brisk::synchronize(Device::kCUDA).ok());
+    REQUIRE(brisk::kernels::copy_bytes(Device::kCUDA, ptr_, Device::kCPU, host.data(), n_ * sizeof(T)).ok());
+    REQUIRE(brisk::kernels::synchronize(Device::kCUDA).ok());
   }
   std::vector<T> download() const {
     std::vector<T> host(n_);
-    REQUIRE(brisk::copy_bytes(Device::kCPU, host.data(), Device::kCUDA, ptr_, n_ * sizeof(T)).ok());
-    const brisk::Status st = brisk::synchronize(Device::kCUDA);
+    REQUIRE(brisk::kernels::copy_bytes(Device::kCPU, host.data(), Device::kCUDA, ptr_, n_ * sizeof(T)).ok());
+    const brisk::Status st = brisk::kernels::synchronize(Device::kCUDA);
     INFO(st.ToString());
     REQUIRE(st.ok());
     return host;
@@ -194,7 +195,8 @@ GemmFacts gemm_facts(const std::vector<float>& x, const std::vector<float>& w, c
 }
 
 // The per-element allowance of the file comment. `quant` is the int8 quantization term (0 without one).
-double tolerance(GemmEpilogue e, double z, double want, double sum_abs, int64_t k, double u, double quant) {
+double tolerance(brisk::kernels::GemmEpilogue e, double z, double want, double sum_abs, int64_t k, double u,
+                 double quant) {
   const double gemm = 2.0 * static_cast<double>(k) * 0x1p-24 * sum_abs + quant;
   double slope = 1.0;
   double extra = 0.0;
@@ -212,8 +214,8 @@ double tolerance(GemmEpilogue e, double z, double want, double sum_abs, int64_t 
 // Runs one GPU forward into a [rows, ldy] buffer whose valid columns start as y0 and whose padding holds a
 // sentinel; checks the padding is untouched and returns the valid columns.
 template <typename T>
-std::vector<float> gpu_forward(const Linear& fc, const DeviceArray<T>& dx, int64_t rows, const std::vector<float>& y0,
-                               GemmEpilogue e, int64_t ldy) {
+std::vector<float> gpu_forward(const brisk::kernels::Linear& fc, const DeviceArray<T>& dx, int64_t rows,
+                               const std::vector<float>& y0, brisk::kernels::GemmEpilogue e, int64_t ldy) {
   const int64_t n = fc.out_features();
   constexpr float kSentinel = 7.0f;
   std::vector<float> host(static_cast<size_t>(rows * ldy), kSentinel);
@@ -254,7 +256,7 @@ void check_float_linear(DType weight_dtype) {
       const Tensor wt = weight_dtype == DType::kBF16 ? Tensor::borrow(w_bf16.data(), {n, k}, DType::kBF16)
                                                      : Tensor::borrow(w.data(), {n, k}, DType::kF32);
       const Tensor bt = with_bias ? Tensor::borrow(b.data(), {n}, DType::kF32) : Tensor();
-      auto gpu = Linear::create(wt, bt, Device::kCUDA, {}, dtype_of<T>());
+      auto gpu = brisk::kernels::Linear::create(wt, bt, Device::kCUDA, {}, dtype_of<T>());
       INFO("n=" << n << " k=" << k << " bias=" << with_bias << " weights " << brisk::dtype_name(weight_dtype)
                 << " activations " << brisk::dtype_name(dtype_of<T>()));
       INFO(gpu.status().ToString());
@@ -266,15 +268,16 @@ void check_float_linear(DType weight_dtype) {
 
       std::vector<float> w_t = rounded<T>(w);
       std::vector<float> b_t = rounded<T>(b);
-      auto cpu = Linear::create(Tensor::borrow(w_t.data(), {n, k}, DType::kF32),
-                                with_bias ? Tensor::borrow(b_t.data(), {n}, DType::kF32) : Tensor(), Device::kCPU);
+      auto cpu = brisk::kernels::Linear::create(Tensor::borrow(w_t.data(), {n, k}, DType::kF32),
+                                                with_bias ? Tensor::borrow(b_t.data(), {n}, DType::kF32) : Tensor(),
+                                                Device::kCPU);
       REQUIRE(cpu.ok());
 
       for (const int64_t rows : {int64_t{1}, int64_t{5}, int64_t{130}}) {
         const std::vector<float> x = rounded<T>(random_floats(static_cast<size_t>(rows * k), -1.f, 1.f, ++seed));
         const GemmFacts facts = gemm_facts(x, w_t, b_t, rows, n, k);
         DeviceArray<T> dx(as_t<T>(x));
-        for (const GemmEpilogue e : kEpilogues) {
+        for (const brisk::kernels::GemmEpilogue e : kEpilogues) {
           const bool strided_ok = e == GemmEpilogue::kBias || e == GemmEpilogue::kBiasAccumulate;
           for (const int64_t ldy : {n, n + 3}) {
             if (ldy != n && !strided_ok) continue;
@@ -329,11 +332,12 @@ void check_int8_linear(bool per_channel, bool exact) {
     const Tensor bt = Tensor::borrow(const_cast<float*>(b_t.data()), {n}, DType::kF32);
     INFO("n=" << n << " k=" << k << " per_channel=" << per_channel << " exact=" << exact << " activations "
               << brisk::dtype_name(dtype_of<T>()));
-    auto gpu = Linear::create(wt, bt, Device::kCUDA, QuantScales{st, 0.0f, Tensor()}, dtype_of<T>());
+    auto gpu = brisk::kernels::Linear::create(wt, bt, Device::kCUDA, brisk::kernels::QuantScales{st, 0.0f, Tensor()},
+                                              dtype_of<T>());
     INFO(gpu.status().ToString());
     REQUIRE(gpu.ok());
     CHECK(gpu->weight_dtype() == DType::kI8);
-    auto cpu = Linear::create(wt, bt, Device::kCPU, QuantScales{st, 0.0f, Tensor()});
+    auto cpu = brisk::kernels::Linear::create(wt, bt, Device::kCPU, QuantScales{st, 0.0f, Tensor()});
     REQUIRE(cpu.ok());
 
     // The dequantized weights, for the reference's z and Σ|x w|.
@@ -366,7 +370,7 @@ void check_int8_linear(bool per_channel, bool exact) {
         }
       }
       DeviceArray<T> dx(as_t<T>(x));
-      for (const GemmEpilogue e : kEpilogues) {
+      for (const brisk::kernels::GemmEpilogue e : kEpilogues) {
         for (const int64_t ldy : {n, n + 3}) {
           if (ldy != n && e != GemmEpilogue::kBias && e != GemmEpilogue::kBiasAccumulate) continue;
           INFO("rows=" << rows << " epilogue=" << static_cast<int>(e) << " ldy=" << ldy);
@@ -427,13 +431,14 @@ TEST_CASE("cuda int8 Linear rejects static activation scales and SmoothQuant inp
   std::vector<float> scale{0.01f}, input_scale(8, 2.0f);
   const Tensor wt = Tensor::borrow(wq.data(), {16, 8}, DType::kI8);
   const Tensor st = Tensor::borrow(scale.data(), {1}, DType::kF32);
-  auto fixed = Linear::create(wt, Tensor(), Device::kCUDA, QuantScales{st, 0.05f, Tensor()}, DType::kF16);
+  auto fixed = brisk::kernels::Linear::create(wt, Tensor(), Device::kCUDA,
+                                              brisk::kernels::QuantScales{st, 0.05f, Tensor()}, DType::kF16);
   REQUIRE_FALSE(fixed.ok());
   CHECK(absl::IsUnimplemented(fixed.status()));
   CHECK(fixed.status().message().find("static") != std::string::npos);
-  auto smooth =
-      Linear::create(wt, Tensor(), Device::kCUDA,
-                     QuantScales{st, 0.0f, Tensor::borrow(input_scale.data(), {8}, DType::kF32)}, DType::kF16);
+  auto smooth = brisk::kernels::Linear::create(
+      wt, Tensor(), Device::kCUDA, QuantScales{st, 0.0f, Tensor::borrow(input_scale.data(), {8}, DType::kF32)},
+      DType::kF16);
   REQUIRE_FALSE(smooth.ok());
   CHECK(absl::IsUnimplemented(smooth.status()));
   CHECK(smooth.status().message().find("input_scale") != std::string::npos);
@@ -471,9 +476,9 @@ void check_attention(int64_t heads, int64_t d, const std::vector<int32_t>& lengt
       with_bias ? rounded<T>(random_floats(static_cast<size_t>(3 * hidden), -0.5f, 0.5f, 22)) : std::vector<float>();
 
   std::vector<float> ctx_cpu(static_cast<size_t>(rows * hidden), -7.f);
-  const brisk::AttentionRows cpu_rows{starts.data(), lengths.data(), batch, max_len};
-  REQUIRE(brisk::self_attention<float>(Device::kCPU, qkv.data(), with_bias ? bias.data() : nullptr, cpu_rows, rows,
-                                       heads, d, ctx_cpu.data())
+  const brisk::kernels::AttentionRows cpu_rows{starts.data(), lengths.data(), batch, max_len};
+  REQUIRE(brisk::kernels::self_attention<float>(Device::kCPU, qkv.data(), with_bias ? bias.data() : nullptr, cpu_rows,
+                                                rows, heads, d, ctx_cpu.data())
               .ok());
 
   DeviceArray<T> d_qkv(as_t<T>(qkv));
@@ -481,9 +486,9 @@ void check_attention(int64_t heads, int64_t d, const std::vector<int32_t>& lengt
   DeviceArray<int32_t> d_starts(starts);
   DeviceArray<int32_t> d_lengths(lengths);
   DeviceArray<T> d_ctx(as_t<T>(std::vector<float>(static_cast<size_t>(rows * hidden), -7.f)));
-  const brisk::AttentionRows gpu_rows{d_starts.get(), d_lengths.get(), batch, max_len};
-  const brisk::Status st = brisk::self_attention<T>(Device::kCUDA, d_qkv.get(), with_bias ? d_bias.get() : nullptr,
-                                                    gpu_rows, rows, heads, d, d_ctx.get());
+  const brisk::kernels::AttentionRows gpu_rows{d_starts.get(), d_lengths.get(), batch, max_len};
+  const brisk::Status st = brisk::kernels::self_attention<T>(
+      Device::kCUDA, d_qkv.get(), with_bias ? d_bias.get() : nullptr, gpu_rows, rows, heads, d, d_ctx.get());
   INFO(st.ToString());
   REQUIRE(st.ok());
   const std::vector<float> got = download_floats(d_ctx);
@@ -567,36 +572,40 @@ TEST_CASE("cuda self_attention and int8 Linear report OUT_OF_MEMORY past the dev
   DeviceArray<float16_t> qkv(as_t<float16_t>(random_floats(static_cast<size_t>(rows * 3 * hidden), -1.f, 1.f, 5)));
   DeviceArray<float16_t> ctx(static_cast<size_t>(rows * hidden));
   DeviceArray<int32_t> d_starts(starts), d_lengths(lengths);
-  const brisk::AttentionRows seqs{d_starts.get(), d_lengths.get(), batch, len};
+  const brisk::kernels::AttentionRows seqs{d_starts.get(), d_lengths.get(), batch, len};
 
   std::vector<int8_t> wq(static_cast<size_t>(hidden * hidden), 5);
   std::vector<float> scale{0.01f};
-  auto fc = Linear::create(Tensor::borrow(wq.data(), {hidden, hidden}, DType::kI8), Tensor(), Device::kCUDA,
-                           QuantScales{Tensor::borrow(scale.data(), {1}, DType::kF32), 0.0f, Tensor()}, DType::kF16);
+  auto fc = brisk::kernels::Linear::create(
+      Tensor::borrow(wq.data(), {hidden, hidden}, DType::kI8), Tensor(), Device::kCUDA,
+      brisk::kernels::QuantScales{Tensor::borrow(scale.data(), {1}, DType::kF32), 0.0f, Tensor()}, DType::kF16);
   INFO(fc.status().ToString());
   REQUIRE(fc.ok());
 
   // Both run once without a cap: this builds the thread's cuBLAS context, whose workspace stays allocated.
-  REQUIRE(brisk::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get()).ok());
-  REQUIRE(fc->forward(ctx.get(), rows, qkv.get(), GemmEpilogue::kBias, 3 * hidden).ok());
-  REQUIRE(brisk::synchronize(Device::kCUDA).ok());
+  REQUIRE(brisk::kernels::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get())
+              .ok());
+  REQUIRE(fc->forward(ctx.get(), rows, qkv.get(), brisk::kernels::GemmEpilogue::kBias, 3 * hidden).ok());
+  REQUIRE(brisk::kernels::synchronize(Device::kCUDA).ok());
   const size_t in_use = brisk::device_memory_stats(Device::kCUDA).in_use_bytes;
   {
     MemoryLimitGuard guard;
     // 1 MiB of headroom: the scores alone are 8 x 12 x 512 x 512 f16 (48 MiB), the int8 scratch about 16 MiB.
     REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, in_use + (size_t{1} << 20)).ok());
     const brisk::Status attention =
-        brisk::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get());
+        brisk::kernels::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get());
     INFO(attention.ToString());
     CHECK(brisk::is_out_of_memory(attention));
-    const brisk::Status linear = fc->forward(ctx.get(), rows, qkv.get(), GemmEpilogue::kBias, 3 * hidden);
+    const brisk::Status linear =
+        fc->forward(ctx.get(), rows, qkv.get(), brisk::kernels::GemmEpilogue::kBias, 3 * hidden);
     INFO(linear.ToString());
     CHECK(brisk::is_out_of_memory(linear));
   }
-  REQUIRE(brisk::synchronize(Device::kCUDA).ok());
+  REQUIRE(brisk::kernels::synchronize(Device::kCUDA).ok());
   CHECK(brisk::device_memory_stats(Device::kCUDA).in_use_bytes == in_use);
   // And they run again once the cap is gone, leaving nothing allocated behind.
-  REQUIRE(brisk::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get()).ok());
-  REQUIRE(brisk::synchronize(Device::kCUDA).ok());
+  REQUIRE(brisk::kernels::self_attention<float16_t>(Device::kCUDA, qkv.get(), nullptr, seqs, rows, heads, d, ctx.get())
+              .ok());
+  REQUIRE(brisk::kernels::synchronize(Device::kCUDA).ok());
   CHECK(brisk::device_memory_stats(Device::kCUDA).in_use_bytes == in_use);
 }

@@ -31,7 +31,7 @@
 #include "brisk/kernels/vector_math.h"
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using testing::random_floats;
@@ -645,4 +645,4 @@ TEST_CASE("cuda vector_exp, vector_erf and vector_tanh match the double function
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../../lib/kernels/cuda/launch.h"
+#include "kernels/cuda/launch.h"
 
 namespace brisk::kernels::cuda::launch {
 namespace {

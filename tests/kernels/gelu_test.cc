@@ -6,7 +6,7 @@
 
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using testing::random_floats;
@@ -98,4 +98,4 @@ TEST_CASE("bias_gelu with zero rows or columns does nothing", "[kernels]") {
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -12,15 +12,15 @@
 #include "kernel_test_util.h"
 
 using brisk::DType;
-using brisk::GemmEpilogue;
-using brisk::Linear;
-using brisk::QuantScales;
 using brisk::Tensor;
+using brisk::kernels::GemmEpilogue;
+using brisk::kernels::Linear;
+using brisk::kernels::QuantScales;
 using brisk::testing::random_floats;
 
 namespace {
 
-double apply(GemmEpilogue e, double acc, double y0) {
+double apply(brisk::kernels::GemmEpilogue e, double acc, double y0) {
   switch (e) {
     case GemmEpilogue::kBias: return acc;
     case GemmEpilogue::kBiasGeluErf: return 0.5 * acc * (1.0 + std::erf(acc / std::sqrt(2.0)));
@@ -32,8 +32,9 @@ double apply(GemmEpilogue e, double acc, double y0) {
   return acc;
 }
 
-constexpr GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasGeluErf, GemmEpilogue::kBiasGeluTanh,
-                                       GemmEpilogue::kBiasRelu, GemmEpilogue::kBiasAccumulate};
+constexpr brisk::kernels::GemmEpilogue kEpilogues[] = {GemmEpilogue::kBias, GemmEpilogue::kBiasGeluErf,
+                                                       GemmEpilogue::kBiasGeluTanh, GemmEpilogue::kBiasRelu,
+                                                       GemmEpilogue::kBiasAccumulate};
 
 }  // namespace
 
@@ -51,11 +52,11 @@ TEST_CASE("int8 Linear is exact on values int8 represents exactly", "[kernels][g
   for (int64_t i = 0; i < m * k; ++i) x[i] = static_cast<float>((i * 13 + 5) % 201 - 100);
   for (int64_t i = 0; i < m; ++i) x[i * k + (i % k)] = (i % 2) ? 127.0f : -127.0f;
   Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
-  QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
-  auto fc = Linear::create(wt, Tensor::borrow(bias.data(), {n}, DType::kF32), brisk::Device::kCPU, qs);
+  brisk::kernels::QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
+  auto fc = brisk::kernels::Linear::create(wt, Tensor::borrow(bias.data(), {n}, DType::kF32), brisk::Device::kCPU, qs);
   REQUIRE(fc.ok());
   CHECK(fc->weight_dtype() == DType::kI8);
-  for (GemmEpilogue e : kEpilogues) {
+  for (brisk::kernels::GemmEpilogue e : kEpilogues) {
     auto y = random_floats(static_cast<size_t>(m * n), -1.f, 1.f, 7);
     std::vector<double> want(y.size());
     for (int64_t i = 0; i < m; ++i) {
@@ -80,10 +81,11 @@ TEST_CASE("int8 Linear stays within the derived quantization bound", "[kernels][
   const Tensor wf = Tensor::borrow(w.data(), {n, k}, DType::kF32);
   auto q = brisk::quant::quantize_int8(wf, "w");
   REQUIRE(q.ok());
-  auto fc = Linear::create(q->values, Tensor(), brisk::Device::kCPU, QuantScales{q->scales, 0.0f, Tensor()});
+  auto fc = brisk::kernels::Linear::create(q->values, Tensor(), brisk::Device::kCPU,
+                                           brisk::kernels::QuantScales{q->scales, 0.0f, Tensor()});
   REQUIRE(fc.ok());
   std::vector<float> y(static_cast<size_t>(m * n));
-  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  REQUIRE(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
   const float* sw = q->scales.data<float>();
   int64_t violations = 0;
   for (int64_t i = 0; i < m; ++i) {
@@ -109,11 +111,12 @@ TEST_CASE("int8 Linear with a static activation scale saturates beyond it", "[ke
   std::vector<float> scales = {1.0f};
   // Static scale 0.5: x / 0.5 rounds to integers; 100 / 0.5 = 200 saturates to 127 (63.5 after scaling back).
   std::vector<float> x = {1.0f, -2.5f, 100.0f, 0.25f, 3.0f, 0.0f, -0.5f, -100.0f};
-  auto fc = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
-                           QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.5f, Tensor()});
+  auto fc = brisk::kernels::Linear::create(
+      Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+      brisk::kernels::QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.5f, Tensor()});
   REQUIRE(fc.ok());
   std::vector<float> y(static_cast<size_t>(m * n));
-  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  REQUIRE(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
   // 0.25 / 0.5 = 0.5 rounds to even (0); -2.5 / 0.5 = -5.
   CHECK(y == std::vector<float>{1.0f, -2.5f, 63.5f, 3.0f, 0.0f, -0.5f - 63.5f});
 }
@@ -126,11 +129,11 @@ TEST_CASE("bf16 Linear stays within the derived rounding bound", "[kernels][gemm
   auto b = random_floats(static_cast<size_t>(n), -1.f, 1.f, 23);
   auto wb = brisk::quant::to_bfloat16(Tensor::borrow(w.data(), {n, k}, DType::kF32), "w");
   REQUIRE(wb.ok());
-  auto fc = Linear::create(*wb, Tensor::borrow(b.data(), {n}, DType::kF32), brisk::Device::kCPU);
+  auto fc = brisk::kernels::Linear::create(*wb, Tensor::borrow(b.data(), {n}, DType::kF32), brisk::Device::kCPU);
   REQUIRE(fc.ok());
   CHECK(fc->weight_dtype() == DType::kBF16);
   std::vector<float> y(static_cast<size_t>(m * n));
-  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  REQUIRE(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
   const double u = std::ldexp(1.0, -8);
   int64_t violations = 0;
   for (int64_t i = 0; i < m; ++i) {
@@ -152,32 +155,35 @@ TEST_CASE("quantized Linear writes strided outputs and rejects bad scales", "[ke
   std::vector<int8_t> wq(static_cast<size_t>(n * k), 1);
   std::vector<float> scales(static_cast<size_t>(n), 0.5f);
   const Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
-  const QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
-  auto fc = Linear::create(wt, Tensor(), brisk::Device::kCPU, qs);
+  const brisk::kernels::QuantScales qs{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()};
+  auto fc = brisk::kernels::Linear::create(wt, Tensor(), brisk::Device::kCPU, qs);
   REQUIRE(fc.ok());
   std::vector<float> x(static_cast<size_t>(m * k), 1.0f);
   std::vector<float> y(static_cast<size_t>(m * 2 * n), -7.0f);
-  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias, 2 * n).ok());
+  REQUIRE(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias, 2 * n).ok());
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < 2 * n; ++j) CHECK(y[i * 2 * n + j] == (j < n ? 4.0f : -7.0f));  // 8 * 1 * 0.5
   }
-  CHECK(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBiasGeluErf, 2 * n).code() ==
+  CHECK(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBiasGeluErf, 2 * n).code() ==
         absl::StatusCode::kInvalidArgument);
-  CHECK(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias, n - 1).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias, n - 1).code() ==
+        absl::StatusCode::kInvalidArgument);
 
-  auto missing = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{});
+  auto missing = brisk::kernels::Linear::create(wt, Tensor(), brisk::Device::kCPU, brisk::kernels::QuantScales{});
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(std::string(missing.status().message()), Catch::Contains("weight_scale is missing"));
   std::vector<float> bad = {0.5f, 0.0f, 0.5f, 0.5f};
-  auto zero = Linear::create(wt, Tensor(), brisk::Device::kCPU,
-                             QuantScales{Tensor::borrow(bad.data(), {n}, DType::kF32), 0.0f, Tensor()});
+  auto zero = brisk::kernels::Linear::create(wt, Tensor(), brisk::Device::kCPU,
+                                             QuantScales{Tensor::borrow(bad.data(), {n}, DType::kF32), 0.0f, Tensor()});
   REQUIRE_FALSE(zero.ok());
   CHECK_THAT(std::string(zero.status().message()), Catch::Contains("weight_scale[1] is 0"));
-  auto negative = Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{qs.weight_scale, -1.0f, Tensor()});
+  auto negative =
+      brisk::kernels::Linear::create(wt, Tensor(), brisk::Device::kCPU, QuantScales{qs.weight_scale, -1.0f, Tensor()});
   REQUIRE_FALSE(negative.ok());
   CHECK_THAT(std::string(negative.status().message()), Catch::Contains("activation_scale is -1"));
   std::vector<int32_t> ints(static_cast<size_t>(n * k));
-  auto wrong = Linear::create(Tensor::borrow(ints.data(), {n, k}, DType::kI32), Tensor(), brisk::Device::kCPU);
+  auto wrong =
+      brisk::kernels::Linear::create(Tensor::borrow(ints.data(), {n, k}, DType::kI32), Tensor(), brisk::Device::kCPU);
   REQUIRE_FALSE(wrong.ok());
   CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("expected a contiguous f32, bf16 or i8"));
 }
@@ -196,12 +202,13 @@ TEST_CASE("int8 Linear divides its input by input_scale before quantizing (Smoot
     for (int64_t c = 0; c < k; ++c) x[i * k + c] = static_cast<float>((i * 7 + c * 3) % 101 - 50) * input_scale[c];
     x[i * k + (i % k)] = 127.0f * input_scale[i % k];
   }
-  auto fc = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
-                           QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
-                                       Tensor::borrow(input_scale.data(), {k}, DType::kF32)});
+  auto fc =
+      brisk::kernels::Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                                     brisk::kernels::QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                                                 Tensor::borrow(input_scale.data(), {k}, DType::kF32)});
   REQUIRE(fc.ok());
   std::vector<float> y(static_cast<size_t>(m * n));
-  REQUIRE(fc->forward(x.data(), m, y.data(), GemmEpilogue::kBias).ok());
+  REQUIRE(fc->forward(x.data(), m, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
   std::vector<double> want(y.size());
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -214,16 +221,18 @@ TEST_CASE("int8 Linear divides its input by input_scale before quantizing (Smoot
 
   std::vector<float> zero(static_cast<size_t>(k), 1.0f);
   zero[2] = 0.0f;
-  auto bad = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
-                            QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
-                                        Tensor::borrow(zero.data(), {k}, DType::kF32)});
+  auto bad =
+      brisk::kernels::Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                                     QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                                 Tensor::borrow(zero.data(), {k}, DType::kF32)});
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(std::string(bad.status().message()), Catch::Contains("input_scale[2] is 0"));
   // Issue 30: 1e-45 passed every load check, and its inverse (infinite) made every output NaN.
   zero[2] = 1e-45f;
-  auto tiny = Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
-                             QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
-                                         Tensor::borrow(zero.data(), {k}, DType::kF32)});
+  auto tiny =
+      brisk::kernels::Linear::create(Tensor::borrow(wq.data(), {n, k}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                                     QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f,
+                                                 Tensor::borrow(zero.data(), {k}, DType::kF32)});
   REQUIRE_FALSE(tiny.ok());
   CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("input_scale[2] is 1.4013e-45"));
   CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("whose inverse is finite"));

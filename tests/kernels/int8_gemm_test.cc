@@ -11,10 +11,10 @@
 #include <random>
 #include <vector>
 
-#include "../../lib/kernels/cpu/int8_gemm.h"
+#include "kernels/cpu/int8_gemm.h"
 #include "kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using kernels::cpu::Int8Epilogue;
@@ -463,4 +463,4 @@ TEMPLATE_TEST_CASE("int8 kernels agree bit for bit with the scalar reference", "
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

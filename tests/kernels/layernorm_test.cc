@@ -7,7 +7,7 @@
 
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using testing::random_floats;
@@ -182,4 +182,4 @@ TEST_CASE("layer_norm_bias_residual_quantize writes the normalised rows and thei
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

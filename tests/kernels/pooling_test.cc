@@ -7,7 +7,7 @@
 
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using testing::random_floats;
@@ -111,4 +111,4 @@ TEST_CASE("l2_normalize matches torch.nn.functional.normalize", "[kernels][isa]"
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -8,7 +8,7 @@
 
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 using testing::random_floats;
@@ -125,4 +125,4 @@ TEST_CASE("masked_softmax_batched masks each group with its own length", "[kerne
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -9,7 +9,7 @@
 
 #include "kernels/kernel_test_util.h"
 
-namespace brisk {
+namespace brisk::kernels {
 namespace {
 
 float from_bits(uint32_t bits) {
@@ -148,4 +148,4 @@ TEST_CASE("dot matches a double-precision sum for every length 0..70, per ISA le
 }
 
 }  // namespace
-}  // namespace brisk
+}  // namespace brisk::kernels

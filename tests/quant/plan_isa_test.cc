@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../../lib/kernels/cpu/dnnl_matmul.h"
+#include "kernels/cpu/dnnl_matmul.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/kernels/attention.h"
 #include "brisk/model/tokenizer.h"
@@ -116,7 +116,7 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
       // int8 attention runs on the int8 layers where the level prefers it (the AVX-512 levels), and nowhere else.
       const bool int8_qkv = std::string(c.plan).find("int8") == 0;
       CHECK((*encoder)->int8_attention_layers() ==
-            (int8_qkv && int8_attention_preferred() ? config.num_hidden_layers : 0));
+            (int8_qkv && kernels::int8_attention_preferred() ? config.num_hidden_layers : 0));
       if (std::string(c.plan) == "bf16") {
         CHECK((kernels.find("widened") != std::string::npos) == (isa < CpuIsa::kAvx512Bf16));
       }

@@ -4,8 +4,8 @@
 
 #include <cstddef>
 
-#include "../lib/runtime/native_backend.h"
-#include "../lib/runtime/runtime_impl.h"
+#include "runtime/native_backend.h"
+#include "runtime/runtime_impl.h"
 
 using brisk::Device;
 using brisk::DType;

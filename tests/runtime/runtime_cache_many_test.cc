@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../lib/runtime/runtime_cache.h"
+#include "runtime/runtime_cache.h"
 #include "test_util.h"
 
 #if defined(BRISK_HAVE_REDIS)

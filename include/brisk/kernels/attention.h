@@ -30,7 +30,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 // Where each sequence sits in the [rows, ...] activations; pointers on the op's device.
 struct AttentionRows {
@@ -59,4 +59,4 @@ BRISK_API Status self_attention(Device device, const T* qkv, const std::type_ide
                                 const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim,
                                 T* context);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

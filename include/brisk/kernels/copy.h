@@ -22,7 +22,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 BRISK_API Status copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes);
 
@@ -31,4 +31,4 @@ BRISK_API Status convert(Device device, const From* in, To* out, int64_t n);
 
 BRISK_API Status synchronize(Device device);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

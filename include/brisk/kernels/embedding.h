@@ -26,7 +26,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 struct EmbeddingTables {
@@ -43,4 +43,4 @@ BRISK_API Status embed_layer_norm(Device device, const EmbeddingTables<T>& table
                                   const int32_t* type_ids, const int32_t* positions, float epsilon, T* out,
                                   int64_t rows);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -2,7 +2,8 @@
 //
 //   x[r, c] = gelu(x[r, c] + bias[c])
 //
-//   BRISK_RETURN_IF_ERROR(brisk::bias_gelu(Device::kCPU, ffn, b_i, tokens, 1536, brisk::GeluApproximation::kErf));
+//   BRISK_RETURN_IF_ERROR(brisk::kernels::bias_gelu(Device::kCPU, ffn, b_i, tokens, 1536,
+//   brisk::kernels::GeluApproximation::kErf));
 //
 // x is [rows, cols], row-major and contiguous; bias is [cols] or null (no bias). T is float (CPU and CUDA), or on
 // CUDA float16_t / bfloat16_t (fp32 arithmetic, rounded once on the store).
@@ -27,7 +28,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 enum class GeluApproximation : uint8_t {
   kErf,   // exact
@@ -38,4 +39,4 @@ template <typename T>
 BRISK_API Status bias_gelu(Device device, T* x, const std::type_identity_t<T>* bias, int64_t rows, int64_t cols,
                            GeluApproximation approx);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

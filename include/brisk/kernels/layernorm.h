@@ -3,10 +3,11 @@
 //   out[r, :] = LayerNorm(x[r, :] + bias + residual[r, :]) * gamma + beta
 //
 //   // attention output: h = LN(attn_out + b_o + h), in place on the residual stream
-//   BRISK_RETURN_IF_ERROR(brisk::layer_norm_bias_residual(Device::kCPU, attn_out, b_o, h, gamma, beta, 1e-12f, h,
+//   BRISK_RETURN_IF_ERROR(brisk::kernels::layer_norm_bias_residual(Device::kCPU, attn_out, b_o, h, gamma, beta, 1e-12f,
+//   h,
 //                                                         tokens, hidden));
 //   // the same, also quantizing each output row to int8 for an int8 linear layer that follows
-//   BRISK_RETURN_IF_ERROR(brisk::layer_norm_bias_residual_quantize(device, x, b, h, gamma, beta, eps, h, q,
+//   BRISK_RETURN_IF_ERROR(brisk::kernels::layer_norm_bias_residual_quantize(device, x, b, h, gamma, beta, eps, h, q,
 //                                                                  row_scales, tokens, hidden));
 //
 // Tensors are row-major and contiguous, all of one element type T (float; on CUDA also float16_t and bfloat16_t,
@@ -35,7 +36,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 BRISK_API Status layer_norm_bias_residual(Device device, const T* x, const std::type_identity_t<T>* bias,
@@ -48,4 +49,4 @@ BRISK_API Status layer_norm_bias_residual_quantize(Device device, const T* x, co
                                                    const T* beta, float epsilon, T* out, int8_t* q, float* row_scales,
                                                    int64_t rows, int64_t cols);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

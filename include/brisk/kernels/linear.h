@@ -33,7 +33,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 enum class GemmEpilogue : uint8_t {
   kBias,            // y = x · Wᵀ + b
@@ -89,4 +89,4 @@ class BRISK_API Linear {
   Device device_ = Device::kCPU;
 };
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -32,7 +32,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 enum class SequencePooling : uint8_t { kMean, kCls };
 
@@ -56,4 +56,4 @@ template <typename T>
 BRISK_API Status pool_sequences(Device device, const T* hidden, const SequenceRows& sequences, int64_t dim,
                                 SequencePooling mode, bool normalize, float* out);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -29,7 +29,7 @@
 #include "brisk/core/tensor.h"
 #include "brisk/kernels/linear.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 BRISK_API Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols, int8_t* q,
@@ -41,4 +41,4 @@ BRISK_API Status dequantize_rows_int8(Device device, const int32_t* acc, const f
                                       const std::type_identity_t<T>* bias, GemmEpilogue epilogue, T* y, int64_t ldy,
                                       int64_t rows, int64_t cols);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -35,7 +35,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 template <typename T>
 BRISK_API Status masked_softmax(Device device, T* x, int64_t rows, int64_t cols, int64_t valid_cols, float scale);
@@ -48,4 +48,4 @@ template <typename T>
 BRISK_API Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_per_group, int64_t cols,
                                         int64_t ld, const int32_t* lengths, float scale);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

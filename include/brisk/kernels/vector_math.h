@@ -23,7 +23,7 @@
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
 
-namespace brisk {
+namespace brisk::kernels {
 
 BRISK_API Status vector_exp(Device device, const float* x, float* out, int64_t n);
 BRISK_API Status vector_erf(Device device, const float* x, float* out, int64_t n);
@@ -34,4 +34,4 @@ BRISK_API Status vector_tanh(Device device, const float* x, float* out, int64_t 
 // per ISA level, so results differ in the last bits between levels.
 BRISK_API float dot(const float* a, const float* b, int64_t n);
 
-}  // namespace brisk
+}  // namespace brisk::kernels

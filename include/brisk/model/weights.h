@@ -65,7 +65,7 @@ struct BRISK_API EncoderLayerWeights {
   Tensor output_weight;                          // [hidden, intermediate]
   Tensor output_bias;                            // [hidden]
   Tensor output_ln_gamma, output_ln_beta;        // [hidden]  LayerNorm(x + feed-forward output)
-  QuantScales q_scales, k_scales, v_scales, attention_output_scales, intermediate_scales, output_scales;
+  kernels::QuantScales q_scales, k_scales, v_scales, attention_output_scales, intermediate_scales, output_scales;
 };
 
 struct BRISK_API EncoderWeights {
@@ -92,7 +92,7 @@ struct BRISK_API LinearSlot {
   std::string name;
   Tensor* weight;
   Tensor* bias;
-  QuantScales* scales;
+  kernels::QuantScales* scales;
 };
 // The linear layers in model order (per layer: query, key, value, attention output, intermediate, output).
 BRISK_API std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config);

@@ -112,7 +112,7 @@ BRISK_DECLARE_QUANT_ROW_KERNELS(avx512)
 // other ops keep their scalar reference next to their dispatch.
 void elementwise_rows_scalar(const ElementwiseArgs& args, int64_t row_begin, int64_t row_end);
 
-// The scalar dot product (dot.cc), next to brisk::dot's dispatch.
+// The scalar dot product (dot.cc), next to brisk::kernels::dot's dispatch.
 float dot_scalar(const float* a, const float* b, int64_t n);
 
 BRISK_DECLARE_ROW_KERNELS(avx2)

@@ -1,4 +1,4 @@
-// Private to lib/kernels: the CPU implementations behind brisk::Linear, one per weight dtype.
+// Private to lib/kernels: the CPU implementations behind brisk::kernels::Linear, one per weight dtype.
 #pragma once
 
 #include <cstdint>
@@ -7,8 +7,8 @@
 #include "../linear_impl.h"
 #include "brisk/kernels/linear.h"
 
-namespace brisk {
-namespace kernels::cpu {
+namespace brisk::kernels {
+namespace cpu {
 
 // f32 or bf16 weights on oneDNN matmul (linear_dnnl.cc).
 StatusOr<std::shared_ptr<const Linear::Impl>> make_dnnl_linear(const Tensor& weight, const Tensor& bias);
@@ -16,5 +16,5 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_dnnl_linear(const Tensor& wei
 StatusOr<std::shared_ptr<const Linear::Impl>> make_int8_linear(const Tensor& weight, const Tensor& bias,
                                                                const QuantScales& scales);
 
-}  // namespace kernels::cpu
-}  // namespace brisk
+}  // namespace cpu
+}  // namespace brisk::kernels

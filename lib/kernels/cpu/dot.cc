@@ -1,10 +1,10 @@
-// brisk::dot on the CPU: the scalar reference and the one ISA dispatch point (AVX2 and AVX-512 versions are in
+// brisk::kernels::dot on the CPU: the scalar reference and the one ISA dispatch point (AVX2 and AVX-512 versions are in
 // dot_avx2.cc and dot_avx512.cc).
 #include "brisk/kernels/vector_math.h"
 #include "cpu_kernels.h"
 
-namespace brisk {
-namespace kernels::cpu {
+namespace brisk::kernels {
+namespace cpu {
 
 float dot_scalar(const float* a, const float* b, int64_t n) {
   float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -19,12 +19,11 @@ float dot_scalar(const float* a, const float* b, int64_t n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-}  // namespace kernels::cpu
+}  // namespace cpu
 
 float dot(const float* a, const float* b, int64_t n) {
   if (n <= 0) return 0.0f;
-  namespace cpu = kernels::cpu;
   return cpu::select_kernel(&cpu::dot_scalar, &cpu::dot_avx2, &cpu::dot_avx512)(a, b, n);
 }
 
-}  // namespace brisk
+}  // namespace brisk::kernels

@@ -78,8 +78,8 @@ Status accumulate_products(const float* x, int64_t cols_x, const float* y, int64
         for (int64_t j = 0; j < cols_x; ++j) (*sum_x)[static_cast<size_t>(j)] += xr[j];
       }
     }
-    BRISK_ASSIGN_OR_RETURN(Linear gemm, Linear::create(yt, Tensor(), Device::kCPU));
-    BRISK_RETURN_IF_ERROR(gemm.forward(xt.data<float>(), cols_x, product.data(), GemmEpilogue::kBias));
+    BRISK_ASSIGN_OR_RETURN(kernels::Linear gemm, kernels::Linear::create(yt, Tensor(), Device::kCPU));
+    BRISK_RETURN_IF_ERROR(gemm.forward(xt.data<float>(), cols_x, product.data(), kernels::GemmEpilogue::kBias));
     for (size_t i = 0; i < product.size(); ++i) xty[i] += product[i];
   }
   return absl::OkStatus();
