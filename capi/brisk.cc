@@ -222,7 +222,8 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
   ro.max_seq_len = o.max_seq_len;
   ro.pooling = static_cast<brisk::Pooling>(o.pooling);
   if (o.num_threads < 0 || o.num_threads > brisk::kMaxThreads) {
-    return bad("num_threads", o.num_threads, "0 (one per core) to " + std::to_string(brisk::kMaxThreads));
+    return bad("num_threads", o.num_threads,
+               "0 (the CPUs this process may use) to " + std::to_string(brisk::kMaxThreads));
   }
   if (o.normalize < -1 || o.normalize > 1) {
     return bad("normalize", o.normalize, "1 (on), 0 (off) or -1 (as the model says)");

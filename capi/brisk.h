@@ -114,7 +114,7 @@ typedef void (*brisk_span_fn)(void* user_data, const brisk_span* spans, size_t n
 typedef struct brisk_runtime_options {
   size_t struct_size;     /* the caller's sizeof(brisk_runtime_options); set by brisk_runtime_options_init */
   const char* model_dir;  /* required: a Hugging Face model directory */
-  int32_t num_threads;    /* 0: one per core; at most 1024 */
+  int32_t num_threads;    /* 0: the CPUs this process may use; at most 1024 */
   int32_t max_seq_len;    /* tokens per text, [CLS] and [SEP] included; 0: the model's default, which is
                              sentence_bert_config.json's max_seq_length when present (256 for all-MiniLM-L6-v2),
                              else config.json's max_position_embeddings */
@@ -422,7 +422,7 @@ typedef struct brisk_sensitivity_options {
   void* metric_user_data;       /* passed to metric */
   const char* metric_name;      /* the metric's name in the outputs; NULL: "user"; ignored without metric */
   const char* out_dir;          /* required: created when missing; its sensitivity.* files are overwritten */
-  int32_t num_threads;          /* 0: one per core; at most 1024 */
+  int32_t num_threads;          /* 0: the CPUs this process may use; at most 1024 */
   int32_t max_seq_len;          /* tokens per text, [CLS] and [SEP] included; 0: 128; at most the model's
                                    max_position_embeddings (larger values are cut to it) */
 } brisk_sensitivity_options;

@@ -109,7 +109,7 @@ brisk_status check_options(const brisk_sensitivity_options& o, Request& r) {
   if (o.metric != nullptr) r.cpp.metric_name = o.metric_name != nullptr ? o.metric_name : "user";
   if (o.num_threads < 0 || o.num_threads > brisk::kMaxThreads) {
     return bad_option("num_threads", absl::StrCat(o.num_threads),
-                      absl::StrCat("0 (one per core) to ", brisk::kMaxThreads));
+                      absl::StrCat("0 (the CPUs this process may use) to ", brisk::kMaxThreads));
   }
   r.num_threads = o.num_threads;
   if (o.max_seq_len < 0 || o.max_seq_len == 1) {

@@ -74,7 +74,7 @@ struct Options {
   double threshold = 0.5;
   bool quiet = false;
   int limit = 0;                      // 0: every question
-  int threads = 0;                    // 0: one per core
+  int threads = 0;                    // 0: the CPUs this process may use
   int index_batch = 32;               // FAQ questions per embed call while indexing
   int clients = 8;                    // concurrent users submitting through the batcher; 0: one at a time via embed()
   bool metrics = false;               // print the Prometheus metrics after the report
@@ -480,7 +480,7 @@ int main(int argc, char** argv) {
   app.add_option("--limit", opt.limit, "answer only the first N questions; 0 = all")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--threads", opt.threads, "compute threads; 0 = one per core")
+  app.add_option("--threads", opt.threads, "compute threads; 0 = the CPUs this process may use")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--index-batch", opt.index_batch, "FAQ questions per embed call while indexing")

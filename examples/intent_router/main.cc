@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
                  "top probability below which a question is unknown (default: the "
                  "head file's unknown_threshold)")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--threads", o.threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  app.add_option("--threads", o.threads, "compute threads; 0 = the CPUs this process may use")
+      ->check(CLI::Range(0, brisk::kMaxThreads));
   app.add_flag("--json", o.json, "--eval: print the report as one JSON object");
   app.add_flag("--quiet", o.quiet, "--eval: only the report, not the misrouted questions");
   CLI11_PARSE(app, argc, argv);

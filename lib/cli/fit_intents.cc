@@ -113,7 +113,8 @@ void FitIntentsFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--max-iterations", max_iterations, "L-BFGS iterations at most")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  cmd.add_option("--threads", threads, "compute threads; 0 = the CPUs this process may use")
+      ->check(CLI::Range(0, brisk::kMaxThreads));
 }
 
 int run_fit_intents(const FitIntentsFlags& flags) {

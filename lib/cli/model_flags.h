@@ -141,7 +141,7 @@ struct ModelFlags {
                        : "Hugging Face model directory, or a quantized model file")
         ->capture_default_str();
     // Explicit ranges: CLI11's NonNegativeNumber would print its bound, DBL_MAX, in 309 digits.
-    cmd.add_option("--threads", threads, "compute threads; 0 = one per core")
+    cmd.add_option("--threads", threads, "compute threads; 0 = the CPUs this process may use")
         ->check(CLI::Range(0, brisk::kMaxThreads))
         ->capture_default_str();
     cmd.add_option("--policy", policy,

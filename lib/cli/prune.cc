@@ -262,7 +262,8 @@ void SensitivityFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--importance", importance, "order units are removed in: activation, l1, l2")->capture_default_str();
   cmd.add_option("--tokenizer", tokenizer, "tokenizer directory for a .pt module (default: its folder)");
   cmd.add_option("--max-texts", max_texts, "use only the first N texts; 0 = all")->check(CLI::Range(0, 1 << 30));
-  cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  cmd.add_option("--threads", threads, "compute threads; 0 = the CPUs this process may use")
+      ->check(CLI::Range(0, brisk::kMaxThreads));
   cmd.add_option("--max-seq-len", max_seq_len, "tokens per text")->check(CLI::Range(2, 512))->capture_default_str();
 }
 
@@ -296,7 +297,8 @@ void PruneFlags::add_to(CLI::App& cmd) {
       ->check(CLI::Range(0.0, 0.999));
   cmd.add_flag("--global", global, "--unstructured: one ranking across layers");
   cmd.add_option("--n-m", n_m, "then apply N:M semi-structured masks, e.g. 2:4");
-  cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  cmd.add_option("--threads", threads, "compute threads; 0 = the CPUs this process may use")
+      ->check(CLI::Range(0, brisk::kMaxThreads));
   cmd.add_option("--max-seq-len", max_seq_len, "tokens per text")->check(CLI::Range(2, 512))->capture_default_str();
 }
 

@@ -141,7 +141,8 @@ void QuantizeFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--report-csv", report_csv, "write the per-layer report as CSV");
   cmd.add_option("--report-json", report_json, "write the per-layer report as JSON");
-  cmd.add_option("--threads", threads, "compute threads; 0 = one per core")->check(CLI::Range(0, brisk::kMaxThreads));
+  cmd.add_option("--threads", threads, "compute threads; 0 = the CPUs this process may use")
+      ->check(CLI::Range(0, brisk::kMaxThreads));
   cmd.add_option("--max-seq-len", max_seq_len, "tokens per calibration text")
       ->check(CLI::Range(2, 512))
       ->capture_default_str();

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <thread>
 
+#include "brisk/core/parallel.h"
 #include "brisk/core/text_lines.h"
 #include "brisk/runtime/auto_tuner.h"
 #include "output.h"
@@ -136,7 +136,7 @@ int run_tune(TuneFlags& f) {
   }
   auto texts = mix_texts(f);
   if (!texts.ok()) return report_error(texts.status());
-  const int cores = f.cores > 0 ? f.cores : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = f.cores > 0 ? f.cores : available_cpus();
 
   RuntimeOptions base = f.model.runtime_options();
   if (Status s = load_policy_path(base); !s.ok()) return report_error(s);  // --policy: start from that policy

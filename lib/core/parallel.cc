@@ -2,22 +2,81 @@
 #include "brisk/core/parallel.h"
 
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <thread>
+
+#include "absl/strings/str_cat.h"
 
 namespace brisk {
 namespace {
 
-// Cached: glibc answers hardware_concurrency() by reading /sys on every call.
-int hardware_threads() {
-  static const int n = [] {
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw == 0 ? 1 : static_cast<int>(hw);
-  }();
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
+// This process's cgroup, from /proc/self/cgroup: v2's ("0::/path") or v1's cpu controller's ("4:cpu,cpuacct:/path");
+// "" when there is none.
+std::string own_cgroup(bool v2) {
+  std::istringstream lines(file_text("/proc/self/cgroup"));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    if (v2 ? line.rfind("0::", 0) == 0 : controllers.find(",cpu,") != std::string::npos) return line.substr(second + 1);
+  }
+  return "";
+}
+
+// The quota of one cgroup folder in CPUs, 0 when it has none: cgroup v2's cpu.max, or v1's cpu.cfs_quota_us
+// (-1: none) over cpu.cfs_period_us, read as the same "<quota|max> <period>".
+int folder_quota_cpus(const std::filesystem::path& dir, bool v2) {
+  std::string text = file_text(dir / "cpu.max");
+  if (!v2) {
+    std::string quota = file_text(dir / "cpu.cfs_quota_us"), period = file_text(dir / "cpu.cfs_period_us");
+    while (!quota.empty() && quota.back() == '\n') quota.pop_back();
+    text = quota.empty() || period.empty() ? "" : (quota == "-1" ? "max" : quota) + " " + period;
+  }
+  if (text.empty()) return 0;
+  const StatusOr<int> cpus = cpus_of_cgroup_cpu_max(text);
+  return cpus.ok() ? *cpus : 0;
+}
+
+// The smallest quota of this process's cgroup and the cgroups above it, in CPUs; 0 when none has one. The walk
+// starts at the mount's root, which is a container's own cgroup when it has a cgroup namespace. cgroup v2 first
+// (/sys/fs/cgroup), else v1's cpu controller (/sys/fs/cgroup/cpu).
+int cgroup_quota_cpus() {
+  for (const bool v2 : {true, false}) {
+    const std::string own = own_cgroup(v2);
+    if (own.empty() || own[0] != '/') continue;
+    std::filesystem::path dir = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu";
+    int cpus = folder_quota_cpus(dir, v2);
+    for (const auto& part : std::filesystem::path(own).relative_path()) {
+      if (part.empty() || part == "..") break;
+      dir /= part;
+      const int quota = folder_quota_cpus(dir, v2);
+      if (quota > 0) cpus = cpus == 0 ? quota : std::min(cpus, quota);
+    }
+    if (cpus > 0) return cpus;
+  }
+  return 0;
+}
+
+// Cached for parallel_for's hot path: available_cpus() reads /proc and /sys.
+int default_threads() {
+  static const int n = available_cpus();
   return n;
 }
 
@@ -48,8 +107,46 @@ class RegionErrors {
 
 }  // namespace
 
+StatusOr<int> cpus_of_cgroup_cpu_max(std::string_view cpu_max) {
+  const auto bad = [&](const char* why) {
+    std::string shown(cpu_max.substr(0, 64));
+    for (char& c : shown) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    return absl::InvalidArgumentError(absl::StrCat("cgroup cpu.max is \"", shown, "\" (", why,
+                                                   "); expected \"<quota|max> <period>\", e.g. \"150000 100000\""));
+  };
+  std::string_view text = cpu_max;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const size_t space = text.find(' ');
+  if (space == std::string_view::npos) return bad("no period");
+  const std::string_view quota_text = text.substr(0, space);
+  const std::string_view period_text = text.substr(space + 1);
+  const auto number = [](std::string_view t, int64_t& v) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc() && end == t.data() + t.size() && !t.empty();
+  };
+  int64_t period = 0;
+  if (!number(period_text, period) || period <= 0) return bad("the period is not a positive integer");
+  if (quota_text == "max") return 0;
+  int64_t quota = 0;
+  if (!number(quota_text, quota) || quota <= 0) return bad("the quota is neither \"max\" nor a positive integer");
+  const int64_t cpus = quota / period + (quota % period != 0 ? 1 : 0);
+  return static_cast<int>(std::min<int64_t>(cpus, 1 << 20));
+}
+
+int available_cpus() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  int cpus = hw == 0 ? 1 : static_cast<int>(hw);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0 && CPU_COUNT(&mask) > 0) cpus = CPU_COUNT(&mask);
+  if (const int quota = cgroup_quota_cpus(); quota > 0) cpus = std::min(cpus, quota);
+  return std::max(cpus, 1);
+}
+
 void set_num_threads(int n) {
-  const int threads = n <= 0 ? hardware_threads() : n;
+  const int threads = n <= 0 ? available_cpus() : n;
   g_num_threads.store(threads, std::memory_order_relaxed);
   omp_set_num_threads(threads);
 }
@@ -57,7 +154,7 @@ void set_num_threads(int n) {
 int num_threads() {
   if (t_num_threads > 0) return t_num_threads;
   const int n = g_num_threads.load(std::memory_order_relaxed);
-  return n <= 0 ? std::min(hardware_threads(), omp_get_max_threads()) : n;
+  return n <= 0 ? std::min(default_threads(), omp_get_max_threads()) : n;
 }
 
 ScopedNumThreads::ScopedNumThreads(int n) : previous_(t_num_threads), previous_omp_(omp_get_max_threads()) {

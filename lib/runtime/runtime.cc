@@ -57,10 +57,10 @@ Status check_options(const RuntimeOptions& options) {
   }
   if (options.num_threads < 0 || options.num_threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrCat("RuntimeOptions::num_threads is ", options.num_threads,
-                                                   "; expected 0 (one per core) to ", kMaxThreads));
+                                                   "; expected 0 (the CPUs this process may use) to ", kMaxThreads));
   }
   {
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int cores = available_cpus();
     const auto threads_of = [&](int num_threads, const batch::BatchPolicy& b) {
       return int64_t{std::max(1, b.executor_threads)} * (num_threads > 0 ? num_threads : cores);
     };
@@ -72,7 +72,7 @@ Status check_options(const RuntimeOptions& options) {
     if (total > kMaxComputeThreads) {
       return absl::InvalidArgumentError(absl::StrCat(
           "RuntimeOptions: batching.executor_threads x num_threads (with the fallback's) is ", total,
-          " compute threads; expected at most ", kMaxComputeThreads, " (this machine has ", cores, " cores)"));
+          " compute threads; expected at most ", kMaxComputeThreads, " (this process may use ", cores, " CPUs)"));
     }
   }
   if (options.batching.max_queue_delay > kMaxQueueDelay) {

@@ -218,7 +218,7 @@ StatusOr<ServingPolicy> parse_policy_json(const std::string& text, const std::st
   BRISK_RETURN_IF_ERROR(r.integer(j, "max_inflight_batches", p.max_inflight_batches, 0, kMaxPolicyExecutorThreads,
                                   "an integer, 0 (= executor_threads) to executor_threads"));
   BRISK_RETURN_IF_ERROR(r.integer(j, "num_threads", p.num_threads, 0, kMaxThreads,
-                                  fmt::format("an integer, 0 (one per core) to {}", kMaxThreads)));
+                                  fmt::format("an integer, 0 (the CPUs this process may use) to {}", kMaxThreads)));
   BRISK_RETURN_IF_ERROR(r.integer(j, "max_batch_tokens", p.max_batch_tokens, 0, kMaxPolicyBatchTokens,
                                   fmt::format("an integer, 0 (unlimited) to {}", kMaxPolicyBatchTokens)));
   BRISK_RETURN_IF_ERROR(r.boolean(j, "reject_predicted_late", p.reject_predicted_late));
@@ -313,7 +313,8 @@ Status apply_policy(const ServingPolicy& p, RuntimeOptions& options) {
                             *merged.preferred_batch_multiple, *merged.max_batch_size));
   }
   if (*merged.num_threads < 0 || *merged.num_threads > kMaxThreads) {
-    return fail(fmt::format("num_threads is {}; expected 0 (one per core) to {}", *merged.num_threads, kMaxThreads));
+    return fail(fmt::format("num_threads is {}; expected 0 (the CPUs this process may use) to {}", *merged.num_threads,
+                            kMaxThreads));
   }
   if (*merged.max_inflight_batches > *merged.executor_threads) {
     return fail(fmt::format("max_inflight_batches is {}; expected 0 (= executor_threads) to executor_threads ({})",

@@ -70,7 +70,8 @@ static void test_options_past_their_bounds(void) {
   opts.num_threads = 1000000;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "num_threads is 1000000"));
   opts.num_threads = 1025;
-  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "0 (one per core) to 1024"));
+  CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT,
+                    "0 (the CPUs this process may use) to 1024"));
   opts.num_threads = 2;
   opts.cache_token_entries = 2147483647;
   CHECK(failed_with(brisk_runtime_create(&opts, &rt), BRISK_INVALID_ARGUMENT, "cache_token_entries is 2147483647"));

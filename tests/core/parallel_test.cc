@@ -1,6 +1,7 @@
 // Tests of parallel_for and parallel_for_dynamic: coverage of every index, nesting, thread counts, exceptions, the ISA
 // cap.
 #include <catch2/catch.hpp>
+#include <sched.h>
 
 #include <atomic>
 #include <stdexcept>
@@ -46,6 +47,57 @@ TEST_CASE("set_num_threads is reflected by num_threads", "[core]") {
   CHECK(brisk::num_threads() == 1);
   brisk::set_num_threads(0);
   CHECK(brisk::num_threads() >= 1);
+}
+
+// The affinity of the calling thread, which is what sched_getaffinity(0) and so available_cpus() read.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    REQUIRE(sched_getaffinity(0, sizeof(saved_), &saved_) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved_)) ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  }
+  ~PinnedToOneCpu() { sched_setaffinity(0, sizeof(saved_), &saved_); }
+  int saved_count() const { return CPU_COUNT(&saved_); }
+
+ private:
+  cpu_set_t saved_;
+};
+
+TEST_CASE("num_threads 0 means the CPUs of the affinity mask (taskset -c 0 gives 1)", "[core]") {
+  int before = 0;
+  {
+    PinnedToOneCpu pinned;
+    before = pinned.saved_count();
+    CHECK(brisk::available_cpus() == 1);
+    brisk::set_num_threads(0);
+    CHECK(brisk::num_threads() == 1);
+  }
+  // Back on every CPU of the saved mask (capped by a cgroup quota, if this machine runs under one).
+  CHECK(brisk::available_cpus() >= 1);
+  CHECK(brisk::available_cpus() <= before);
+  brisk::set_num_threads(0);
+  CHECK(brisk::num_threads() == std::min(brisk::available_cpus(), before));
+  brisk::set_num_threads(2);
+}
+
+TEST_CASE("a cgroup v2 cpu.max quota is read as CPUs, rounded up", "[core]") {
+  CHECK(*brisk::cpus_of_cgroup_cpu_max("max 100000\n") == 0);
+  CHECK(*brisk::cpus_of_cgroup_cpu_max("100000 100000\n") == 1);
+  CHECK(*brisk::cpus_of_cgroup_cpu_max("150000 100000") == 2);   // docker --cpus=1.5
+  CHECK(*brisk::cpus_of_cgroup_cpu_max("50000 100000\n") == 1);  // half a CPU still needs one thread
+  CHECK(*brisk::cpus_of_cgroup_cpu_max("400000 100000\n") == 4);
+  for (const char* bad : {"", "\n", "max", "100000", "max 0", "max -1", "-5 100000", "0 100000", "1.5 100000",
+                          "max 100000 7", "abc 100000", "100000 abc", " 100000 100000"}) {
+    const auto r = brisk::cpus_of_cgroup_cpu_max(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("expected \"<quota|max> <period>\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("ScopedNumThreads overrides the count on its own thread only", "[core]") {

@@ -429,6 +429,17 @@ def text_lines_seeds():
     write("fuzz_text_lines", "binary", b"\x00\xff\n\xc3\x28\n\x00")
 
 
+# ---- cgroup v2 cpu.max: "$MAX $PERIOD" (the kernel's Documentation/admin-guide/cgroup-v2.rst) ----------------------
+def cgroup_cpu_max_seeds():
+    write("fuzz_cgroup_cpu_max", "no_quota", "max 100000\n")
+    write("fuzz_cgroup_cpu_max", "one_and_a_half", "150000 100000\n")
+    write("fuzz_cgroup_cpu_max", "half", "50000 100000\n")
+    write("fuzz_cgroup_cpu_max", "huge_quota", "9223372036854775807 1000\n")
+    write("fuzz_cgroup_cpu_max", "overflow", "99999999999999999999999 100000\n")
+    write("fuzz_cgroup_cpu_max", "zero_period", "max 0\n")
+    write("fuzz_cgroup_cpu_max", "no_period", "max")
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -446,6 +457,7 @@ def main():
     traceparent_seeds()
     capacity_curve_seeds()
     text_lines_seeds()
+    cgroup_cpu_max_seeds()
     n = sum(len(fs) for _, _, fs in os.walk(OUT))
     print(f"wrote {n} seeds under {os.path.relpath(OUT)}")
 

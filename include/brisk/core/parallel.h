@@ -11,12 +11,25 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "brisk/core/export.h"
+#include "brisk/core/status.h"
 
 namespace brisk {
 
-// Sets the worker count used by parallel_for and by oneDNN; n <= 0 means one per hardware core.
+// The CPUs this process may use, at least 1: the calling thread's affinity mask (sched_getaffinity: taskset,
+// cpusets, a container's --cpuset-cpus), capped by the CPU quota of this process's cgroup and of every cgroup above
+// it (cgroup v2's cpu.max, else v1's cpu.cfs_quota_us / cpu.cfs_period_us; rounded up: a container's --cpus=1.5
+// gives 2). What set_num_threads(0) and RuntimeOptions::num_threads = 0 mean. Reads /proc and /sys on each call.
+BRISK_API int available_cpus();
+
+// The CPUs a cgroup v2 `cpu.max` file allows: "max 100000" (no quota) gives 0; "150000 100000" gives 2 (quota /
+// period, rounded up). Text that is not "<quota|max> <period>" with a positive period is an error naming what was
+// found.
+BRISK_API StatusOr<int> cpus_of_cgroup_cpu_max(std::string_view cpu_max);
+
+// Sets the worker count used by parallel_for and by oneDNN; n <= 0 means available_cpus().
 BRISK_API void set_num_threads(int n);
 // The worker count for calls made from this thread.
 BRISK_API int num_threads();

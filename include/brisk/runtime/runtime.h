@@ -115,7 +115,9 @@ struct RuntimeOptions {
   // A Hugging Face directory (config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json),
   // or a quantized model file written by `brisk quantize` (brisk/model/model_file.h).
   std::string model_dir;
-  int num_threads = 0;  // compute threads for this runtime's calls; 0: one per core; at most kMaxThreads
+  // Compute threads for this runtime's calls, at most kMaxThreads; 0: the CPUs this process may use
+  // (brisk::available_cpus(): the affinity mask and the cgroup CPU quota).
+  int num_threads = 0;
   int max_seq_len = 0;  // tokens per text after truncation, [CLS]/[SEP] included; 0: the model's default,
                         // sentence_bert_config.json's max_seq_length (as sentence-transformers), else
                         // max_position_embeddings

@@ -58,7 +58,7 @@ struct ServingPolicy {
   std::optional<double> max_queue_delay_ms;        // 0 to kMaxPolicyQueueDelayMs
   std::optional<int> executor_threads;             // 1 to kMaxPolicyExecutorThreads
   std::optional<int> max_inflight_batches;         // 0 (= executor_threads) to executor_threads
-  std::optional<int> num_threads;                  // RuntimeOptions::num_threads: 0 (one per core) to kMaxThreads
+  std::optional<int> num_threads;                  // RuntimeOptions::num_threads: 0 to kMaxThreads
   std::optional<size_t> max_batch_tokens;          // 0 (unlimited) to kMaxPolicyBatchTokens
   std::optional<bool> reject_predicted_late;
   PolicyProvenance provenance;
