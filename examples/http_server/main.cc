@@ -42,6 +42,7 @@ struct Flags {
   size_t max_queue = 4096;
   bool no_cache = false;
   bool reject_late = true;  // BatchPolicy::reject_predicted_late
+  bool fail_late = true;    // BatchPolicy::fail_late_results
   int max_seq_len = 0;
   int read_timeout_s = 5;
   int write_timeout_s = 5;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   app.add_option("--head", f.head, "classification head from `brisk fit-intents` (classify with --model)");
   app.add_option("--host", f.host, "address to listen on")->capture_default_str();
   app.add_option("--port", f.port, "port; 0 picks a free one (printed)")->capture_default_str();
-  app.add_option("--threads", f.threads, "compute threads; 0: one per core");
+  app.add_option("--threads", f.threads, "compute threads; 0: the CPUs this process may use");
   app.add_option("--http-threads", f.http_threads,
                  "HTTP worker threads: requests read and served at once (idle keep-alive connections hold none)")
       ->capture_default_str()
@@ -103,6 +104,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cache", f.no_cache, "no result or token cache");
   app.add_flag("--reject-late,!--no-reject-late", f.reject_late,
                "refuse (429) a request whose deadline the queue ahead cannot meet, instead of letting it expire (504)")
+      ->capture_default_str();
+  app.add_flag("--fail-late,!--no-fail-late", f.fail_late,
+               "answer 504 for a request whose batch finished past its deadline, instead of a late 200")
       ->capture_default_str();
   app.add_option("--max-seq-len", f.max_seq_len, "tokens per text; 0: the model's");
   app.add_option("--fallback", f.fallback,
@@ -146,6 +150,7 @@ int main(int argc, char** argv) {
   opts.batching.max_batch_size = f.max_batch_size;
   opts.batching.max_queue_size = f.max_queue;
   opts.batching.reject_predicted_late = f.reject_late;
+  opts.batching.fail_late_results = f.fail_late;
   opts.max_seq_len = f.max_seq_len;
   if (f.no_cache) {
     opts.cache.result_cache_bytes = 0;

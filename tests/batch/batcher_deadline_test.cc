@@ -266,10 +266,85 @@ TEST_CASE("reject_predicted_late refuses at submit what the queue ahead cannot c
   auto late = h.try_submit(9, {.priority = 1, .deadline = h.now() + 10ms}, 1);
   REQUIRE_FALSE(late.ok());
   CHECK(late.status().code() == absl::StatusCode::kResourceExhausted);
-  CHECK(contains(late.status(), "the work queued ahead needs about 19 ms, past the request's deadline in 10 ms"));
+  CHECK(contains(late.status(), "the work ahead needs about 19 ms, past the request's deadline in 10 ms"));
   CHECK(contains(late.status(), "reject_predicted_late"));
   CHECK(h.stats().rejected_overloaded == 1);
   // The same deadline at priority 0 has nothing ahead of it; a later deadline at priority 1 can be met.
   CHECK(h.try_submit(10, {.priority = 0, .deadline = h.now() + 10ms}, 1).ok());
   CHECK(h.try_submit(11, {.priority = 1, .deadline = h.now() + 50ms}, 1).ok());
+}
+
+TEST_CASE("reject_predicted_late counts the batch in flight and the rest of the request's own batch", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 4;
+  p.max_queue_delay = 1h;
+  p.reject_predicted_late = true;
+  p.length_bucketing = false;
+  std::shared_ptr<ManualClock> clock;
+  std::function<void()> during_batch;  // runs once, at the start of the next batch, while it is in flight
+  BatchLog log;
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
+    if (during_batch) std::exchange(during_batch, nullptr)();
+    clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
+  });
+  Harness h(p, f);
+  clock = h.clock;
+  for (int i = 0; i < 36; ++i) h.submit(i);
+  REQUIRE(h.run() == 9);  // 9 batches measured: 1000 cost units per second
+
+  // A batch of cost 40 starts (40 ms). Submitted while it runs, with nothing queued, a request of cost 2 waits for
+  // the batch in flight, then for its own batch, which fills behind it to 4 requests at the mean queued cost:
+  // 40 + 2 + 3 x 2 = 48 ms. Before, the prediction saw only the 2 of its own cost.
+  absl::StatusOr<RequestId> probe, second, patient;
+  during_batch = [&] {
+    probe = h.try_submit(100, {.deadline = h.now() + 45ms}, 2);
+    patient = h.try_submit(101, {.deadline = h.now() + 60ms}, 2);
+    // Now one request (cost 2) is queued ahead: 40 + 2 + 2 + 2 x 2 = 48 ms for a second one.
+    second = h.try_submit(102, {.deadline = h.now() + 47ms}, 2);
+  };
+  for (int i = 0; i < 4; ++i) h.submit(i, {}, 10);
+  REQUIRE(h.run() == 1);
+  REQUIRE_FALSE(probe.ok());
+  CHECK(probe.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(contains(probe.status(), "the work ahead needs about 48 ms, past the request's deadline in 45 ms"));
+  REQUIRE(patient.ok());
+  REQUIRE_FALSE(second.ok());
+  CHECK(contains(second.status(), "the work ahead needs about 48 ms, past the request's deadline in 47 ms"));
+  CHECK(h.stats().rejected_overloaded == 2);
+
+  // With the batch finished and an executor free, the same request needs only the queue and itself: 2 + 2 = 4 ms.
+  CHECK(h.try_submit(103, {.deadline = h.now() + 5ms}, 2).ok());
+}
+
+TEST_CASE("fail_late_results answers DEADLINE_EXCEEDED for a request whose batch ended past its deadline", "[batch]") {
+  for (const bool fail_late : {true, false}) {
+    BatchPolicy p = manual_policy();
+    p.max_batch_size = 3;
+    p.max_queue_delay = 1h;
+    p.fail_late_results = fail_late;
+    std::shared_ptr<ManualClock> clock;
+    BatchLog log;
+    TestFunctions f = echo_functions(&log, [&](const BatchInfo&) { clock->advance(5ms); });
+    Harness h(p, f);
+    clock = h.clock;
+    const RequestId tight = h.submit(1, {.deadline = h.now() + 3ms});  // in time at the start, late at the end
+    const RequestId roomy = h.submit(2, {.deadline = h.now() + 5ms});  // finishes exactly at its deadline
+    const RequestId open = h.submit(3);
+    REQUIRE(h.run() == 1);
+    CHECK(log.values() == std::vector<int>{1, 2, 3});  // all three were computed
+    REQUIRE(h.out.get(roomy).ok());
+    REQUIRE(h.out.get(open).ok());
+    CHECK(h.out.calls(tight) == 1);
+    if (fail_late) {
+      CHECK(h.out.code(tight) == absl::StatusCode::kDeadlineExceeded);
+      CHECK(contains(h.out.get(tight).status(), "deadline passed while its batch ran (finished 2 ms late"));
+      CHECK(h.stats().expired == 1);
+      CHECK(h.stats().completed == 2);
+    } else {
+      REQUIRE(h.out.get(tight).ok());
+      CHECK(*h.out.get(tight) == 1);
+      CHECK(h.stats().expired == 0);
+      CHECK(h.stats().completed == 3);
+    }
+  }
 }

@@ -331,19 +331,16 @@ class Batcher {
           n);
     }
     if (policy_.reject_predicted_late && deadline != kNoDeadline && !late) {
-      const double rate = throughput_.cost_per_second() * max_inflight_;
-      if (rate > 0) {
-        const double ahead = static_cast<double>(queue_.cost_up_to(options.priority) + group_cost);
-        const auto wait = std::chrono::duration<double>(ahead / rate);
-        if (now + std::chrono::duration_cast<Duration>(wait) > deadline) {
-          return reject(metrics_.rejected_overloaded,
-                        absl::ResourceExhaustedError(absl::StrCat(
-                            "overloaded: the work queued ahead needs about ", static_cast<int64_t>(wait.count() * 1e3),
-                            " ms, past the request's deadline in ",
-                            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(),
-                            " ms (BatchPolicy.reject_predicted_late)")),
-                        n);
-        }
+      const Duration wait = predicted_wait(now, options.priority, n, group_cost);
+      if (wait > Duration::zero() && now + wait > deadline) {
+        return reject(
+            metrics_.rejected_overloaded,
+            absl::ResourceExhaustedError(absl::StrCat(
+                "overloaded: the work ahead needs about ", std::chrono::round<std::chrono::milliseconds>(wait).count(),
+                " ms, past the request's deadline in ",
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count(),
+                " ms (BatchPolicy.reject_predicted_late)")),
+            n);
       }
     }
     if (!rates_[options.priority].try_take(now, static_cast<double>(n))) {
@@ -384,6 +381,30 @@ class Batcher {
                              ") was evicted from the full queue for a more urgent one")));
     }
     return ids;
+  }
+
+  // Called with mu_ held: how long until a group of n requests (group_cost) submitted now at `priority` has its
+  // results, at the measured throughput; zero when nothing has been measured yet. Work is counted as a fluid shared
+  // by the executors: what is left of the batches in flight, the cost queued at this level and above, the group,
+  // and, when every executor is busy (the group waits), the rest of the group's batch, which fills up behind it.
+  Duration predicted_wait(TimePoint now, int priority, size_t n, size_t group_cost) const {
+    const double rate = throughput_.cost_per_second();
+    if (rate <= 0) return Duration::zero();
+    double work = 0;
+    for (const Running& r : running_) {
+      const double done = rate * std::chrono::duration<double>(now - r.started).count();
+      work += std::max(0.0, static_cast<double>(r.cost) - done);
+    }
+    const size_t ahead_count = queue_.size_up_to(priority);
+    const size_t ahead_cost = queue_.cost_up_to(priority);
+    work += static_cast<double>(ahead_cost + group_cost);
+    const size_t limit = std::max<size_t>(sizer_.batch_limit(), 1);
+    const size_t position = (ahead_count + n) % limit;  // requests in the group's batch so far, when not 0
+    if (inflight_ >= max_inflight_ && position != 0) {
+      const double mean_cost = static_cast<double>(ahead_cost + group_cost) / static_cast<double>(ahead_count + n);
+      work += static_cast<double>(limit - position) * mean_cost;
+    }
+    return std::chrono::round<Duration>(std::chrono::duration<double>(work / (rate * max_inflight_)));
   }
 
   Status check_fits_alone(size_t cost) const {
@@ -556,6 +577,7 @@ class Batcher {
     std::vector<Status> dropped_status;
     {
       std::unique_lock lock(mu_);
+      size_t runnable_cost = 0;
       for (Entry* e : batch.entries) {
         const bool expired = e->info.deadline <= checked_at &&
                              policy_.levels[e->info.priority].deadline_action == DeadlineAction::kReject;
@@ -567,8 +589,10 @@ class Batcher {
           dropped.push_back(std::move(entries_.extract(e->info.id).mapped()));
         } else {
           runnable.push_back(e);
+          runnable_cost += e->info.cost;
         }
       }
+      running_.push_back({batch.sequence, checked_at, runnable_cost});
     }
     for (size_t i = 0; i < dropped.size(); ++i) complete(*dropped[i], std::move(dropped_status[i]));
 
@@ -609,6 +633,7 @@ class Batcher {
     {
       std::unique_lock lock(mu_);
       --inflight_;
+      std::erase_if(running_, [&](const Running& r) { return r.sequence == batch.sequence; });
       for (Entry* e : runnable) {
         sizer_.record_latency(finished - e->info.enqueued_at, batch.sizer_generation);
         owned.push_back(std::move(entries_.extract(e->info.id).mapped()));
@@ -632,6 +657,13 @@ class Batcher {
       } else if (!batch_status.ok()) {
         metrics_.failed.add(1);
         complete(e, batch_status);
+      } else if (policy_.fail_late_results && e.info.deadline < finished &&
+                 policy_.levels[e.info.priority].deadline_action == DeadlineAction::kReject) {
+        metrics_.expired.add(1);
+        const auto late_by = std::chrono::duration_cast<std::chrono::microseconds>(finished - e.info.deadline);
+        complete(e, absl::DeadlineExceededError(
+                        absl::StrCat("the request's deadline passed while its batch ran (finished ",
+                                     late_by.count() / 1000.0, " ms late; BatchPolicy.fail_late_results)")));
       } else {
         (results[i].ok() ? metrics_.completed : metrics_.failed).add(1);
         complete(e, std::move(results[i]));
@@ -685,6 +717,13 @@ class Batcher {
     double ewma = 0;
     uint64_t batches = 0;
   } throughput_;
+  // The batches being computed, for reject_predicted_late.
+  struct Running {
+    uint64_t sequence = 0;
+    TimePoint started;
+    size_t cost = 0;
+  };
+  std::vector<Running> running_;
   RequestId next_id_ = 1;
   uint64_t batch_sequence_ = 0;
   int inflight_ = 0;

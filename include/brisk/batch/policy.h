@@ -85,10 +85,16 @@ struct BatchPolicy {
   int executor_threads = 1;          // 0: no threads; the caller drives run_ready() (tests, single loops)
   int max_inflight_batches = 0;      // batches running at once; 0: executor_threads
   bool in_order_completion = false;  // callbacks in admission order (a slow request holds back later ones)
-  // Reject at submit (RESOURCE_EXHAUSTED) a request whose deadline the work queued ahead of it (its level and
-  // more urgent ones) cannot clear in time, at the throughput measured over recent batches; so under overload
-  // the excess fails in microseconds instead of expiring in the queue. Needs 8 measured batches first.
+  // Reject at submit (RESOURCE_EXHAUSTED) a request whose deadline cannot be met, at the throughput measured over
+  // recent batches; so under overload the excess fails in microseconds instead of expiring in the queue. The
+  // prediction counts what is left of the batches in flight, the work queued ahead (its level and more urgent
+  // ones), and the request's own batch as a whole: when every executor is busy, that batch fills up behind the
+  // request (to the batch limit, at the mean cost queued) before it runs. Needs 8 measured batches first.
   bool reject_predicted_late = false;
+  // Complete a request whose batch finished past its deadline with DEADLINE_EXCEEDED instead of its result (levels
+  // with DeadlineAction::kReject only), so that no answer arrives later than promised. Its result is computed and
+  // dropped; BatcherStats::expired counts it.
+  bool fail_late_results = false;
   AdaptivePolicy adaptive;
 
   Status validate() const;

@@ -49,6 +49,12 @@ class RequestQueue {
   size_t size() const { return size_; }
   size_t size(int level) const { return levels_[level].size; }
   size_t cost() const { return cost_; }  // summed request costs
+  // Requests at levels 0..level.
+  size_t size_up_to(int level) const {
+    size_t n = 0;
+    for (int i = 0; i <= level; ++i) n += levels_[i].size;
+    return n;
+  }
   // Summed costs at levels 0..level: the work a new request of that level waits behind.
   size_t cost_up_to(int level) const {
     size_t c = 0;
