@@ -115,6 +115,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--results", default=str(REPO / "benchmarks/RESULTS.md"), help="markdown file to update")
     p.add_argument("--no-write", action="store_true", help="print the section, do not update --results")
     p.add_argument("--json-out", help="also write the raw results as JSON to this file")
+    p.add_argument("--busy", type=int, default=0,
+                   help="competing busy processes (one spinning Python process each) while the engines are timed: "
+                        "the host's other work (benchmarks/contention/run_contention.sh)")
     args = p.parse_args()
     names = [e.strip() for e in args.only.split(",") if e.strip()]
     unknown = [e for e in names if e not in ENGINE_LABELS and e != "brisk"]
@@ -338,10 +341,13 @@ def accuracy(args, built: dict, heldout_batches: list, ref: np.ndarray, results:
 def run(args) -> dict:
     results: dict = {"shapes": {}, "notes": [], "accuracy": {}}
     built, tokenizer, heldout_batches, ref = build(args, results)
+    busy: list[subprocess.Popen] = []
     try:
         if ref is not None:
             accuracy(args, built, heldout_batches, ref, results)
         results["engines"] = [e for e in args.engines if e in built]
+        busy += [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+        results["busy_processes"] = args.busy
         for b, t, iters, warm in plan(args):
             # Brisk builds its own text; the zeros only carry the shape when no tokenizer was loaded.
             feeds = (engines.synthetic_ids(tokenizer, b, t) if tokenizer is not None
@@ -383,6 +389,9 @@ def run(args) -> dict:
                     f"p99 {r['p99_ms']:8.2f} ms  ({r['iters']} iters, {spent[name]:.1f} s)")
             results["shapes"][f"{b}x{t}"] = {"batch": b, "seq": t, "iters": iters, "results": row}
     finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
         for eng in built.values():
             if hasattr(eng, "close"):
                 eng.close()

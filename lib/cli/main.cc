@@ -71,6 +71,7 @@
 #include "brisk.h"
 #include "brisk/core/stats.h"
 #include "brisk/core/cpu_features.h"
+#include "brisk/core/parallel.h"
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
@@ -319,6 +320,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
               {"min_ms", ms.front()},
               {"max_ms", ms.back()},
               {"passes_per_call", passes_per_call},
+              {"late_parallel_regions", brisk::late_parallel_regions()},
               {"model_dir", flags.model_dir},
               {"brisk_version", brisk_version_string()}};
     if (b.samples) j["samples_ms"] = samples_in_order;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
+#include <chrono>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/internal/contention.h"
 
 namespace brisk {
 namespace {
@@ -81,6 +84,35 @@ int default_threads() {
 }
 
 std::atomic<int> g_num_threads{0};
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Late: a member that starts 1 ms after its region opened waited for a CPU (a wake-up from sleep takes tens of
+// microseconds). One thread for 250 ms after a late region, up to 4 s while the contention persists.
+internal::ContentionGate& contention_gate() {
+  static internal::ContentionGate gate(/*late_start_ns=*/1'000'000, /*base_hold_ns=*/250'000'000);
+  return gate;
+}
+
+// The latest start of a region's members, for the gate.
+class MemberStarts {
+ public:
+  MemberStarts() : opened_(steady_ns()) {}
+  void started() {
+    const int64_t now = steady_ns();
+    int64_t seen = latest_.load(std::memory_order_relaxed);
+    while (now > seen && !latest_.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+  }
+  void report() const { contention_gate().region(opened_, latest_.load(std::memory_order_relaxed)); }
+
+ private:
+  const int64_t opened_;
+  std::atomic<int64_t> latest_{0};
+};
 thread_local int t_num_threads = 0;  // a ScopedNumThreads override on this thread; 0 when none
 
 // An exception must not leave an OpenMP region (that terminates the process): the first one is kept and
@@ -152,10 +184,13 @@ void set_num_threads(int n) {
 }
 
 int num_threads() {
+  if (contention_gate().contended(steady_ns())) return 1;
   if (t_num_threads > 0) return t_num_threads;
   const int n = g_num_threads.load(std::memory_order_relaxed);
   return n <= 0 ? std::min(default_threads(), omp_get_max_threads()) : n;
 }
+
+uint64_t late_parallel_regions() { return contention_gate().late_regions(); }
 
 ScopedNumThreads::ScopedNumThreads(int n) : previous_(t_num_threads), previous_omp_(omp_get_max_threads()) {
   if (n <= 0) n = num_threads();
@@ -168,6 +203,85 @@ ScopedNumThreads::~ScopedNumThreads() {
   omp_set_num_threads(previous_omp_);
 }
 
+namespace {
+
+class Budget {
+ public:
+  static Budget& get() {
+    static Budget* budget = new Budget();  // never destroyed: shares may end during exit
+    return *budget;
+  }
+  void set(int threads) {
+    std::lock_guard<std::mutex> lock(mu_);
+    total_ = threads <= 0 ? available_cpus() : threads;
+    peak_ = in_use_;
+    freed_.notify_all();
+  }
+  int take(int want) {
+    std::unique_lock<std::mutex> lock(mu_);
+    freed_.wait(lock, [&] { return in_use_ < total_; });
+    const int got = std::min(std::max(want, 1), total_ - in_use_);
+    in_use_ += got;
+    peak_ = std::max(peak_, in_use_);
+    return got;
+  }
+  void give_back(int n) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_use_ -= n;
+    }
+    freed_.notify_all();
+  }
+  int total() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
+  int in_use() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_use_;
+  }
+  int peak() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return peak_;
+  }
+
+ private:
+  Budget() : total_(available_cpus()) {}
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  int total_;
+  int in_use_ = 0;
+  int peak_ = 0;
+};
+
+thread_local int t_share_threads = 0;  // the threads of the ComputeShare this thread holds; 0: none
+
+int share_threads(int want) {
+  if (t_share_threads > 0) return t_share_threads;
+  return Budget::get().take(want <= 0 ? num_threads() : want);
+}
+
+}  // namespace
+
+void set_compute_budget(int threads) { Budget::get().set(threads); }
+int compute_budget() { return Budget::get().total(); }
+int compute_threads_in_use() { return Budget::get().in_use(); }
+int compute_threads_peak() { return Budget::get().peak(); }
+
+ComputeShare::ComputeShare(int want)
+    : taken_(t_share_threads > 0 ? 0 : -1), threads_(share_threads(want)), scope_(threads_) {
+  if (taken_ < 0) {
+    taken_ = threads_;
+    t_share_threads = threads_;
+  }
+}
+
+ComputeShare::~ComputeShare() {
+  if (taken_ == 0) return;
+  t_share_threads = 0;
+  Budget::get().give_back(taken_);
+}
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (end <= begin) return;
   grain = std::max<int64_t>(grain, 1);
@@ -178,14 +292,17 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     return;
   }
   RegionErrors errors;
+  MemberStarts starts;
 #pragma omp parallel num_threads(threads)
   {
+    starts.started();
     const int64_t t = omp_get_thread_num();
     const int64_t nt = omp_get_num_threads();
     const int64_t chunk_begin = begin + n * t / nt;
     const int64_t chunk_end = begin + n * (t + 1) / nt;
     if (chunk_begin < chunk_end) errors.run([&] { fn(chunk_begin, chunk_end); });
   }
+  starts.report();
   errors.rethrow();
 }
 
@@ -197,8 +314,14 @@ void parallel_for_dynamic(int64_t begin, int64_t end, const std::function<void(i
     return;
   }
   RegionErrors errors;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int64_t i = begin; i < end; ++i) errors.run([&] { fn(i); });
+  MemberStarts starts;
+#pragma omp parallel num_threads(threads)
+  {
+    starts.started();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = begin; i < end; ++i) errors.run([&] { fn(i); });
+  }
+  starts.report();
   errors.rethrow();
 }
 

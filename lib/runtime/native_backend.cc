@@ -2,6 +2,8 @@
 // first tokens' hidden states or over the embeddings.
 #include "native_backend.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "brisk/core/device.h"
 #include "brisk/core/parallel.h"
@@ -72,6 +74,10 @@ class NativeBackend final : public Backend {
       untyped.token_type_ids.clear();
       return run(untyped, out);
     }
+    // The CPU's threads come from the process's compute budget, shared with every other runtime's passes (a GPU
+    // pass needs none). Only the native backend takes them: a custom backend may wait on anything while it runs.
+    std::optional<ComputeShare> threads;
+    if (info_.device == Device::kCPU) threads.emplace(options_.num_threads);
     const int64_t hidden = encoder_->hidden_size();
     if (!head_) return encoder_->embed(batch, model_.pooling, model_.normalize, out.data());
     std::vector<float> head_input(rows * static_cast<size_t>(hidden));

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "brisk/core/parallel.h"
 #include "brisk/metrics/prometheus.h"
 #include "runtime_impl.h"
 
@@ -42,6 +43,7 @@ std::string Runtime::stats_json() const {
     j["int8_attention_layers"] = impl_->info.int8_attention_layers;
   }
   j["forward_passes"] = forward_passes();
+  j["late_parallel_regions"] = late_parallel_regions();  // the process's (brisk/core/parallel.h)
   j["nonfinite_outputs"] = impl_->nonfinite_outputs.value();
   j["single_flight_joined"] = impl_->flights.joined();
   j["callback_exceptions"] = impl_->callback_exceptions.value();
@@ -100,6 +102,11 @@ std::string Runtime::metrics_prometheus() const {
   }
   w.counter("brisk_runtime_forward_passes_total", "Forward passes of the encoder.", {&model_label_pair, 1},
             forward_passes());
+  w.counter("brisk_late_parallel_regions_total",
+            "Parallel regions of this process whose workers started over 1 ms late because other work held their "
+            "CPUs; each one runs brisk on one thread for a while (brisk/core/parallel.h). Process-wide: every "
+            "runtime of the process reports the same count.",
+            {&model_label_pair, 1}, late_parallel_regions());
   w.counter("brisk_runtime_nonfinite_outputs_total",
             "Rows of the backend's output refused for a NaN or an infinity: neither served nor cached.",
             {&model_label_pair, 1}, impl_->nonfinite_outputs.value());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
+#include "brisk/core/internal/contention.h"
 #include "brisk/core/parallel.h"
 
 TEST_CASE("parallel_for covers every index exactly once", "[core]") {
@@ -140,4 +141,82 @@ TEST_CASE("the ISA cap lowers the level the kernels see", "[core]") {
   CHECK(brisk::cpu_isa() == brisk::CpuIsa::kScalar);
   brisk::set_cpu_isa_cap(previous);
   CHECK(brisk::cpu_isa() <= brisk::detected_cpu_isa());
+}
+
+TEST_CASE("the contention gate holds one thread after a late region, longer while it persists", "[core]") {
+  using brisk::internal::ContentionGate;
+  constexpr int64_t kMs = 1'000'000;
+  ContentionGate gate(/*late_start_ns=*/1 * kMs, /*base_hold_ns=*/250 * kMs);
+  CHECK_FALSE(gate.region(0, 1 * kMs));  // started exactly at the limit: not late
+  CHECK_FALSE(gate.contended(2 * kMs));
+  CHECK(gate.late_regions() == 0);
+
+  REQUIRE(gate.region(10 * kMs, 12 * kMs));  // 2 ms late
+  CHECK(gate.late_regions() == 1);
+  CHECK(gate.contended(12 * kMs));
+  CHECK(gate.contended(261 * kMs));
+  CHECK_FALSE(gate.contended(262 * kMs));  // 250 ms after the late start
+
+  // The probe after the hold is late again: the contention persists, the hold doubles up to 16x.
+  int64_t t = 262 * kMs;
+  for (int64_t expected : {500, 1000, 2000, 4000, 4000}) {
+    REQUIRE(gate.region(t, t + 2 * kMs));
+    CHECK(gate.hold_ns() == expected * kMs);
+    t += 2 * kMs + expected * kMs;
+    CHECK(gate.contended(t - 1));
+    CHECK_FALSE(gate.contended(t));
+  }
+  // A late region long after the last hold ended starts a new episode at the base hold.
+  t += 10'000 * kMs;
+  REQUIRE(gate.region(t, t + 3 * kMs));
+  CHECK(gate.hold_ns() == 250 * kMs);
+  CHECK(gate.late_regions() == 7);
+}
+
+TEST_CASE("compute shares never hold more threads than the process's budget", "[core]") {
+  brisk::set_compute_budget(3);
+  REQUIRE(brisk::compute_budget() == 3);
+  REQUIRE(brisk::compute_threads_in_use() == 0);
+  std::atomic<int> over{0}, empty{0}, wrong_count{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 6; ++c) {
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < 50; ++i) {
+        const brisk::ComputeShare share(1 + (c + i) % 3);  // wants 1, 2 or 3
+        if (share.threads() < 1) empty.fetch_add(1);
+        if (brisk::compute_threads_in_use() > 3) over.fetch_add(1);
+        if (brisk::num_threads() != share.threads() && brisk::num_threads() != 1) wrong_count.fetch_add(1);
+        std::atomic<int64_t> sum{0};
+        brisk::parallel_for(0, 64, 1, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+        if (sum.load() != 64) wrong_count.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  CHECK(over.load() == 0);
+  CHECK(empty.load() == 0);
+  CHECK(wrong_count.load() == 0);
+  CHECK(brisk::compute_threads_peak() <= 3);
+  CHECK(brisk::compute_threads_peak() >= 1);
+  CHECK(brisk::compute_threads_in_use() == 0);
+
+  {  // a share takes what is free, at least one; a nested share takes nothing
+    const brisk::ComputeShare outer(2);
+    CHECK(outer.threads() == 2);
+    {
+      const brisk::ComputeShare nested(3);
+      CHECK(nested.threads() == 2);
+      CHECK(brisk::compute_threads_in_use() == 2);
+    }
+    int other = 0;
+    std::thread([&] {
+      const brisk::ComputeShare rest(3);  // one of three is free
+      other = rest.threads();
+    }).join();
+    CHECK(other == 1);
+    CHECK(brisk::compute_threads_in_use() == 2);
+  }
+  CHECK(brisk::compute_threads_in_use() == 0);
+  brisk::set_compute_budget(0);
+  CHECK(brisk::compute_budget() == brisk::available_cpus());
 }

@@ -31,8 +31,13 @@ BRISK_API StatusOr<int> cpus_of_cgroup_cpu_max(std::string_view cpu_max);
 
 // Sets the worker count used by parallel_for and by oneDNN; n <= 0 means available_cpus().
 BRISK_API void set_num_threads(int n);
-// The worker count for calls made from this thread.
+// The worker count for calls made from this thread: 1 while the process is contended, i.e. for 250 ms (up to 4 s
+// while it persists) after a parallel region whose workers started more than 1 ms late because other work held
+// their CPUs (a barrier would wait for them; see brisk/core/internal/contention.h), else the ScopedNumThreads or
+// set_num_threads count.
 BRISK_API int num_threads();
+// Parallel regions whose workers started late (each one made the process contended), since the process started.
+BRISK_API uint64_t late_parallel_regions();
 
 // Sets this thread's worker count (for parallel_for and oneDNN) for the guard's lifetime; n <= 0 keeps the
 // current count. Lets two runtimes with different thread counts share a process.
@@ -46,6 +51,40 @@ class BRISK_API ScopedNumThreads {
  private:
   int previous_;
   int previous_omp_;
+};
+
+// One compute budget per process. Every CPU forward pass of brisk's encoder, in every Runtime of the process (a
+// primary, its fallback, any other), runs inside a ComputeShare, which takes its threads from this budget: together
+// they never run more compute threads than it holds, whatever each one's num_threads says. A share must not wait on
+// other work while it is held (it would hold the budget).
+//
+//   brisk::set_compute_budget(0);   // the default: available_cpus()
+//   { brisk::ComputeShare share(4); /* share.threads() threads: 1..4, no more than the budget has free */ }
+//
+// Thread safety: all of these may be called from any thread.
+// Sets the budget; 0: available_cpus(). Shares already taken keep their threads; the peak restarts.
+BRISK_API void set_compute_budget(int threads);
+BRISK_API int compute_budget();
+// Threads held by ComputeShares now, and the most held at once since the process started or the budget was set.
+BRISK_API int compute_threads_in_use();
+BRISK_API int compute_threads_peak();
+
+// A forward pass's threads from the process's compute budget. Waits until at least one is free, then takes
+// min(want, free) (want <= 0: num_threads()) and runs this thread's parallel work on them (as ScopedNumThreads
+// does) until it is destroyed. A share taken on a thread that already holds one takes nothing and runs on the
+// outer share's threads.
+class BRISK_API ComputeShare {
+ public:
+  explicit ComputeShare(int want);
+  ~ComputeShare();
+  ComputeShare(const ComputeShare&) = delete;
+  ComputeShare& operator=(const ComputeShare&) = delete;
+  int threads() const { return threads_; }
+
+ private:
+  int taken_ = 0;  // from the budget; 0 for a nested share
+  int threads_ = 0;
+  ScopedNumThreads scope_;
 };
 
 // Splits [begin, end) into contiguous chunks of at least `grain` indices and calls fn(chunk_begin, chunk_end)

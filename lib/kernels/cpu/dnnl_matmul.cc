@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/parallel.h"
 #include "dnnl_engine.h"
 
 namespace brisk::kernels::cpu {
@@ -94,6 +95,9 @@ StatusOr<DnnlPackedMatmul::Primitive> DnnlPackedMatmul::primitive(int64_t rows, 
 }
 
 Status DnnlPackedMatmul::run(int64_t rows, int64_t variant, std::unordered_map<int, dnnl::memory> args) const {
+  // oneDNN sizes its team from the calling thread's OpenMP setting, which follows num_threads(): one thread while
+  // the process is contended (brisk/core/parallel.h), so that no oneDNN barrier waits for a CPU either.
+  const ScopedNumThreads team(num_threads());
   BRISK_ASSIGN_OR_RETURN(Primitive prim, primitive(rows, variant));
   thread_local std::vector<uint8_t> scratch;
   try {

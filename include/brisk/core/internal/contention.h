@@ -1,0 +1,58 @@
+// Internal to brisk: when the CPUs of brisk's thread team are busy with other work, run on one thread.
+//
+// A parallel region is a barrier: it ends when its slowest member ends. When another process holds the CPU a team
+// member needs, that member starts its chunk late, after a scheduler time slice, and the members that did start
+// spin at the barrier, taking the CPU the late one waits for. A forward pass is about a hundred regions, so one
+// busy process on a 2-core host turned brisk's P99 from 2.7 ms into 126 ms (benchmarks/RESULTS.md, "Compute
+// threads that share the CPU"). One thread has no barrier to wait at.
+//
+// ContentionGate decides from what the regions see: a region whose members started more than late_start after it
+// opened makes the process contended for a hold, during which num_threads() is 1. When the hold expires the next
+// regions run the whole team again, which is the probe: a probe that is late again within a hold of the expiry
+// doubles the hold (up to 16x), since the contention persists and each probe costs one late region; one that is
+// not late ends the episode, and the next late region starts again from the base hold.
+//
+// Thread safety: every member may be called concurrently.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+namespace brisk::internal {
+
+class ContentionGate {
+ public:
+  static constexpr int kMaxDoublings = 4;
+
+  ContentionGate(int64_t late_start_ns, int64_t base_hold_ns)
+      : late_start_ns_(late_start_ns), base_hold_ns_(base_hold_ns), hold_ns_(base_hold_ns) {}
+
+  // A region that opened at start_ns and whose last member started at last_member_start_ns. True when late.
+  bool region(int64_t start_ns, int64_t last_member_start_ns) {
+    if (last_member_start_ns - start_ns <= late_start_ns_) return false;
+    late_regions_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t until = contended_until_ns_.load(std::memory_order_relaxed);
+    const int64_t hold = hold_ns_.load(std::memory_order_relaxed);
+    const bool persists = until != 0 && last_member_start_ns < until + hold;
+    const int64_t next_hold = persists ? std::min(hold * 2, base_hold_ns_ << kMaxDoublings) : base_hold_ns_;
+    hold_ns_.store(next_hold, std::memory_order_relaxed);
+    contended_until_ns_.store(last_member_start_ns + next_hold, std::memory_order_relaxed);
+    return true;
+  }
+  bool contended(int64_t now_ns) const {
+    const int64_t until = contended_until_ns_.load(std::memory_order_relaxed);
+    return until != 0 && now_ns < until;
+  }
+  int64_t hold_ns() const { return hold_ns_.load(std::memory_order_relaxed); }
+  uint64_t late_regions() const { return late_regions_.load(std::memory_order_relaxed); }
+
+ private:
+  const int64_t late_start_ns_;
+  const int64_t base_hold_ns_;
+  std::atomic<int64_t> hold_ns_;
+  std::atomic<int64_t> contended_until_ns_{0};
+  std::atomic<uint64_t> late_regions_{0};
+};
+
+}  // namespace brisk::internal
