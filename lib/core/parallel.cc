@@ -318,7 +318,7 @@ void parallel_for_dynamic(int64_t begin, int64_t end, const std::function<void(i
 #pragma omp parallel num_threads(threads)
   {
     starts.started();
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t i = begin; i < end; ++i) errors.run([&] { fn(i); });
   }
   starts.report();
