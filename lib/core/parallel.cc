@@ -11,34 +11,38 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/internal/contention.h"
 
 namespace brisk {
 namespace {
 
+// A /proc or /sys file's text; "" when it is missing or unreadable (no such cgroup file: no quota there).
 std::string file_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return in ? text.str() : std::string();
+  StatusOr<std::string> text = read_text_file_bounded(path.string(), 1 << 16, "cgroup file");
+  return text.ok() ? *std::move(text) : std::string();
 }
 
-// This process's cgroup, from /proc/self/cgroup: v2's ("0::/path") or v1's cpu controller's ("4:cpu,cpuacct:/path");
-// "" when there is none.
-std::string own_cgroup(bool v2) {
-  std::istringstream lines(file_text("/proc/self/cgroup"));
+// This process's cgroup, from the text of /proc/self/cgroup: v2's ("0::/path") or v1's cpu controller's
+// ("4:cpu,cpuacct:/path"); "" when there is none.
+std::string own_cgroup(const std::string& proc_self_cgroup, bool v2) {
+  std::istringstream lines(proc_self_cgroup);
   for (std::string line; std::getline(lines, line);) {
     const size_t first = line.find(':'), second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
-    if (v2 ? line.rfind("0::", 0) == 0 : controllers.find(",cpu,") != std::string::npos) return line.substr(second + 1);
+    const std::vector<absl::string_view> controllers =
+        absl::StrSplit(absl::string_view(line).substr(first + 1, second - first - 1), ',');
+    const bool wanted =
+        v2 ? line.rfind("0::", 0) == 0 : std::find(controllers.begin(), controllers.end(), "cpu") != controllers.end();
+    if (wanted) return line.substr(second + 1);
   }
   return "";
 }
@@ -61,8 +65,9 @@ int folder_quota_cpus(const std::filesystem::path& dir, bool v2) {
 // starts at the mount's root, which is a container's own cgroup when it has a cgroup namespace. cgroup v2 first
 // (/sys/fs/cgroup), else v1's cpu controller (/sys/fs/cgroup/cpu).
 int cgroup_quota_cpus() {
+  const std::string proc_self_cgroup = file_text("/proc/self/cgroup");
   for (const bool v2 : {true, false}) {
-    const std::string own = own_cgroup(v2);
+    const std::string own = own_cgroup(proc_self_cgroup, v2);
     if (own.empty() || own[0] != '/') continue;
     std::filesystem::path dir = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/cpu";
     int cpus = folder_quota_cpus(dir, v2);
@@ -256,11 +261,6 @@ class Budget {
 
 thread_local int t_share_threads = 0;  // the threads of the ComputeShare this thread holds; 0: none
 
-int share_threads(int want) {
-  if (t_share_threads > 0) return t_share_threads;
-  return Budget::get().take(want <= 0 ? num_threads() : want);
-}
-
 }  // namespace
 
 void set_compute_budget(int threads) { Budget::get().set(threads); }
@@ -269,11 +269,10 @@ int compute_threads_in_use() { return Budget::get().in_use(); }
 int compute_threads_peak() { return Budget::get().peak(); }
 
 ComputeShare::ComputeShare(int want)
-    : taken_(t_share_threads > 0 ? 0 : -1), threads_(share_threads(want)), scope_(threads_) {
-  if (taken_ < 0) {
-    taken_ = threads_;
-    t_share_threads = threads_;
-  }
+    : taken_(t_share_threads > 0 ? 0 : Budget::get().take(want <= 0 ? num_threads() : want)),
+      threads_(taken_ > 0 ? taken_ : t_share_threads),
+      scope_(threads_) {
+  if (taken_ > 0) t_share_threads = taken_;
 }
 
 ComputeShare::~ComputeShare() {

@@ -29,6 +29,7 @@ TEST_CASE("a host's OpenMP settings and its own parallel regions survive brisk's
   std::vector<std::vector<float>> alone;
   for (std::string_view t : texts) alone.push_back(testing::embed_one(*rt, t));
 
+  const int host_before = omp_get_max_threads();
   omp_set_num_threads(3);  // the host's own setting, for its own regions
   const int host_dynamic = omp_get_dynamic();
   for (std::string_view t : texts) (void)testing::embed_one(*rt, t);
@@ -50,7 +51,7 @@ TEST_CASE("a host's OpenMP settings and its own parallel regions survive brisk's
     CHECK(team_sizes[i] == 2);
   }
   CHECK(omp_get_max_threads() == 3);
-  omp_set_num_threads(brisk::available_cpus());
+  omp_set_num_threads(host_before);
 }
 
 TEST_CASE("two runtimes under load never run more compute threads than the process's budget", "[runtime]") {
