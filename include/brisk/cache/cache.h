@@ -1,7 +1,8 @@
 // Cache<K, V, Hash>: brisk's in-process cache. Bounded by entry count or by weight, W-TinyLFU eviction (or plain
 // LRU), expiry after write / after access / per entry, tags, single-flight loading with XFetch refresh-ahead,
 // hot-key warm-up, statistics and a removal callback. The policy of one shard is in internal/wtinylfu_shard.h, the
-// frequency sketch in internal/frequency_sketch.h, the adaptive window in internal/hill_climber.h.
+// frequency sketch in internal/frequency_sketch.h, the adaptive window in internal/hill_climber.h, the lock-free
+// read path in internal/node_table.h, internal/read_buffer.h and internal/epoch.h.
 //
 //   CacheOptions<std::string, Answer> opts;
 //   opts.max_entries = 100'000;
@@ -36,9 +37,14 @@
 // Removal callback: on_removal runs on the thread whose call removed the entry, after the shard lock is
 // released; it may call the cache. It must not throw (exceptions are swallowed).
 //
-// Thread safety: every member may be called from any thread at once. Operations on different shards run in
-// parallel; on one shard they serialise on its mutex (reads too: a hit reorders the policy lists). The loader
-// and on_removal run without any cache lock held. V is returned by copy: store std::shared_ptr<const T> for
+// Thread safety: every member may be called from any thread at once. A hit of get() or get_or_load() takes no
+// lock: it finds the entry in a table readers probe without the shard's mutex, copies the value, and records the
+// access in a per-thread stripe of the shard's read buffer; whoever next takes the mutex (a miss, a put, or a reader
+// whose stripe has filled, by try_lock) replays the recorded accesses into the policy, as Caffeine does. Under
+// heavy concurrent hits some policy updates may be dropped (never the hit or its count). Caches with
+// expire_after_access, and get_or_load() with refresh_ahead_beta > 0, read under the mutex. Everything else on one
+// shard serialises on its mutex; different shards run in parallel. The loader and on_removal run without any
+// cache lock held. V is returned by copy: store std::shared_ptr<const T> for
 // large values.
 #pragma once
 
@@ -64,11 +70,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "brisk/cache/internal/epoch.h"
+#include "brisk/cache/internal/read_buffer.h"
 #include "brisk/cache/internal/wtinylfu_shard.h"
 #include "brisk/core/clock.h"
 #include "brisk/core/status.h"
 
 namespace brisk::cache {
+
+namespace internal {
+struct CacheTestAccess;  // tests/cache: holds a cache's shard mutexes to show that hits do not take them
+}  // namespace internal
 
 enum class EvictionPolicy : uint8_t { kWTinyLfu, kLru };
 enum class RemovalCause : uint8_t { kExplicit, kReplaced, kSize, kExpired, kTag };
@@ -169,12 +181,14 @@ class Cache {
   std::optional<V> get(const K& key) {
     const uint64_t h = hash_of(key);
     Slot& s = slot(h);
+    if (std::optional<V> hit = lock_free_hit(s, key, h)) return hit;
     RemovedList removed;
     std::optional<V> out;
     {
       std::lock_guard<std::mutex> lock(s.mu);
       internal::LazyNow now(*clock_);
-      if (NodeT* n = s.core.lookup(key, h, now, removed)) out.emplace(n->value);
+      drain_reads(s, now, removed);
+      if (NodeT* n = s.core.lookup(key, h, now, removed)) out.emplace(n->value());
     }
     notify(removed);
     return out;
@@ -189,7 +203,7 @@ class Cache {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       internal::LazyNow now(*clock_);
-      found = s.core.peek(key, now, removed) != nullptr;
+      found = s.core.peek(key, h, now, removed) != nullptr;
     }
     notify(removed);
     return found;
@@ -203,6 +217,7 @@ class Cache {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       internal::LazyNow now(*clock_);
+      drain_reads(s, now, removed);
       s.core.insert(key, h, std::move(value), w, options.ttl, options.tags, Duration{0}, now, removed);
       supersede_flight(s, key);
     }
@@ -222,7 +237,7 @@ class Cache {
     bool found;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      found = s.core.remove(key, internal::Cause::kExplicit, removed);
+      found = s.core.remove(key, h, internal::Cause::kExplicit, removed);
       supersede_flight(s, key);
     }
     notify(removed);
@@ -298,7 +313,7 @@ class Cache {
     for (const auto& s : slots_) {
       std::lock_guard<std::mutex> lock(s->mu);
       const internal::ShardCounters& c = s->core.counters();
-      st.hits += c.hits;
+      st.hits += c.hits + s->lock_free_hits();
       st.misses += c.misses;
       st.evictions += c.evictions;
       st.evicted_weight += c.evicted_weight;
@@ -360,8 +375,10 @@ class Cache {
   }
 
  private:
-  using Shard = internal::CacheShard<K, V, Hash>;
+  friend struct internal::CacheTestAccess;
+  using Shard = internal::CacheShard<K, V>;
   using NodeT = typename Shard::NodeT;
+  using Box = typename Shard::Box;
   using RemovedList = typename Shard::RemovedList;
 
   struct Flight {
@@ -378,9 +395,17 @@ class Cache {
 
   struct alignas(64) Slot {
     explicit Slot(const internal::ShardConfig& c) : core(c) {}
+    ~Slot() { delete reads.load(std::memory_order_relaxed); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    uint64_t lock_free_hits() const {
+      const internal::ReadBuffer* rb = reads.load(std::memory_order_acquire);
+      return rb == nullptr ? 0 : rb->hits();
+    }
     mutable std::mutex mu;
     Shard core;
     absl::flat_hash_map<K, std::shared_ptr<Flight>, Hash> flights;
+    std::atomic<internal::ReadBuffer*> reads{nullptr};  // made by the first lock-free hit
   };
 
   explicit Cache(CacheOptions<K, V> options) : options_(std::move(options)) {
@@ -404,9 +429,54 @@ class Cache {
     }
   }
 
-  uint64_t hash_of(const K& key) const { return internal::spread_hash(static_cast<uint64_t>(hasher_(key))); }
+  // Never 0: the read buffer keeps 0 for an empty slot.
+  uint64_t hash_of(const K& key) const {
+    const uint64_t h = internal::spread_hash(static_cast<uint64_t>(hasher_(key)));
+    return h == 0 ? 1 : h;
+  }
   Slot& slot(uint64_t h) { return shard_bits_ == 0 ? *slots_[0] : *slots_[h >> (64 - shard_bits_)]; }
   uint64_t weigh(const K& key, const V& value) const { return options_.weigher ? options_.weigher(key, value) : 1; }
+
+  // A hit served without the shard's mutex (see the header comment), counted and recorded for the policy;
+  // nullopt sends the caller to the locked path: the key is absent or expired, or this cache reads under the mutex.
+  std::optional<V> lock_free_hit(Slot& s, const K& key, uint64_t h) {
+    if (options_.expire_after_access.count() > 0) return std::nullopt;  // a read moves the entry's deadline
+    std::optional<V> out;
+    {
+      internal::EpochGuard guard;
+      const Box* b = s.core.find_box(key, h);
+      if (b == nullptr) return std::nullopt;
+      if (b->write_deadline != TimePoint::max() && b->write_deadline <= clock_->now()) return std::nullopt;
+      out.emplace(b->value);
+    }
+    if (read_buffer(s).record(h) >= internal::ReadBuffer::kDrainAt) {
+      std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
+      if (lock.owns_lock()) {
+        RemovedList removed;
+        internal::LazyNow now(*clock_);
+        drain_reads(s, now, removed);
+        lock.unlock();
+        notify(removed);
+      }
+    }
+    return out;
+  }
+
+  static internal::ReadBuffer& read_buffer(Slot& s) {
+    internal::ReadBuffer* rb = s.reads.load(std::memory_order_acquire);
+    if (rb == nullptr) {
+      auto fresh = std::make_unique<internal::ReadBuffer>();
+      if (s.reads.compare_exchange_strong(rb, fresh.get(), std::memory_order_acq_rel)) rb = fresh.release();
+    }
+    return *rb;
+  }
+
+  // Caller holds s.mu: replays the hits served without it into the policy, before anything else changes it.
+  static void drain_reads(Slot& s, internal::LazyNow& now, RemovedList& removed) {
+    if (internal::ReadBuffer* rb = s.reads.load(std::memory_order_acquire)) {
+      rb->drain([&](uint64_t h) { s.core.record_read(h, now, removed); });
+    }
+  }
 
   // Caller holds s.mu.
   static void supersede_flight(Slot& s, const K& key) {
@@ -453,6 +523,9 @@ class Cache {
     if (!loader) return absl::InvalidArgumentError("Cache::get_or_load: the loader is empty; expected a callable");
     const uint64_t h = hash_of(key);
     Slot& s = slot(h);
+    if (!warming && options_.refresh_ahead_beta <= 0) {
+      if (std::optional<V> hit = lock_free_hit(s, key, h)) return std::move(*hit);
+    }
     RemovedList removed;
     std::shared_ptr<Flight> flight;
     std::optional<V> current;  // the value being refreshed ahead of its expiry
@@ -460,9 +533,10 @@ class Cache {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       internal::LazyNow now(*clock_);
-      NodeT* n = warming ? s.core.peek(key, now, removed) : s.core.lookup(key, h, now, removed);
+      drain_reads(s, now, removed);
+      NodeT* n = warming ? s.core.peek(key, h, now, removed) : s.core.lookup(key, h, now, removed);
       if (n != nullptr) {
-        current.emplace(n->value);
+        current.emplace(n->value());
         if (!warming && should_refresh(s.core, *n, now) && !s.flights.contains(key)) {
           leader = true;
         } else {

@@ -1,5 +1,5 @@
 // Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
-// CacheShard<K, V, Hash>: one shard of brisk::cache::Cache: its entries, its eviction policy (W-TinyLFU or
+// CacheShard<K, V>: one shard of brisk::cache::Cache: its entries, its eviction policy (W-TinyLFU or
 // LRU), its expiry bookkeeping and its tag index. cache.h owns the locking, the sharding, single-flight loads
 // and the removal callbacks; this file is the policy.
 //
@@ -27,10 +27,17 @@
 // is reclaimed on the shard's next operation or at Cache::cleanup(); cost O(log n) per expired entry.
 //
 // Tags: a per-shard index tag -> entries, so removing a tag costs O(entries carrying it).
-// Thread safety: none; the caller holds the shard's mutex for every call.
+//
+// Lock-free hits: the entries are indexed by a NodeTable (node_table.h) that find_box() reads without the lock, and
+// an entry's value and write deadline sit in a Box that is replaced whole, never changed, when the entry is written
+// again. Removed nodes and replaced boxes are retired (epoch.h), not deleted, so a reader inside an EpochGuard can
+// still read them. Such a hit changes no policy state; the cache records it in a ReadBuffer (read_buffer.h) and
+// replays it here later with record_read().
+// Thread safety: find_box() from any thread inside an EpochGuard; everything else only under the shard's mutex.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -41,9 +48,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/container/node_hash_map.h"
+#include "brisk/cache/internal/epoch.h"
 #include "brisk/cache/internal/frequency_sketch.h"
 #include "brisk/cache/internal/hill_climber.h"
+#include "brisk/cache/internal/node_table.h"
 #include "brisk/core/clock.h"
 
 namespace brisk::cache::internal {
@@ -53,11 +61,32 @@ enum class Cause : uint8_t { kExplicit, kReplaced, kSize, kExpired, kTag };
 enum class Region : uint8_t { kWindow, kProbation, kProtected };
 
 template <typename K, typename V>
-struct Node {
-  explicit Node(V v) : value(std::move(v)) {}
-  const K* key = nullptr;  // the map's key (node_hash_map keeps it at a stable address)
-  V value;
-  uint64_t hash = 0;
+struct alignas(16) Node {  // 16: NodeTable tags its pointers' low 4 bits
+  // What a lock-free reader reads besides the key: replaced whole when the entry is written again.
+  struct Box {
+    V value;
+    TimePoint write_deadline;  // TimePoint::max(): none
+  };
+  Node(K k, uint64_t h, Box b) : key(std::move(k)), hash(h), first(std::move(b)) {}
+  ~Node() {
+    if (Box* b = box.load(std::memory_order_relaxed); b != &first) delete b;
+  }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  const V& value() const { return box.load(std::memory_order_acquire)->value; }
+  // Publishes a new value; returns the old box when it is the caller's to retire (not the node's own `first`).
+  Box* replace_box(Box* b) {
+    Box* old = box.exchange(b, std::memory_order_acq_rel);
+    return old == &first ? nullptr : old;
+  }
+
+  const K key;
+  const uint64_t hash;
+  // The value the node was created with lives in the node (one allocation per entry); a replacement is allocated
+  // apart, and `first` then lingers unread until the node is freed.
+  Box first;
+  std::atomic<Box*> box{&first};
+  // The rest is the writer's, read and written under the shard's mutex only.
   uint64_t weight = 1;
   Node* prev = nullptr;  // policy list (window, probation or protected)
   Node* next = nullptr;
@@ -150,10 +179,11 @@ class LazyNow {
   std::optional<TimePoint> now_;
 };
 
-template <typename K, typename V, typename Hash>
+template <typename K, typename V>
 class CacheShard {
  public:
   using NodeT = Node<K, V>;
+  using Box = typename NodeT::Box;
   using RemovedList = std::vector<Removed<K, V>>;
   static constexpr int kWarmCandidate = 6;  // a losing candidate at least this frequent may be admitted by chance
 
@@ -170,29 +200,46 @@ class CacheShard {
   }
   CacheShard(const CacheShard&) = delete;
   CacheShard& operator=(const CacheShard&) = delete;
+  ~CacheShard() {
+    table_.for_each([](NodeT* n) { delete n; });
+  }
 
   // A live entry, after recording the access (policy order, frequency, access time, hit count); nullptr
   // (a miss) when absent. Expired entries are drained first, so they are never found.
   NodeT* lookup(const K& key, uint64_t hash, LazyNow& now, RemovedList& out) {
     if (has_expiring()) drain_expired(now.get(), out);
-    auto it = map_.find(key);
-    if (it == map_.end()) {
+    NodeT* n = find(key, hash);
+    if (n == nullptr) {
       ++counters_.misses;
       record_sample(false, out);
       return nullptr;
     }
-    NodeT* n = &it->second;
     ++counters_.hits;
     on_access(n, now);
     record_sample(true, out);
     return n;
   }
 
+  // Without the lock, inside an EpochGuard: key's box, or nullptr; expired or not (the caller checks its
+  // write_deadline). Records nothing: the caller counts the hit and hands it to record_read() later.
+  const Box* find_box(const K& key, uint64_t hash) const {
+    const NodeT* n = find(key, hash);
+    return n == nullptr ? nullptr : n->box.load(std::memory_order_acquire);
+  }
+
+  // Replays a hit that find_box() served: the access as lookup() records it, minus the hit count. An entry that has
+  // gone since is skipped. Not for caches with expire_after_access (their reads must take the lock).
+  void record_read(uint64_t hash, LazyNow& now, RemovedList& out) {
+    NodeT* n = table_.find(hash, [](const NodeT*) { return true; });
+    if (n == nullptr) return;
+    on_access(n, now);
+    record_sample(true, out);
+  }
+
   // A live entry without touching policy, frequency or stats (still drains expired entries).
-  NodeT* peek(const K& key, LazyNow& now, RemovedList& out) {
+  NodeT* peek(const K& key, uint64_t hash, LazyNow& now, RemovedList& out) {
     if (has_expiring()) drain_expired(now.get(), out);
-    auto it = map_.find(key);
-    return it == map_.end() ? nullptr : &it->second;
+    return find(key, hash);
   }
 
   // Inserts or replaces key's entry. ttl > 0 overrides expire_after_write. Returns false when the entry is
@@ -206,39 +253,44 @@ class CacheShard {
       drain_expired(now.get(), out);
     }
     if (weight > max_) {
-      if (auto it = map_.find(key); it != map_.end()) remove_node(&it->second, Cause::kReplaced, out);
+      if (NodeT* old = find(key, hash)) remove_node(old, Cause::kReplaced, out);
       ++counters_.evictions;
       counters_.evicted_weight += weight;
       if (config_.collect_removed) out.push_back({key, std::move(value), Cause::kSize});
       return false;
     }
-    auto [it, inserted] = map_.try_emplace(key, std::move(value));
-    NodeT* n = &it->second;
+    const Duration write_ttl = ttl.count() > 0 ? ttl : config_.expire_after_write;
+    Box box{std::move(value), write_ttl.count() > 0 ? now.get() + write_ttl : TimePoint::max()};
+    const TimePoint write_deadline = box.write_deadline;
+    NodeT* n = find(key, hash);
+    const bool inserted = n == nullptr;
     if (!inserted) {
-      if (config_.collect_removed) out.push_back({key, std::move(n->value), Cause::kReplaced});
-      n->value = std::move(value);
+      // A reader may hold the old value: copy it for on_removal, and retire rather than free it.
+      if (config_.collect_removed) out.push_back({key, n->value(), Cause::kReplaced});
+      if (Box* old = n->replace_box(new Box(std::move(box)))) {
+        retired_.retire(old, [](void* p) { delete static_cast<Box*>(p); });
+      }
       unlink_tags(n);
       if (n->write_deadline != TimePoint::max()) deadlines_.erase({n->write_deadline, n});
       region_list(n->region).weight += weight - n->weight;  // wraps correctly in unsigned arithmetic
       total_ += weight - n->weight;
       n->weight = weight;
     } else {
-      n->key = &it->first;
-      n->hash = hash;
+      n = new NodeT(key, hash, std::move(box));
+      table_.insert(n, retired_);  // publishes the node and its value (a release store)
       n->weight = weight;
       n->region = Region::kWindow;
       window_.push_back(n, weight);
       total_ += weight;
       if (config_.expire_after_access.count() > 0) access_.push_back(n, 0);
-      if (!config_.lru && config_.weighted && map_.size() > sketch_.capacity()) {
-        sketch_.ensure_capacity(2 * map_.size());  // weighted caches learn their entry count as they fill
+      if (!config_.lru && config_.weighted && table_.size() > sketch_.capacity()) {
+        sketch_.ensure_capacity(2 * table_.size());  // weighted caches learn their entry count as they fill
         climber_.set_sample_size(sketch_.sample_size());
       }
     }
     n->load_duration = load_duration;
     link_tags(n, tags);
-    const Duration write_ttl = ttl.count() > 0 ? ttl : config_.expire_after_write;
-    n->write_deadline = write_ttl.count() > 0 ? now.get() + write_ttl : TimePoint::max();
+    n->write_deadline = write_deadline;
     if (n->write_deadline != TimePoint::max()) deadlines_.insert({n->write_deadline, n});
     if (config_.expire_after_access.count() > 0) n->last_access = now.get();
     if (!inserted) on_access(n, now);
@@ -248,10 +300,10 @@ class CacheShard {
   }
 
   // Removes key's entry; kExplicit / kTag count as invalidations.
-  bool remove(const K& key, Cause cause, RemovedList& out) {
-    auto it = map_.find(key);
-    if (it == map_.end()) return false;
-    remove_node(&it->second, cause, out);
+  bool remove(const K& key, uint64_t hash, Cause cause, RemovedList& out) {
+    NodeT* n = find(key, hash);
+    if (n == nullptr) return false;
+    remove_node(n, cause, out);
     return true;
   }
 
@@ -265,12 +317,13 @@ class CacheShard {
 
   // Removes everything (kExplicit). The frequency history is kept: it still describes the workload.
   size_t clear(RemovedList& out) {
-    const size_t n = map_.size();
-    if (config_.collect_removed) {
-      for (auto& [k, node] : map_) out.push_back({k, std::move(node.value), Cause::kExplicit});
-    }
+    const size_t n = table_.size();
+    table_.for_each([&](NodeT* node) {
+      if (config_.collect_removed) out.push_back({node->key, node->value(), Cause::kExplicit});
+      retire(node);
+    });
     counters_.invalidations += n;
-    map_.clear();
+    table_.clear(retired_);
     window_.clear();
     probation_.clear();
     protected_.clear();
@@ -304,13 +357,13 @@ class CacheShard {
 
   // Whether some entry has a deadline (so reads must consult the clock).
   bool has_expiring() const {
-    return !deadlines_.empty() || (config_.expire_after_access.count() > 0 && !map_.empty());
+    return !deadlines_.empty() || (config_.expire_after_access.count() > 0 && table_.size() > 0);
   }
 
   // A uniform number in (0, 1], for XFetch (called under the shard lock).
   double random_unit() { return (static_cast<double>(next_random() >> 11) + 1.0) * 0x1.0p-53; }
 
-  size_t size() const { return map_.size(); }
+  size_t size() const { return table_.size(); }
   uint64_t weight() const { return total_; }
   uint64_t capacity() const { return max_; }
   uint64_t window_capacity() const { return window_max_; }
@@ -319,6 +372,14 @@ class CacheShard {
 
  private:
   using PolicyList = IntrusiveList<NodeT, &NodeT::prev, &NodeT::next>;
+
+  NodeT* find(const K& key, uint64_t hash) const {
+    return table_.find(hash, [&](const NodeT* n) { return n->key == key; });
+  }
+
+  void retire(NodeT* n) {
+    retired_.retire(n, [](void* p) { delete static_cast<NodeT*>(p); });
+  }
   using AccessList = IntrusiveList<NodeT, &NodeT::access_prev, &NodeT::access_next>;
 
   PolicyList& region_list(Region r) {
@@ -488,13 +549,9 @@ class CacheShard {
       case Cause::kTag: ++counters_.invalidations; break;
       case Cause::kReplaced: break;
     }
-    auto it = map_.find(*n->key);
-    if (config_.collect_removed) {
-      auto handle = map_.extract(it);
-      out.push_back({std::move(handle.key()), std::move(handle.mapped().value), cause});
-    } else {
-      map_.erase(it);
-    }
+    table_.erase(n);
+    if (config_.collect_removed) out.push_back({n->key, n->value(), cause});  // copies: a reader may hold the node
+    retire(n);
   }
 
   ShardConfig config_;
@@ -502,7 +559,8 @@ class CacheShard {
   uint64_t window_max_ = 0;
   uint64_t protected_max_ = 0;
   uint64_t total_ = 0;
-  absl::node_hash_map<K, NodeT, Hash> map_;
+  NodeTable<NodeT> table_;
+  RetireList retired_;  // removed nodes and replaced boxes, until no lock-free reader can hold them
   PolicyList window_, probation_, protected_;
   AccessList access_;
   std::set<std::pair<TimePoint, NodeT*>> deadlines_;  // write deadlines, earliest first

@@ -1,0 +1,82 @@
+// Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
+// ReadBuffer: the hits a cache shard served without its lock, waiting to be applied to its policy (Caffeine's
+// striped read buffer). A hit records its key's hash in its thread's stripe, a small ring, and counts itself there;
+// whoever next holds the shard's lock drains every stripe, oldest first, into the policy (LRU order, frequency
+// sketch, hill climber). The buffer is lossy: a hit that finds its stripe full is still counted and served, but its
+// policy update is dropped (so is one that loses a race for a slot). Hashes, not node pointers, are recorded, so a
+// record of an entry removed meanwhile is harmless: the drain looks the hash up and finds nothing.
+//
+// Thread safety: record() and hits() from any thread at once; drain() only under the shard's lock.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace brisk::cache::internal {
+
+class ReadBuffer {
+ public:
+  static constexpr uint64_t kSlots = 32;    // per stripe (a power of two)
+  static constexpr uint64_t kDrainAt = 16;  // pending records at which a reader tries to drain
+  static constexpr uint32_t kStripes = 4;   // a thread moves to the next one when it meets another on its own
+
+  // Records a hit on `hash` (not 0: an empty slot holds 0); returns how many records its stripe now holds
+  // (kSlots + 1: full, dropped).
+  uint64_t record(uint64_t hash) {
+    uint32_t& stripe = thread_stripe();
+    Stripe& s = stripes_[stripe % kStripes];
+    s.hits.fetch_add(1, std::memory_order_relaxed);
+    uint64_t tail = s.tail.load(std::memory_order_relaxed);
+    const uint64_t head = s.head.load(std::memory_order_acquire);
+    if (tail - head >= kSlots) return kSlots + 1;
+    if (!s.tail.compare_exchange_strong(tail, tail + 1, std::memory_order_relaxed)) {
+      ++stripe;  // another thread records here at the same time: use the next stripe from now on (as Striped64)
+      return kSlots + 1;
+    }
+    s.slots[tail & (kSlots - 1)].store(hash, std::memory_order_release);
+    return tail + 1 - head;
+  }
+
+  // Applies every complete record, oldest first per stripe. Caller holds the shard's lock.
+  template <typename Apply>
+  void drain(Apply&& apply) {
+    for (Stripe& s : stripes_) {
+      uint64_t head = s.head.load(std::memory_order_relaxed);
+      const uint64_t tail = s.tail.load(std::memory_order_acquire);
+      for (; head != tail; ++head) {
+        std::atomic<uint64_t>& slot = s.slots[head & (kSlots - 1)];
+        const uint64_t hash = slot.load(std::memory_order_acquire);
+        if (hash == 0) break;  // its writer has reserved it but not written it yet: the next drain takes it
+        slot.store(0, std::memory_order_relaxed);
+        apply(hash);
+      }
+      s.head.store(head, std::memory_order_release);
+    }
+  }
+
+  uint64_t hits() const {
+    uint64_t n = 0;
+    for (const Stripe& s : stripes_) n += s.hits.load(std::memory_order_relaxed);
+    return n;
+  }
+
+ private:
+  struct alignas(64) Stripe {
+    std::atomic<uint64_t> tail{0};  // producers reserve slots here
+    std::atomic<uint64_t> hits{0};
+    alignas(64) std::atomic<uint64_t> head{0};          // the drain's position, on its own line
+    std::array<std::atomic<uint64_t>, kSlots> slots{};  // 0: empty
+  };
+
+  // This thread's stripe (modulo kStripes): threads start spread by their order of first use.
+  static uint32_t& thread_stripe() {
+    static std::atomic<uint32_t> next{0};
+    thread_local uint32_t stripe = next.fetch_add(1, std::memory_order_relaxed);
+    return stripe;
+  }
+
+  std::array<Stripe, kStripes> stripes_;
+};
+
+}  // namespace brisk::cache::internal
