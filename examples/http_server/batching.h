@@ -1,11 +1,13 @@
-// batching: one HTTP request's inputs through Runtime::submit() (or submit_classify()), one submit per input, waiting
-// for all of them; and brisk statuses as HTTP errors. While it waits it watches the client's connection: when the
-// client has gone, every input still pending is cancelled (Runtime::cancel) and the wait ends once their callbacks
-// have run, so that nothing is left behind.
+// batching: one HTTP request's inputs through Runtime::submit() (or submit_classify(), submit_rerank()), one submit per
+// input, waiting for all of them; and brisk statuses as HTTP errors. While it waits it watches the client's connection:
+// when the client has gone, every input still pending is cancelled (Runtime::cancel) and the wait ends once their
+// callbacks have run, so that nothing is left behind.
 //
 //   std::vector<brisk::AnswerPath> paths;
 //   auto rows = brisk_http::run_batch<std::vector<float>>(rt, req, texts.size(),
 //       [&](size_t i, auto done) { return rt.submit(texts[i], opts, std::move(done)); }, metrics, &paths, &err);
+//
+// An error names the input that failed as field[i] ("inputs[2]", or "texts[2]" with field "texts").
 //
 // Thread safety: run_batch() blocks its calling (handler) thread; the callbacks run on brisk's threads.
 #pragma once
@@ -48,7 +50,8 @@ inline HttpError error_of_status(const brisk::Status& s, const std::string& fiel
 template <typename Result, typename SubmitOne>
 std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const httplib::Request& req, size_t n,
                                              SubmitOne submit_one, HttpMetrics& metrics,
-                                             std::vector<brisk::AnswerPath>* paths, HttpError* err) {
+                                             std::vector<brisk::AnswerPath>* paths, HttpError* err,
+                                             const std::string& field = "inputs") {
   struct Gather {
     std::mutex mu;
     std::condition_variable cv;
@@ -81,7 +84,7 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
       std::lock_guard<std::mutex> lock(g->mu);
       --g->pending;
     }
-    failed = error_of_status(id.status(), "inputs[" + std::to_string(i) + "]");
+    failed = error_of_status(id.status(), field + "[" + std::to_string(i) + "]");
   }
   const auto cancel_all = [&](brisk::metrics::Counter& counted) {
     for (uint64_t id : ids) {
@@ -110,7 +113,7 @@ std::optional<std::vector<Result>> run_batch(const brisk::Runtime& rt, const htt
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (!g->results[i]->ok()) {
-      *err = error_of_status(g->results[i]->status(), "inputs[" + std::to_string(i) + "]");
+      *err = error_of_status(g->results[i]->status(), field + "[" + std::to_string(i) + "]");
       return std::nullopt;
     }
     out.push_back(std::move(**g->results[i]));

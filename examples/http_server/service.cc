@@ -355,41 +355,25 @@ void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
   }
   auto r = parse_tei_predict(req.body, {options_.max_inputs}, &err);
   if (!r || !check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
-  const auto& labels = rt_.info().labels;
-  std::vector<std::vector<brisk::LabelScore>> results;
-  if (r->raw_scores) {  // logits: Runtime::logits() (batched, synchronous; the probabilities cannot give them back)
-    std::vector<std::string_view> views(r->inputs.begin(), r->inputs.end());
-    brisk::StatusOr<std::vector<float>> logits = rt_.logits(views);
-    if (!logits.ok()) return reply_error(res, error_of_status(logits.status(), "inputs"));
-    for (size_t i = 0; i < views.size(); ++i) {
-      std::vector<brisk::LabelScore> row;
-      for (size_t k = 0; k < labels.size(); ++k) {
-        row.push_back({static_cast<int64_t>(k), labels[k], (*logits)[i * labels.size() + k]});
-      }
-      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
-      results.push_back(std::move(row));
-    }
-  } else {
-    auto opts = request_options(req, &err);
-    if (!opts) return reply_error(res, err);
-    opts->top_k = static_cast<int>(labels.size());
-    std::vector<brisk::AnswerPath> paths;
-    brisk::TraceContext trace;
-    auto out = run_batch<std::vector<brisk::LabelScore>>(
-        rt_, req, r->inputs.size(),
-        [&](size_t i, auto done) {
-          brisk::ClassifyRequestOptions o = *opts;
-          if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
-          return rt_.submit_classify(r->inputs[i], o, std::move(done));
-        },
-        metrics_, &paths, &err);
-    if (!out) return reply_error(res, err);
-    set_answer_paths(res, paths);
-    set_trace_response(res, trace);
-    results = std::move(*out);
-  }
+  auto opts = request_options(req, &err);
+  if (!opts) return reply_error(res, err);
+  opts->top_k = static_cast<int>(rt_.info().labels.size());
+  opts->raw_scores = r->raw_scores;  // each label's logit instead of its probability
+  std::vector<brisk::AnswerPath> paths;
+  brisk::TraceContext trace;
+  auto results = run_batch<std::vector<brisk::LabelScore>>(
+      rt_, req, r->inputs.size(),
+      [&](size_t i, auto done) {
+        brisk::ClassifyRequestOptions o = *opts;
+        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        return rt_.submit_classify(r->inputs[i], o, std::move(done));
+      },
+      metrics_, &paths, &err);
+  if (!results) return reply_error(res, err);
+  set_answer_paths(res, paths);
+  set_trace_response(res, trace);
   json body = json::array();
-  for (const auto& row : results) {
+  for (const auto& row : *results) {
     json item = json::array();
     for (const auto& l : row) item.push_back({{"label", l.label}, {"score", l.score}});
     body.push_back(std::move(item));
@@ -404,11 +388,27 @@ void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
   }
   auto r = parse_tei_rerank(req.body, {options_.max_inputs}, &err);
   if (!r) return reply_error(res, err);
-  std::vector<std::string_view> views(r->texts.begin(), r->texts.end());
-  auto ranked = rt_.rerank(r->query, views, {.raw_scores = r->raw_scores, .top_k = 0});
-  if (!ranked.ok()) return reply_error(res, error_of_status(ranked.status(), "texts"));
+  const auto opts = request_options(req, &err);
+  if (!opts) return reply_error(res, err);
+  std::vector<brisk::AnswerPath> paths;
+  brisk::TraceContext trace;
+  auto scores = run_batch<float>(
+      rt_, req, r->texts.size(),
+      [&](size_t i, auto done) {
+        brisk::RerankRequestOptions o{*opts, r->raw_scores};
+        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        return rt_.submit_rerank(r->query, r->texts[i], o, std::move(done));
+      },
+      metrics_, &paths, &err, "texts");
+  if (!scores) return reply_error(res, err);
+  set_answer_paths(res, paths);
+  set_trace_response(res, trace);
+  // Best first, as Runtime::rerank() sorts (the model's scores are finite: a non-finite one is an error).
+  std::vector<brisk::RerankResult> ranked(scores->size());
+  for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = {i, (*scores)[i]};
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
   json body = json::array();
-  for (const auto& x : *ranked) {
+  for (const auto& x : ranked) {
     json item = {{"index", x.index}, {"score", x.score}};
     if (r->return_text) item["text"] = r->texts[x.index];
     body.push_back(std::move(item));

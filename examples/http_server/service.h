@@ -1,7 +1,8 @@
 // HttpService: the HTTP example's endpoints over one brisk::Runtime: TEI's /embed, /predict, /rerank, /info,
-// /health and /metrics, and OpenAI's /v1/embeddings. A thin layer: each input of /embed, /v1/embeddings and /predict
-// is one Runtime::submit() / submit_classify() with the request's deadline, /rerank is one Runtime::rerank(); the
-// service parses, checks limits, maps statuses to HTTP codes and counts.
+// /health and /metrics, and OpenAI's /v1/embeddings. A thin layer: each input of /embed and /v1/embeddings is one
+// Runtime::submit(), of /predict one submit_classify() (raw_scores included), each passage of /rerank one
+// submit_rerank(), all with the request's deadline and cancelled when the client leaves (batching.h); the service
+// parses, checks limits, maps statuses to HTTP codes and counts.
 //
 //   brisk_http::HttpService service(*runtime, options);
 //   brisk_http::Transport server(transport_options);

@@ -57,7 +57,8 @@ using ResultCallback = absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<fl
 // status and the path that answered, brisk.answer_path (also when the callback throws, which is then rethrown).
 ResultCallback traced_callback(std::shared_ptr<RequestTrace> trace, ResultCallback done);
 
-// Tokenizes through `tokenize` and, when traced, records "brisk.tokenize" (a failure also finishes the trace).
+// Tokenizes through `tokenize` (a text's token ids, or a pair's TokenizedInput) and, when traced, records
+// "brisk.tokenize" (a failure also finishes the trace).
 template <typename Tokenize>
 auto traced_tokenize(RequestTrace* trace, Tokenize&& tokenize) -> decltype(tokenize()) {
   if (trace == nullptr) return tokenize();
@@ -65,7 +66,15 @@ auto traced_tokenize(RequestTrace* trace, Tokenize&& tokenize) -> decltype(token
   auto ids = tokenize();
   const TimePoint end = std::chrono::steady_clock::now();
   std::vector<SpanAttribute> attributes;
-  if (ids.ok()) attributes.push_back({"brisk.tokens", static_cast<int64_t>(ids->size())});
+  if (ids.ok()) {
+    size_t tokens = 0;
+    if constexpr (requires { ids->ids; }) {
+      tokens = ids->ids.size();
+    } else {
+      tokens = ids->size();
+    }
+    attributes.push_back({"brisk.tokens", static_cast<int64_t>(tokens)});
+  }
   trace->add("brisk.tokenize", start, end, ids.status(), std::move(attributes));
   if (!ids.ok()) trace->finish(ids.status(), end);
   return ids;

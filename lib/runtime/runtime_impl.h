@@ -74,6 +74,9 @@ struct RuntimeImpl {
 
   // Tokenizes one text with the runtime's truncation through the token cache, recording the tokenizer's time.
   StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
+  // One (query, passage) pair for a cross-encoder: [CLS] query [SEP] passage [SEP] with the runtime's longest-first
+  // truncation (WordPieceTokenizer::encode_pair), recording the tokenizer's time; not through the token cache.
+  StatusOr<TokenizedInput> tokenize_pair(std::string_view query, std::string_view passage);
   // Each text through tokenize(); an error names the text's index.
   StatusOr<std::vector<TokenizedInput>> tokenize_texts(std::span<const std::string_view> texts);
   // One forward pass of the backend over inputs on the calling thread: inputs.size() x output_dim floats into out.
@@ -118,6 +121,8 @@ struct RuntimeImpl {
                        const StatusOr<std::vector<float>>& leader);
   // FAILED_PRECONDITION naming `call` unless the backend's output is `output`.
   Status require_output(BackendOutput output, std::string_view call) const;
+  // FAILED_PRECONDITION naming `call` unless the model is a cross-encoder: logits with one label.
+  Status require_cross_encoder(std::string_view call) const;
 };
 
 }  // namespace internal

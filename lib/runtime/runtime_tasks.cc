@@ -1,5 +1,6 @@
-// The classification tasks of Runtime: classify() and submit_classify() over a model's labels, and rerank() of
-// (query, passage) pairs by a one-label cross-encoder. Both share embed()'s caches and batching (runtime_submit.cc).
+// The classification tasks of Runtime: classify() and submit_classify() over a model's labels, and rerank() and
+// submit_rerank() of (query, passage) pairs by a one-label cross-encoder. All share embed()'s caches and batching
+// (runtime_submit.cc).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,9 +24,11 @@ Status check_top_k(int top_k, size_t num_labels, std::string_view call) {
 // A strict weak order on scores, best first, with NaN (a model that overflowed) after every number.
 bool better_score(float a, float b) { return std::isnan(b) ? !std::isnan(a) : a > b; }
 
-// The top_k labels of one row of logits, by probability, best first (ties: the lower id first).
-std::vector<LabelScore> top_labels(const BackendInfo& backend, std::span<const float> logits, int top_k) {
-  const std::vector<float> p = label_probabilities(logits, backend.output_dim, backend.multi_label);
+// The top_k labels of one row of logits, by probability (or, raw, by logit), best first (ties: the lower id first).
+std::vector<LabelScore> top_labels(const BackendInfo& backend, std::span<const float> logits, int top_k,
+                                   bool raw = false) {
+  const std::vector<float> p = raw ? std::vector<float>(logits.begin(), logits.end())
+                                   : label_probabilities(logits, backend.output_dim, backend.multi_label);
   std::vector<int64_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   const auto k = static_cast<ptrdiff_t>(std::min<size_t>(static_cast<size_t>(top_k), p.size()));
@@ -89,34 +92,27 @@ StatusOr<uint64_t> Runtime::submit_classify(std::string_view text, const Classif
   return finish_if_refused(trace.get(),
                            impl_->submit_input(
                                TokenizedInput{std::move(ids), 0}, options,
-                               [&backend, top_k = options.top_k, done = std::move(done)](
+                               [&backend, top_k = options.top_k, raw = options.raw_scores, done = std::move(done)](
                                    uint64_t id, StatusOr<std::vector<float>> logits, AnswerPath path) mutable {
                                  if (!logits.ok()) return done(id, logits.status(), path);
-                                 done(id, top_labels(backend, *logits, top_k), path);
+                                 done(id, top_labels(backend, *logits, top_k, raw), path);
                                },
                                trace));
 }
 
 StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std::span<const std::string_view> passages,
                                                     const RerankOptions& options) const {
-  BRISK_RETURN_IF_ERROR(impl_->require_output(BackendOutput::kLogits, "Runtime::rerank"));
-  if (impl_->output_dim != 1) {
-    return absl::FailedPreconditionError(absl::StrCat("Runtime::rerank: model '", impl_->info.model_dir, "' has ",
-                                                      impl_->output_dim,
-                                                      " labels; expected a cross-encoder with one (num_labels 1)"));
-  }
+  BRISK_RETURN_IF_ERROR(impl_->require_cross_encoder("Runtime::rerank"));
   if (passages.empty()) {
     return absl::InvalidArgumentError("Runtime::rerank: passages is empty; expected at least one passage");
   }
   std::vector<TokenizedInput> inputs(passages.size());
   for (size_t i = 0; i < passages.size(); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto pair = impl_->tokenizer->encode_pair(query, passages[i], impl_->info.max_seq_len);
-    impl_->tokenize_ns.record(static_cast<uint64_t>((std::chrono::steady_clock::now() - t0).count()));
+    StatusOr<TokenizedInput> pair = impl_->tokenize_pair(query, passages[i]);
     if (!pair.ok()) {
       return absl::Status(pair.status().code(), absl::StrCat("passage ", i, ": ", pair.status().message()));
     }
-    inputs[i] = TokenizedInput{std::move(pair->ids), pair->second_start};
+    inputs[i] = std::move(*pair);
   }
   std::vector<float> scores(passages.size());
   std::vector<float*> rows(passages.size());
@@ -129,6 +125,49 @@ StatusOr<std::vector<RerankResult>> Runtime::rerank(std::string_view query, std:
                    [](const RerankResult& a, const RerankResult& b) { return better_score(a.score, b.score); });
   if (options.top_k > 0 && options.top_k < ranked.size()) ranked.resize(options.top_k);
   return ranked;
+}
+
+StatusOr<uint64_t> Runtime::submit_rerank(std::string_view query, std::string_view passage,
+                                          const RerankRequestOptions& options, RerankCallback done) const {
+  if (!done) return absl::InvalidArgumentError("Runtime::submit_rerank: the callback is empty; expected a callable");
+  return submit_rerank(
+      query, passage, options,
+      [done = std::move(done)](uint64_t id, StatusOr<float> score, AnswerPath) mutable { done(id, std::move(score)); });
+}
+
+StatusOr<uint64_t> Runtime::submit_rerank(std::string_view query, std::string_view passage,
+                                          const RerankRequestOptions& options, RerankAnswerCallback done) const {
+  if (!done) return absl::InvalidArgumentError("Runtime::submit_rerank: the callback is empty; expected a callable");
+  BRISK_RETURN_IF_ERROR(impl_->require_cross_encoder("Runtime::submit_rerank"));
+  BRISK_ASSIGN_OR_RETURN(std::shared_ptr<RequestTrace> trace,
+                         RequestTrace::start(impl_->options.span_sink, options, "Runtime::submit_rerank", "rerank"));
+  BRISK_ASSIGN_OR_RETURN(TokenizedInput pair,
+                         traced_tokenize(trace.get(), [&] { return impl_->tokenize_pair(query, passage); }));
+  return finish_if_refused(
+      trace.get(), impl_->submit_input(
+                       std::move(pair), options,
+                       [raw = options.raw_scores, done = std::move(done)](
+                           uint64_t id, StatusOr<std::vector<float>> logit, AnswerPath path) mutable {
+                         if (!logit.ok()) return done(id, logit.status(), path);
+                         done(id, raw ? (*logit)[0] : label_probabilities(*logit, 1, /*multi_label=*/false)[0], path);
+                       },
+                       trace));
+}
+
+StatusOr<TokenizedInput> RuntimeImpl::tokenize_pair(std::string_view query, std::string_view passage) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<EncodedPair> pair = tokenizer->encode_pair(query, passage, info.max_seq_len);
+  tokenize_ns.record(static_cast<uint64_t>((std::chrono::steady_clock::now() - t0).count()));
+  if (!pair.ok()) return pair.status();
+  return TokenizedInput{std::move(pair->ids), pair->second_start};
+}
+
+Status RuntimeImpl::require_cross_encoder(std::string_view call) const {
+  BRISK_RETURN_IF_ERROR(require_output(BackendOutput::kLogits, call));
+  if (output_dim == 1) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(std::string(call), ": model '", info.model_dir, "' has ",
+                                                    output_dim,
+                                                    " labels; expected a cross-encoder with one (num_labels 1)"));
 }
 
 }  // namespace brisk

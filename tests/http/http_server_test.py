@@ -296,6 +296,60 @@ def test_load_behaviour(binary):
         check(results == [200, 200, 200] and code == 0, f"SIGTERM drains in-flight requests, exit 0 ({results}, {code})")
 
 
+def test_task_load_behaviour(binary):
+    """/rerank and /predict with raw_scores go through the batcher as /embed does: a full queue is 429 with
+    Retry-After, X-Request-Timeout-Ms is a deadline (504), and a client that leaves has its inputs cancelled. A policy
+    file makes the batcher hold what is queued (a minute's queue delay, batches of 64 that four queued inputs never
+    fill), so that each outcome is certain."""
+    # Texts of distinct token ids in the tiny models' vocabulary (most words are [UNK]): single flight joins none.
+    texts = ["hello", "lost card", "reset my pin", "open the app", "refund payment", "account balance",
+             "transfer money", "block card"]
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = os.path.join(tmp, "holding.json")
+        with open(policy, "w") as f:
+            json.dump({"version": 1, "max_batch_size": 64, "preferred_batch_multiple": 1,
+                       "max_queue_delay_ms": 60000}, f)
+        for model, path, body in (
+                ("cross_encoder", "/rerank", lambda texts: {"query": "lost card", "texts": texts, "raw_scores": True}),
+                ("cross_encoder", "/rerank", lambda texts: {"query": "lost card", "texts": texts}),
+                ("bert_cls", "/predict", lambda texts: {"inputs": texts, "raw_scores": True})):
+            what = f"{path} ({model}, {json.dumps(body(['x']))[:60]})"
+            args = ["--model", os.path.join(DATA, "tasks", model), "--max-seq-len", "24", "--policy", policy,
+                    "--max-queue", "4", "--no-reject-late", "--no-cache", "--http-threads", "8"]
+            with Server(binary, args) as srv:
+                t0 = time.monotonic()
+                r = requests.post(f"{srv.url}{path}", json=body(texts),
+                                  headers={"X-Request-Timeout-Ms": "60000"})
+                check(r.status_code == 429 and r.headers.get("Retry-After") == "1" and
+                      r.json()["error_type"] == "overloaded" and time.monotonic() - t0 < 1.0,
+                      f"{what}: a full queue is a fast 429 with Retry-After ({r.status_code} {r.text[:120]})")
+                m = requests.get(f"{srv.url}/metrics").text
+                failed = metric(m, "brisk_http_cancelled_inputs_total", reason="request_failed")
+                check(failed == 4 and metric(m, "brisk_batcher_queued") == 0,
+                      f"{what}: the 429's four queued inputs are cancelled ({failed})")
+
+                t0 = time.monotonic()
+                r = requests.post(f"{srv.url}{path}", json=body(["call support"]),
+                                  headers={"X-Request-Timeout-Ms": "150"})
+                took = time.monotonic() - t0
+                check(r.status_code == 504 and r.json()["error_type"] == "timeout" and 0.15 <= took < 5,
+                      f"{what}: X-Request-Timeout-Ms is its deadline, 504 ({r.status_code} {took:.3f} s)")
+
+                payload = json.dumps(body(texts[:3])).encode()
+                s = raw_request(srv.port, f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                          f"Content-Length: {len(payload)}\r\n\r\n", payload)
+                time.sleep(0.3)
+                s.close()
+                m = scrape_until(srv.url, lambda m: metric(m, "brisk_http_client_disconnects_total") == 1 and
+                                 metric(m, "brisk_batcher_queued") == 0)
+                check(metric(m, "brisk_http_client_disconnects_total") == 1 and
+                      metric(m, "brisk_http_cancelled_inputs_total", reason="client_gone") == 3 and
+                      metric(m, "brisk_batcher_queued") == 0,
+                      f"{what}: a client that leaves has its three inputs cancelled, none left queued")
+                check(metric(m, "brisk_runtime_forward_passes_total") == 0,
+                      f"{what}: nothing refused, expired or cancelled was computed")
+
+
 def test_degradation(binary):
     """X-Brisk-Answer-Path names the path of each input: the model, the cache, the fallback model (here the same MiniLM
     directory: a full queue of one reroutes the rest of a request's inputs to it) or a stale result."""
@@ -410,8 +464,8 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_bad_flags, test_tasks, test_intent_head, test_slowloris, test_load_behaviour, test_degradation, test_tracing_and_policy,
-                 test_prometheus):
+    for test in (test_clients, test_bad_flags, test_tasks, test_intent_head, test_slowloris, test_load_behaviour,
+                 test_task_load_behaviour, test_degradation, test_tracing_and_policy, test_prometheus):
         if only and test.__name__ not in only:
             continue
         t = time.monotonic()

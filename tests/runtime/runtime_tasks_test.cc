@@ -1,12 +1,18 @@
 // Sequence classification and cross-encoder reranking against Hugging Face transformers' logits on tiny random
-// models (tests/data/make_task_golden.py), alone and inside mixed-length batches, and the tasks' bad inputs.
+// models (tests/data/make_task_golden.py), alone and inside mixed-length batches, and the tasks' bad inputs; their
+// submitted forms (submit_classify with raw_scores, submit_rerank) give the same numbers and honour deadlines,
+// cancel(), overload refusals, the result cache and the fallback model.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -54,6 +60,36 @@ void require_close(std::span<const float> got, const json& want, const std::stri
 }
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+using namespace std::chrono_literals;
+
+// A submitted request's answer: its result and the path that answered, through a future.
+template <typename T>
+struct Awaited {
+  using Got = std::pair<brisk::StatusOr<T>, brisk::AnswerPath>;
+  std::shared_ptr<std::promise<Got>> promise = std::make_shared<std::promise<Got>>();
+  std::future<Got> future = promise->get_future();
+  auto callback() {
+    return [p = promise](uint64_t, brisk::StatusOr<T> r, brisk::AnswerPath path) {
+      p->set_value({std::move(r), path});
+    };
+  }
+  Got get() {
+    REQUIRE(future.wait_for(30s) == std::future_status::ready);
+    return future.get();
+  }
+};
+using Score = Awaited<float>;
+using Labels = Awaited<std::vector<brisk::LabelScore>>;
+
+// A batcher that holds what is queued (a minute's queue delay, batches far larger than a test fills), with room for
+// three requests: what a test submits stays queued, uncomputed, until it is cancelled, expires or is refused.
+RuntimeOptions holding(RuntimeOptions o) {
+  o.batching.max_batch_size = 64;
+  o.batching.max_queue_delay = 60s;
+  o.batching.max_queue_size = 3;
+  return o;
+}
 
 }  // namespace
 
@@ -240,6 +276,268 @@ TEST_CASE("tasks: bad input gets a clear error") {
     REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
     REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("passage 1"));
   }
+}
+
+TEST_CASE("tasks: submit_classify with raw_scores gives each label the logit that logits gives it and best first") {
+  for (const std::string model : {"bert_cls", "bert_multilabel", "distilbert_cls"}) {
+    INFO(model);
+    const json g = golden(model);
+    auto rt = brisk::testing::make_runtime(task_options(model, g["max_length"].get<int>()));
+    const size_t labels = rt->info().labels.size();
+    std::vector<Labels> all(g["single"].size()), probs(g["single"].size()), best(g["single"].size());
+    std::vector<std::string> texts;
+    for (const json& item : g["single"]) texts.push_back(item["text"].get<std::string>());
+    // Every text submitted before any is awaited: they share forward passes (mixed lengths).
+    for (size_t i = 0; i < texts.size(); ++i) {
+      brisk::ClassifyRequestOptions o;
+      o.top_k = static_cast<int>(labels);
+      o.raw_scores = true;
+      REQUIRE(rt->submit_classify(texts[i], o, all[i].callback()).ok());
+      o.top_k = 1;
+      REQUIRE(rt->submit_classify(texts[i], o, best[i].callback()).ok());
+      o.raw_scores = false;
+      o.top_k = static_cast<int>(labels);
+      REQUIRE(rt->submit_classify(texts[i], o, probs[i].callback()).ok());
+    }
+    for (size_t i = 0; i < texts.size(); ++i) {
+      INFO(texts[i]);
+      const json& want = g["single"][i]["logits"];
+      std::vector<std::string_view> one = {texts[i]};
+      auto sync = rt->logits(one);
+      REQUIRE(sync.ok());
+      auto [got, path] = all[i].get();
+      REQUIRE(got.ok());
+      CHECK(path == brisk::AnswerPath::kModel);
+      REQUIRE(got->size() == labels);
+      for (size_t k = 0; k < labels; ++k) {
+        const auto id = static_cast<size_t>((*got)[k].id);
+        REQUIRE((*got)[k].label == rt->info().labels[id]);
+        REQUIRE(std::abs((*got)[k].score - (*sync)[id]) <= kTolerance);
+        REQUIRE(std::abs((*got)[k].score - want[id].get<float>()) <= kTolerance);
+        if (k > 0) REQUIRE((*got)[k - 1].score >= (*got)[k].score);
+      }
+      auto [top, top_path] = best[i].get();
+      REQUIRE(top.ok());
+      REQUIRE(top->size() == 1);
+      REQUIRE((*top)[0].id == (*got)[0].id);
+      REQUIRE(std::abs((*top)[0].score - (*got)[0].score) <= kTolerance);
+      // Without raw_scores the same request gives probabilities, which the logits here are not.
+      auto [p, p_path] = probs[i].get();
+      REQUIRE(p.ok());
+      float sum = 0;
+      bool differs = false;
+      for (size_t k = 0; k < labels; ++k) {
+        sum += (*p)[k].score;
+        differs |= std::abs((*p)[k].score - (*got)[k].score) > 1e-3f;
+      }
+      if (!rt->info().multi_label) REQUIRE(std::abs(sum - 1.0f) <= 1e-4f);
+      REQUIRE(differs);
+    }
+  }
+}
+
+TEST_CASE("tasks: submit_rerank gives the score that rerank gives each pair both raw and as a sigmoid") {
+  const json g = golden("cross_encoder");
+  const int max_len = g["max_length"].get<int>();
+  auto rt = brisk::testing::make_runtime(task_options("cross_encoder", max_len));
+  const size_t n = g["pairs"].size();
+  REQUIRE(n >= 2);
+  std::vector<Score> raw(n), scored(n);
+  // All pairs in flight together: they share forward passes, with their mixed lengths and token types.
+  for (size_t i = 0; i < n; ++i) {
+    const json& pair = g["pairs"][i];
+    const std::string query = pair["query"].get<std::string>(), passage = pair["passage"].get<std::string>();
+    brisk::RerankRequestOptions o;
+    o.raw_scores = true;
+    REQUIRE(rt->submit_rerank(query, passage, o, raw[i].callback()).ok());
+    o.raw_scores = false;
+    REQUIRE(rt->submit_rerank(query, passage, o, scored[i].callback()).ok());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const json& pair = g["pairs"][i];
+    const std::string query = pair["query"].get<std::string>(), passage = pair["passage"].get<std::string>();
+    INFO(query << " | " << passage);
+    const float want = pair["logits"][0].get<float>();
+    std::vector<std::string_view> one = {passage};
+    brisk::RerankOptions raw_opts;
+    raw_opts.raw_scores = true;
+    auto sync_raw = rt->rerank(query, one, raw_opts);
+    auto sync = rt->rerank(query, one);
+    REQUIRE(sync_raw.ok());
+    REQUIRE(sync.ok());
+    auto [logit, path] = raw[i].get();
+    REQUIRE(logit.ok());
+    CHECK(path == brisk::AnswerPath::kModel);
+    REQUIRE(std::abs(*logit - want) <= kTolerance);
+    REQUIRE(std::abs(*logit - (*sync_raw)[0].score) <= kTolerance);
+    auto [score, score_path] = scored[i].get();
+    REQUIRE(score.ok());
+    REQUIRE(std::abs(*score - sigmoid(want)) <= 1e-5f);
+    REQUIRE(std::abs(*score - (*sync)[0].score) <= 1e-5f);
+  }
+  // The two-argument callback gets the same score.
+  const json& first = g["pairs"][0];
+  auto promise = std::make_shared<std::promise<brisk::StatusOr<float>>>();
+  auto future = promise->get_future();
+  REQUIRE(rt->submit_rerank(first["query"].get<std::string>(), first["passage"].get<std::string>(), {},
+                            [promise](uint64_t, brisk::StatusOr<float> s) { promise->set_value(std::move(s)); })
+              .ok());
+  REQUIRE(future.wait_for(30s) == std::future_status::ready);
+  auto plain = future.get();
+  REQUIRE(plain.ok());
+  REQUIRE(std::abs(*plain - sigmoid(first["logits"][0].get<float>())) <= 1e-5f);
+}
+
+TEST_CASE("tasks: submitted pairs and raw classifications cancelled or expired or refused are not computed") {
+  SECTION("submit_rerank") {
+    auto rt = brisk::testing::make_runtime(holding(task_options("cross_encoder", 24)));
+    Score cancelled;
+    auto id = rt->submit_rerank("lost card", "cancel me", {}, cancelled.callback());
+    REQUIRE(id.ok());
+    REQUIRE(rt->cancel(*id).ok());
+    REQUIRE(cancelled.future.wait_for(0s) == std::future_status::ready);  // queued: completed inside cancel()
+    CHECK(cancelled.get().first.status().code() == absl::StatusCode::kCancelled);
+    CHECK(rt->cancel(*id).code() == absl::StatusCode::kNotFound);
+
+    Score expiring;
+    brisk::RerankRequestOptions soon;
+    soon.timeout = 30ms;
+    REQUIRE(rt->submit_rerank("lost card", "expire me", soon, expiring.callback()).ok());
+    CHECK(expiring.get().first.status().code() == absl::StatusCode::kDeadlineExceeded);  // the timer, not a batch
+
+    // A deadline already past by the time the batcher sees it: refused at submit, or answered DEADLINE_EXCEEDED.
+    Score past;
+    brisk::RerankRequestOptions now;
+    now.timeout = 1ns;
+    auto past_id = rt->submit_rerank("lost card", "too late", now, past.callback());
+    if (past_id.ok()) {
+      CHECK(past.get().first.status().code() == absl::StatusCode::kDeadlineExceeded);
+    } else {
+      CHECK(past_id.status().code() == absl::StatusCode::kDeadlineExceeded);
+    }
+
+    // Passages of distinct token ids (the tiny vocabulary makes most words [UNK]): no single flight, three queued.
+    const std::vector<std::string> passages = {"reset your pin", "open the app", "call support"};
+    std::vector<Score> kept(passages.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      REQUIRE(rt->submit_rerank("lost card", passages[i], {}, kept[i].callback()).ok());
+    }
+    bool called = false;
+    auto full = rt->submit_rerank("lost card", "refund payment", {},
+                                  [&called](uint64_t, brisk::StatusOr<float>) { called = true; });
+    REQUIRE_FALSE(full.ok());
+    CHECK(full.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK_THAT(std::string(full.status().message()), Catch::Contains("max_queue_size 3"));
+    CHECK_FALSE(called);
+    CHECK(rt->forward_passes() == 0);  // nothing cancelled, expired or refused was computed
+    const json stats = json::parse(rt->stats_json());
+    CHECK(stats["batcher"]["cancelled"] == 1);
+    CHECK(stats["batcher"]["rejected"]["overloaded"] == 1);
+
+    rt.reset();  // the three queued pairs complete, UNAVAILABLE, before the destructor returns
+    for (Score& k : kept) {
+      REQUIRE(k.future.wait_for(0s) == std::future_status::ready);
+      CHECK(k.get().first.status().code() == absl::StatusCode::kUnavailable);
+    }
+  }
+  SECTION("submit_classify with raw_scores") {
+    auto rt = brisk::testing::make_runtime(holding(task_options("bert_cls", 24)));
+    brisk::ClassifyRequestOptions o;
+    o.raw_scores = true;
+    Labels cancelled;
+    auto id = rt->submit_classify("cancel me", o, cancelled.callback());
+    REQUIRE(id.ok());
+    REQUIRE(rt->cancel(*id).ok());
+    CHECK(cancelled.get().first.status().code() == absl::StatusCode::kCancelled);
+
+    Labels expiring;
+    brisk::ClassifyRequestOptions soon = o;
+    soon.timeout = 30ms;
+    REQUIRE(rt->submit_classify("expire me", soon, expiring.callback()).ok());
+    CHECK(expiring.get().first.status().code() == absl::StatusCode::kDeadlineExceeded);
+
+    const std::vector<std::string> texts = {"hello", "lost card", "reset my pin"};
+    std::vector<Labels> kept(texts.size());
+    for (size_t i = 0; i < kept.size(); ++i) REQUIRE(rt->submit_classify(texts[i], o, kept[i].callback()).ok());
+    auto full = rt->submit_classify(
+        "refund payment", o, [](uint64_t, brisk::StatusOr<std::vector<brisk::LabelScore>>) { FAIL("called back"); });
+    CHECK(full.status().code() == absl::StatusCode::kResourceExhausted);
+    CHECK(rt->forward_passes() == 0);
+    rt.reset();
+    for (Labels& k : kept) CHECK(k.get().first.status().code() == absl::StatusCode::kUnavailable);
+  }
+}
+
+TEST_CASE("tasks: a submitted pair is served from the result cache and by the fallback cross-encoder") {
+  const json g = golden("cross_encoder");
+  const json& pair = g["pairs"][1];
+  const std::string query = pair["query"].get<std::string>(), passage = pair["passage"].get<std::string>();
+  const float want = pair["logits"][0].get<float>();
+  brisk::RerankRequestOptions raw;
+  raw.raw_scores = true;
+  SECTION("cache") {
+    RuntimeOptions o = task_options("cross_encoder", 24);
+    o.cache.result_cache_bytes = 1 << 20;
+    auto rt = brisk::testing::make_runtime(o);
+    Score first, again, as_sigmoid;
+    REQUIRE(rt->submit_rerank(query, passage, raw, first.callback()).ok());
+    auto [a, a_path] = first.get();
+    REQUIRE(a.ok());
+    CHECK(a_path == brisk::AnswerPath::kModel);
+    REQUIRE(rt->submit_rerank(query, passage, raw, again.callback()).ok());
+    auto [b, b_path] = again.get();
+    REQUIRE(b.ok());
+    CHECK(b_path == brisk::AnswerPath::kCache);
+    CHECK(*b == *a);
+    REQUIRE(rt->submit_rerank(query, passage, {}, as_sigmoid.callback()).ok());  // the cache holds the logit
+    auto [c, c_path] = as_sigmoid.get();
+    REQUIRE(c.ok());
+    CHECK(c_path == brisk::AnswerPath::kCache);
+    CHECK(std::abs(*c - sigmoid(*a)) <= 1e-6f);
+    CHECK(rt->forward_passes() == 1);
+  }
+  SECTION("fallback") {
+    RuntimeOptions o = holding(task_options("cross_encoder", 24));
+    o.batching.max_queue_size = 1;
+    o.fallback.emplace();
+    o.fallback->model_dir = task_dir("cross_encoder");
+    auto rt = brisk::testing::make_runtime(o);
+    Score queued, rerouted;
+    REQUIRE(rt->submit_rerank(query, "held in the primary's queue", raw, queued.callback()).ok());
+    REQUIRE(rt->submit_rerank(query, passage, raw, rerouted.callback()).ok());
+    auto [score, path] = rerouted.get();
+    REQUIRE(score.ok());
+    CHECK(path == brisk::AnswerPath::kFallback);
+    // transformers' logit of the pair: the fallback was given its token types, not a single text's.
+    CHECK(std::abs(*score - want) <= kTolerance);
+    CHECK(rt->forward_passes() == 0);
+  }
+}
+
+TEST_CASE("tasks: submit_rerank refuses bad input at once and never calls back") {
+  auto never = [](uint64_t, brisk::StatusOr<float>) { FAIL("called back"); };
+  auto cls = brisk::testing::make_runtime(task_options("bert_cls", 24));
+  auto r = cls->submit_rerank("q", "p", {}, never);
+  REQUIRE(r.status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE_THAT(std::string(r.status().message()),
+               Catch::Contains("Runtime::submit_rerank") && Catch::Contains("has 3 labels; expected a cross-encoder"));
+
+  auto ce = brisk::testing::make_runtime(task_options("cross_encoder", 24));
+  r = ce->submit_rerank("q", "bad \xff byte", {}, never);
+  REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("second text"));
+  r = ce->submit_rerank("bad \xff", "fine", {}, never);
+  REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("first text"));
+  brisk::RerankRequestOptions bad;
+  bad.priority = 7;
+  r = ce->submit_rerank("q", "p", bad, never);
+  REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("priority 7 is out of range"));
+  r = ce->submit_rerank("q", "p", {}, brisk::RerankCallback{});
+  REQUIRE(r.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("the callback is empty"));
+  CHECK(ce->forward_passes() == 0);
 }
 
 TEST_CASE("tasks: a quantized model file and a pruned model directory keep the classification head") {

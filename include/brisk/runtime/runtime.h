@@ -1,8 +1,9 @@
 // Runtime: the one object a host service holds. It owns a model (behind a Backend, brisk/runtime/backend.h), its
 // tokenizer and the options, and serves the model's task: sentence embeddings (embed), sequence classification
 // (classify: intents) or cross-encoder reranking (rerank). Calls run synchronously, or one request at a time with
-// submit() / submit_classify(), which go through the dynamic batcher (brisk/batch/batcher.h) so that concurrent
-// requests share forward passes. Every task shares the same caches, batching and metrics.
+// submit() / submit_classify() / submit_rerank(), which go through the dynamic batcher (brisk/batch/batcher.h) so that
+// concurrent requests share forward passes, each with its own deadline, priority and cancel(). Every task shares the
+// same caches, batching and metrics.
 //
 //   brisk::RuntimeOptions opts;
 //   opts.model_dir = "/models/all-MiniLM-L6-v2";
@@ -18,9 +19,9 @@
 //   BRISK_ASSIGN_OR_RETURN(auto labels, rt->classify(texts, /*top_k=*/3));      // per text, best first
 //   BRISK_ASSIGN_OR_RETURN(auto ranked, rt->rerank("reset my PIN", passages));  // sorted by score, with indices
 //
-// Thread safety: a Runtime may be shared; embed(), submit(), cancel() and the stats calls may run from several
-// threads at once. Destroying the Runtime completes every pending submit() (queued ones with UNAVAILABLE) before
-// it returns; no callback runs afterwards.
+// Thread safety: a Runtime may be shared; embed(), the submit calls, cancel() and the stats calls may run from several
+// threads at once. Destroying the Runtime completes every pending submit call (queued ones with UNAVAILABLE) before it
+// returns; no callback runs afterwards.
 #pragma once
 
 #include <chrono>
@@ -214,6 +215,9 @@ struct LabelScore {
 
 struct ClassifyRequestOptions : EmbedRequestOptions {
   int top_k = 1;  // labels returned, best first; 1 to the number of labels
+  // Each label's score is the model's raw logit (logits() of the text; TEI's raw_scores) instead of its probability;
+  // the labels are ordered by it, best first.
+  bool raw_scores = false;
 };
 
 // Receives a submitted text's top_k labels, best first, or why it has none.
@@ -227,6 +231,15 @@ struct RerankOptions {
   bool raw_scores = false;
   size_t top_k = 0;  // the best top_k passages only; 0: all of them
 };
+
+// submit_rerank()'s options: a submitted request's, and RerankOptions::raw_scores.
+struct RerankRequestOptions : EmbedRequestOptions {
+  bool raw_scores = false;  // the pair's logit as it is; false: its sigmoid, in [0, 1]
+};
+
+// Receives a submitted (query, passage) pair's score, or why it has none.
+using RerankCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<float> score)>;
+using RerankAnswerCallback = absl::AnyInvocable<void(uint64_t request_id, StatusOr<float> score, AnswerPath path)>;
 
 // One passage of rerank(): its index in the passages given and its score.
 struct RerankResult {
@@ -316,7 +329,9 @@ class BRISK_API Runtime {
   StatusOr<std::vector<std::vector<LabelScore>>> classify(std::span<const std::string_view> texts, int top_k = 1) const;
   // The raw logits of classify(): texts.size() x number of labels, row-major (TEI's raw_scores).
   StatusOr<std::vector<float>> logits(std::span<const std::string_view> texts) const;
-  // classify() of one text through the batcher, as submit() is for embed().
+  // classify() of one text through the batcher, as submit() is for embed(): the same deadlines, priority levels,
+  // refusals, cancel(), single flight, result cache, fallback model and stale answers. With options.raw_scores each
+  // label carries its logit (a row of logits()) instead of its probability.
   StatusOr<uint64_t> submit_classify(std::string_view text, const ClassifyRequestOptions& options,
                                      ClassifyCallback done) const;
   StatusOr<uint64_t> submit_classify(std::string_view text, const ClassifyRequestOptions& options,
@@ -327,6 +342,24 @@ class BRISK_API Runtime {
   // Hugging Face does. Any number of passages is run in batches; none is INVALID_ARGUMENT.
   StatusOr<std::vector<RerankResult>> rerank(std::string_view query, std::span<const std::string_view> passages,
                                              const RerankOptions& options = {}) const;
+  // rerank() of one (query, passage) pair through the batcher, as submit_classify() is for classify(): `done`
+  // receives the pair's score (a sigmoid of its logit, or the logit with options.raw_scores), the one rerank() gives
+  // that passage. The pair is encoded here, as rerank() encodes it, so that its errors come back at once: on a model
+  // that is not a cross-encoder FAILED_PRECONDITION; invalid UTF-8 INVALID_ARGUMENT, its message naming "first text"
+  // (the query) or "second text" (the passage) and the byte offset. Then as submit(): a past deadline, an unknown
+  // priority, a full queue or a predicted-late request (RESOURCE_EXHAUSTED) are refused and `done` is never called;
+  // otherwise it is called exactly once, with the score or DEADLINE_EXCEEDED, CANCELLED (cancel()) or UNAVAILABLE.
+  // The result cache and single flight key a pair by its token ids and where its passage begins, never sharing an
+  // entry with a single text. A pair the queue refuses for overload goes to the fallback model: create() checked
+  // that it has the primary's labels (one: a cross-encoder too) and token ids, and it is given the pair's token
+  // types. options.allow_stale answers from the stale copies as submit() does.
+  //
+  //   rt->submit_rerank("reset my PIN", "To reset your PIN, open the app...", {{.timeout = 200ms}},
+  //                     [](uint64_t id, brisk::StatusOr<float> score) { /* on a batcher thread */ });
+  StatusOr<uint64_t> submit_rerank(std::string_view query, std::string_view passage,
+                                   const RerankRequestOptions& options, RerankCallback done) const;
+  StatusOr<uint64_t> submit_rerank(std::string_view query, std::string_view passage,
+                                   const RerankRequestOptions& options, RerankAnswerCallback done) const;
 
   // The tokens the model would see for `text` before truncation, [CLS] and [SEP] included: a text longer than
   // info().max_seq_len is truncated to it by embed() and submit(). Invalid UTF-8 is an error as in submit(). For a
