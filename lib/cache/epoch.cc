@@ -25,8 +25,9 @@ struct RecordOwner {
   }
 };
 
-// This thread's record (initial-exec: a hit reads it with one %fs-relative load, not a __tls_get_addr call).
-thread_local EpochDomain::Record* this_thread_record __attribute__((tls_model("initial-exec"))) = nullptr;
+// This thread's record. (Not initial-exec TLS, which would save a __tls_get_addr call per hit: a library loaded
+// with dlopen, as by Python's ctypes, may find no static TLS space left for it.)
+thread_local EpochDomain::Record* this_thread_record = nullptr;
 
 }  // namespace
 

@@ -1,17 +1,26 @@
 // Internal: not part of brisk's API and may change without notice; use brisk/cache/cache.h.
 // ReadBuffer: the hits a cache shard served without its lock, waiting to be applied to its policy (Caffeine's
-// striped read buffer). A hit records its key's hash in its thread's stripe, a small ring, and counts itself there;
+// striped read buffer). A hit records its key's hash in its CPU's stripe, a small ring, and counts itself there;
 // whoever next holds the shard's lock drains every stripe, oldest first, into the policy (LRU order, frequency
 // sketch, hill climber). The buffer is lossy: a hit that finds its stripe full is still counted and served, but its
 // policy update is dropped (so is one that loses a race for a slot). Hashes, not node pointers, are recorded, so a
 // record of an entry removed meanwhile is harmless: the drain looks the hash up and finds nothing.
+// Stripes are chosen by the CPU the thread runs on (sched_getcpu(), which reads the kernel's rseq area), one per CPU
+// up to kMaxStripes, so that threads running at once never share a stripe's cache lines; a thread that is moved to
+// another CPU mid-record is still correct, only slower.
 //
 // Thread safety: record() and hits() from any thread at once; drain() only under the shard's lock.
 #pragma once
 
+#include <sched.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
+#include <memory>
+#include <thread>
 
 namespace brisk::cache::internal {
 
@@ -19,21 +28,22 @@ class ReadBuffer {
  public:
   static constexpr uint64_t kSlots = 32;    // per stripe (a power of two)
   static constexpr uint64_t kDrainAt = 16;  // pending records at which a reader tries to drain
-  static constexpr uint32_t kStripes = 4;   // a thread moves to the next one when it meets another on its own
+  static constexpr uint32_t kMaxStripes = 16;
+
+  ReadBuffer()
+      : mask_(std::bit_ceil(std::clamp(std::thread::hardware_concurrency(), 1u, kMaxStripes)) - 1),
+        stripes_(new Stripe[mask_ + 1]) {}
 
   // Records a hit on `hash` (not 0: an empty slot holds 0); returns how many records its stripe now holds
   // (kSlots + 1: full, dropped).
   uint64_t record(uint64_t hash) {
-    uint32_t& stripe = thread_stripe();
-    Stripe& s = stripes_[stripe % kStripes];
+    const int cpu = sched_getcpu();
+    Stripe& s = stripes_[static_cast<uint32_t>(cpu < 0 ? 0 : cpu) & mask_];
     s.hits.fetch_add(1, std::memory_order_relaxed);
     uint64_t tail = s.tail.load(std::memory_order_relaxed);
     const uint64_t head = s.head.load(std::memory_order_acquire);
     if (tail - head >= kSlots) return kSlots + 1;
-    if (!s.tail.compare_exchange_strong(tail, tail + 1, std::memory_order_relaxed)) {
-      ++stripe;  // another thread records here at the same time: use the next stripe from now on (as Striped64)
-      return kSlots + 1;
-    }
+    if (!s.tail.compare_exchange_strong(tail, tail + 1, std::memory_order_relaxed)) return kSlots + 1;
     s.slots[tail & (kSlots - 1)].store(hash, std::memory_order_release);
     return tail + 1 - head;
   }
@@ -41,7 +51,8 @@ class ReadBuffer {
   // Applies every complete record, oldest first per stripe. Caller holds the shard's lock.
   template <typename Apply>
   void drain(Apply&& apply) {
-    for (Stripe& s : stripes_) {
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      Stripe& s = stripes_[i];
       uint64_t head = s.head.load(std::memory_order_relaxed);
       const uint64_t tail = s.tail.load(std::memory_order_acquire);
       for (; head != tail; ++head) {
@@ -57,7 +68,7 @@ class ReadBuffer {
 
   uint64_t hits() const {
     uint64_t n = 0;
-    for (const Stripe& s : stripes_) n += s.hits.load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i <= mask_; ++i) n += stripes_[i].hits.load(std::memory_order_relaxed);
     return n;
   }
 
@@ -69,14 +80,8 @@ class ReadBuffer {
     std::array<std::atomic<uint64_t>, kSlots> slots{};  // 0: empty
   };
 
-  // This thread's stripe (modulo kStripes): threads start spread by their order of first use.
-  static uint32_t& thread_stripe() {
-    static std::atomic<uint32_t> next{0};
-    thread_local uint32_t stripe = next.fetch_add(1, std::memory_order_relaxed);
-    return stripe;
-  }
-
-  std::array<Stripe, kStripes> stripes_;
+  uint32_t mask_;  // stripes - 1
+  std::unique_ptr<Stripe[]> stripes_;
 };
 
 }  // namespace brisk::cache::internal
