@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
     opts.batching.max_batch_size = f.max_batch_size;
     opts.batching.max_queue_size = f.max_queue;
     opts.batching.reject_predicted_late = true;
+    opts.batching.fail_late_results = true;  // the server's default (--fail-late)
     opts.cache.result_cache_bytes = 0;
     opts.cache.token_cache_entries = 0;
     auto rt = brisk::Runtime::create(opts);

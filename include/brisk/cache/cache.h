@@ -39,13 +39,12 @@
 //
 // Thread safety: every member may be called from any thread at once. A hit of get() or get_or_load() takes no
 // lock: it finds the entry in a table readers probe without the shard's mutex, copies the value, and records the
-// access in a per-thread stripe of the shard's read buffer; whoever next takes the mutex (a miss, a put, or a reader
+// access in its CPU's stripe of the shard's read buffer; whoever next takes the mutex (a miss, a put, or a reader
 // whose stripe has filled, by try_lock) replays the recorded accesses into the policy, as Caffeine does. Under
 // heavy concurrent hits some policy updates may be dropped (never the hit or its count). Caches with
 // expire_after_access, and get_or_load() with refresh_ahead_beta > 0, read under the mutex. Everything else on one
 // shard serialises on its mutex; different shards run in parallel. The loader and on_removal run without any
-// cache lock held. V is returned by copy: store std::shared_ptr<const T> for
-// large values.
+// cache lock held. V is returned by copy: store std::shared_ptr<const T> for large values.
 #pragma once
 
 #include <algorithm>
