@@ -7,7 +7,7 @@
 #   benchmarks/http/run_http_load.sh [OUT_DIR]        # default /tmp/brisk_http_load
 # Environment: OMP_WAIT_POLICY (default passive: libgomp's spinning workers lose badly on a shared 2-core machine;
 # `default` unsets it),
-# THREADS (2), ROUNDS (5), DURATION_S (8), CAPACITY_S (3), WINDOWS (16,32), SLO_MS (100), DEADLINE_MS (SLO_MS), POOL (192), LOADS (0.5,0.8,1.2), WRK_S (10), WRK_C (16).
+# CAPACITY (req/s taken as 100%; unset: measured by the closed loop), THREADS (2), ROUNDS (5), DURATION_S (8), CAPACITY_S (3), WINDOWS (16,32), SLO_MS (100), DEADLINE_MS (SLO_MS), POOL (192), LOADS (0.5,0.8,1.2), WRK_S (10), WRK_C (16).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build/cpu-only}
@@ -30,7 +30,7 @@ echo "http_server pid $server port $port, OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-(un
 
 timeout 900 "$build/benchmarks/brisk_http_load" --port "$port" --threads "$threads" --rounds "${ROUNDS:-5}" \
   --duration-s "${DURATION_S:-8}" --capacity-s "${CAPACITY_S:-3}" --slo-ms "${SLO_MS:-100}" \
-  --loads "${LOADS:-0.5,0.8,1.2}" --windows "${WINDOWS:-16,32}" --pool "${POOL:-192}" --deadline-ms "${DEADLINE_MS:-${SLO_MS:-100}}" --out "$out/http_load.md" --records-dir "$out/records"
+  --loads "${LOADS:-0.5,0.8,1.2}" --windows "${WINDOWS:-16,32}" ${CAPACITY:+--capacity "$CAPACITY"} --pool "${POOL:-192}" --deadline-ms "${DEADLINE_MS:-${SLO_MS:-100}}" --out "$out/http_load.md" --records-dir "$out/records"
 
 echo "wrk: load before $(cut -d' ' -f1-3 /proc/loadavg)"
 timeout 120 wrk -t2 -c"${WRK_C:-16}" -d"${WRK_S:-10}s" --latency -s "$root/benchmarks/http/embed.lua" \

@@ -316,6 +316,44 @@ TEST_CASE("reject_predicted_late counts the batch in flight and the rest of the 
   CHECK(h.try_submit(103, {.deadline = h.now() + 5ms}, 2).ok());
 }
 
+TEST_CASE("reject_predicted_late fills the request's batch at the measured arrival rate, not to the limit", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 4;
+  p.max_queue_delay = 1h;
+  p.reject_predicted_late = true;
+  p.length_bucketing = false;
+  std::shared_ptr<ManualClock> clock;
+  std::function<void()> during_batch;
+  BatchLog log;
+  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
+    if (during_batch) std::exchange(during_batch, nullptr)();
+    clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
+  });
+  Harness h(p, f);
+  clock = h.clock;
+  for (int i = 0; i < 36; ++i) h.submit(i);
+  REQUIRE(h.run() == 9);  // 9 batches measured: 1000 cost units per second
+  // Then requests arrive 200 ms apart: about 5 per second once the first burst has decayed.
+  for (int i = 0; i < 16; ++i) {
+    h.advance(200ms);
+    h.submit(i);
+  }
+  REQUIRE(h.run() == 4);
+
+  // As in the test above, a batch of cost 40 runs and a request of cost 2 arrives with nothing queued. At 5 requests
+  // per second, about 0.2 more join its batch in the 40 ms before it starts, not 3: 40 + 2 + 0.2 x 2 = 42 ms.
+  absl::StatusOr<RequestId> probe, tight;
+  during_batch = [&] {
+    tight = h.try_submit(101, {.deadline = h.now() + 41ms}, 2);  // the batch in flight and its own cost alone: 42 ms
+    probe = h.try_submit(100, {.deadline = h.now() + 45ms}, 2);  // refused when the batch was assumed to fill (48 ms)
+  };
+  for (int i = 0; i < 4; ++i) h.submit(i, {}, 10);
+  REQUIRE(h.run() == 1);
+  CHECK(probe.ok());
+  REQUIRE_FALSE(tight.ok());
+  CHECK(contains(tight.status(), "the work ahead needs about 42 ms, past the request's deadline in 41 ms"));
+}
+
 TEST_CASE("fail_late_results answers DEADLINE_EXCEEDED for a request whose batch ended past its deadline", "[batch]") {
   for (const bool fail_late : {true, false}) {
     BatchPolicy p = manual_policy();

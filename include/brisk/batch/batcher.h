@@ -371,6 +371,7 @@ class Batcher {
       }
     }
     metrics_.submitted.add(n);
+    arrivals_.record(now, n);
     if (earliest_deadline) timer_cv_.notify_one();
     if (idle_executors_ > 0 && (queue_.size() == n || batch_ready(now))) work_cv_.notify_one();
     lock.unlock();
@@ -386,7 +387,9 @@ class Batcher {
   // Called with mu_ held: how long until a group of n requests (group_cost) submitted now at `priority` has its
   // results, at the measured throughput; zero when nothing has been measured yet. Work is counted as a fluid shared
   // by the executors: what is left of the batches in flight, the cost queued at this level and above, the group,
-  // and, when every executor is busy (the group waits), the rest of the group's batch, which fills up behind it.
+  // and, when every executor is busy (the group waits), the rest of the group's batch, which fills up behind it with
+  // the requests that arrive (at the measured arrival rate) until the work ahead of it is done, up to the batch limit
+  // (the whole limit while no rate is measured).
   Duration predicted_wait(TimePoint now, int priority, size_t n, size_t group_cost) const {
     const double rate = throughput_.cost_per_second();
     if (rate <= 0) return Duration::zero();
@@ -397,14 +400,19 @@ class Batcher {
     }
     const size_t ahead_count = queue_.size_up_to(priority);
     const size_t ahead_cost = queue_.cost_up_to(priority);
-    work += static_cast<double>(ahead_cost + group_cost);
+    work += static_cast<double>(ahead_cost);
+    const double capacity = rate * max_inflight_;  // cost per second, all executors together
     const size_t limit = std::max<size_t>(sizer_.batch_limit(), 1);
     const size_t position = (ahead_count + n) % limit;  // requests in the group's batch so far, when not 0
+    double fill = 0;
     if (inflight_ >= max_inflight_ && position != 0) {
-      const double mean_cost = static_cast<double>(ahead_cost + group_cost) / static_cast<double>(ahead_count + n);
-      work += static_cast<double>(limit - position) * mean_cost;
+      fill = static_cast<double>(limit - position);
+      const double arriving = arrivals_.per_second();
+      if (arriving > 0) fill = std::min(fill, arriving * work / capacity);
     }
-    return std::chrono::round<Duration>(std::chrono::duration<double>(work / (rate * max_inflight_)));
+    const double mean_cost = static_cast<double>(ahead_cost + group_cost) / static_cast<double>(ahead_count + n);
+    work += static_cast<double>(group_cost) + fill * mean_cost;
+    return std::chrono::round<Duration>(std::chrono::duration<double>(work / capacity));
   }
 
   Status check_fits_alone(size_t cost) const {
@@ -717,6 +725,24 @@ class Batcher {
     double ewma = 0;
     uint64_t batches = 0;
   } throughput_;
+  // Requests per second accepted at submit, for the fill of a batch behind busy executors (reject_predicted_late): an
+  // average over windows of at least 20 ms, each weighted 0.3; 0 until the first window closes.
+  struct Arrivals {
+    void record(TimePoint now, size_t n) {
+      if (count == 0 && window_start == TimePoint{}) window_start = now;
+      count += n;
+      const double seconds = std::chrono::duration<double>(now - window_start).count();
+      if (seconds < 0.02) return;
+      const double rate = static_cast<double>(count) / seconds;
+      ewma = ewma == 0 ? rate : 0.7 * ewma + 0.3 * rate;
+      count = 0;
+      window_start = now;
+    }
+    double per_second() const { return ewma; }
+    TimePoint window_start{};
+    size_t count = 0;
+    double ewma = 0;
+  } arrivals_;
   // The batches being computed, for reject_predicted_late.
   struct Running {
     uint64_t sequence = 0;
