@@ -274,23 +274,39 @@ TEST_CASE("reject_predicted_late refuses at submit what the queue ahead cannot c
   CHECK(h.try_submit(11, {.priority = 1, .deadline = h.now() + 50ms}, 1).ok());
 }
 
-TEST_CASE("reject_predicted_late counts the batch in flight and the rest of the request's own batch", "[batch]") {
-  BatchPolicy p = manual_policy();
-  p.max_batch_size = 4;
-  p.max_queue_delay = 1h;
-  p.reject_predicted_late = true;
-  p.length_bucketing = false;
-  std::shared_ptr<ManualClock> clock;
-  std::function<void()> during_batch;  // runs once, at the start of the next batch, while it is in flight
+namespace {
+
+// reject_predicted_late with batches of 4 that run only when full (FIFO), each costing 1 ms per cost unit on the
+// manual clock (1000 cost units per second, measured over 9 batches at construction). during_batch, when set, runs
+// once at the start of the next batch, while it is in flight.
+struct InFlightPrediction {
+  static BatchPolicy policy() {
+    BatchPolicy p = manual_policy();
+    p.max_batch_size = 4;
+    p.max_queue_delay = 1h;
+    p.reject_predicted_late = true;
+    p.length_bucketing = false;
+    return p;
+  }
+  InFlightPrediction()
+      : h(policy(), echo_functions(&log, [this](const BatchInfo& info) {
+            if (during_batch) std::exchange(during_batch, nullptr)();
+            h.clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));
+          })) {
+    for (int i = 0; i < 36; ++i) h.submit(i);
+    REQUIRE(h.run() == 9);
+  }
+  std::function<void()> during_batch;
   BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    if (during_batch) std::exchange(during_batch, nullptr)();
-    clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
-  });
-  Harness h(p, f);
-  clock = h.clock;
-  for (int i = 0; i < 36; ++i) h.submit(i);
-  REQUIRE(h.run() == 9);  // 9 batches measured: 1000 cost units per second
+  Harness h;
+};
+
+}  // namespace
+
+TEST_CASE("reject_predicted_late counts the batch in flight and the rest of the request's own batch", "[batch]") {
+  InFlightPrediction t;
+  Harness& h = t.h;
+  auto& during_batch = t.during_batch;
 
   // A batch of cost 40 starts (40 ms). Submitted while it runs, with nothing queued, a request of cost 2 waits for
   // the batch in flight, then for its own batch, which fills behind it to 4 requests at the mean queued cost:
@@ -317,22 +333,9 @@ TEST_CASE("reject_predicted_late counts the batch in flight and the rest of the 
 }
 
 TEST_CASE("reject_predicted_late fills the request's batch at the measured arrival rate, not to the limit", "[batch]") {
-  BatchPolicy p = manual_policy();
-  p.max_batch_size = 4;
-  p.max_queue_delay = 1h;
-  p.reject_predicted_late = true;
-  p.length_bucketing = false;
-  std::shared_ptr<ManualClock> clock;
-  std::function<void()> during_batch;
-  BatchLog log;
-  TestFunctions f = echo_functions(&log, [&](const BatchInfo& info) {
-    if (during_batch) std::exchange(during_batch, nullptr)();
-    clock->advance(Duration(1ms) * static_cast<int64_t>(info.shape.total_cost));  // 1000 cost units per second
-  });
-  Harness h(p, f);
-  clock = h.clock;
-  for (int i = 0; i < 36; ++i) h.submit(i);
-  REQUIRE(h.run() == 9);  // 9 batches measured: 1000 cost units per second
+  InFlightPrediction t;
+  Harness& h = t.h;
+  auto& during_batch = t.during_batch;
   // Then requests arrive 200 ms apart: about 5 per second once the first burst has decayed.
   for (int i = 0; i < 16; ++i) {
     h.advance(200ms);
