@@ -45,6 +45,7 @@
 #include "brisk/batch/adaptive.h"
 #include "brisk/batch/batcher_metrics.h"
 #include "brisk/batch/internal/in_order_delivery.h"
+#include "brisk/batch/internal/late_prediction.h"
 #include "brisk/batch/internal/request_queue.h"
 #include "brisk/batch/internal/token_bucket.h"
 #include "brisk/batch/policy.h"
@@ -371,7 +372,7 @@ class Batcher {
       }
     }
     metrics_.submitted.add(n);
-    arrivals_.record(now, n);
+    prediction_.accepted(now, n);
     if (earliest_deadline) timer_cv_.notify_one();
     if (idle_executors_ > 0 && (queue_.size() == n || batch_ready(now))) work_cv_.notify_one();
     lock.unlock();
@@ -385,34 +386,10 @@ class Batcher {
   }
 
   // Called with mu_ held: how long until a group of n requests (group_cost) submitted now at `priority` has its
-  // results, at the measured throughput; zero when nothing has been measured yet. Work is counted as a fluid shared
-  // by the executors: what is left of the batches in flight, the cost queued at this level and above, the group,
-  // and, when every executor is busy (the group waits), the rest of the group's batch, which fills up behind it with
-  // the requests that arrive (at the measured arrival rate) until the work ahead of it is done, up to the batch limit
-  // (the whole limit while no rate is measured).
+  // results (internal/late_prediction.h); zero when nothing has been measured yet.
   Duration predicted_wait(TimePoint now, int priority, size_t n, size_t group_cost) const {
-    const double rate = throughput_.cost_per_second();
-    if (rate <= 0) return Duration::zero();
-    double work = 0;
-    for (const Running& r : running_) {
-      const double done = rate * std::chrono::duration<double>(now - r.started).count();
-      work += std::max(0.0, static_cast<double>(r.cost) - done);
-    }
-    const size_t ahead_count = queue_.size_up_to(priority);
-    const size_t ahead_cost = queue_.cost_up_to(priority);
-    work += static_cast<double>(ahead_cost);
-    const double capacity = rate * max_inflight_;  // cost per second, all executors together
-    const size_t limit = std::max<size_t>(sizer_.batch_limit(), 1);
-    const size_t position = (ahead_count + n) % limit;  // requests in the group's batch so far, when not 0
-    double fill = 0;
-    if (inflight_ >= max_inflight_ && position != 0) {
-      fill = static_cast<double>(limit - position);
-      const double arriving = arrivals_.per_second();
-      if (arriving > 0) fill = std::min(fill, arriving * work / capacity);
-    }
-    const double mean_cost = static_cast<double>(ahead_cost + group_cost) / static_cast<double>(ahead_count + n);
-    work += static_cast<double>(group_cost) + fill * mean_cost;
-    return std::chrono::round<Duration>(std::chrono::duration<double>(work / capacity));
+    return prediction_.wait(now, {queue_.size_up_to(priority), queue_.cost_up_to(priority)}, n, group_cost,
+                            sizer_.batch_limit(), inflight_ >= max_inflight_, max_inflight_);
   }
 
   Status check_fits_alone(size_t cost) const {
@@ -600,7 +577,7 @@ class Batcher {
           runnable_cost += e->info.cost;
         }
       }
-      running_.push_back({batch.sequence, checked_at, runnable_cost});
+      prediction_.batch_started(batch.sequence, checked_at, runnable_cost);
     }
     for (size_t i = 0; i < dropped.size(); ++i) complete(*dropped[i], std::move(dropped_status[i]));
 
@@ -641,14 +618,13 @@ class Batcher {
     {
       std::unique_lock lock(mu_);
       --inflight_;
-      std::erase_if(running_, [&](const Running& r) { return r.sequence == batch.sequence; });
+      prediction_.batch_finished(batch.sequence, shape.total_cost, finished - started);
       for (Entry* e : runnable) {
         sizer_.record_latency(finished - e->info.enqueued_at, batch.sizer_generation);
         owned.push_back(std::move(entries_.extract(e->info.id).mapped()));
       }
       if (!runnable.empty()) {
         sizer_.record_batch(runnable.size(), finished - started, batch.sizer_generation);
-        throughput_.record(shape.total_cost, finished - started);
       }
       if (stopping_) {
         work_cv_.notify_all();
@@ -713,43 +689,7 @@ class Batcher {
   using DeadlineItem = std::pair<TimePoint, RequestId>;
   std::priority_queue<DeadlineItem, std::vector<DeadlineItem>, std::greater<>> deadlines_;  // lazily pruned
   AdaptiveSizer sizer_;
-  // Cost per second the batch function sustains, for reject_predicted_late.
-  struct Throughput {
-    void record(size_t cost, Duration compute) {
-      if (compute <= Duration::zero() || cost == 0) return;
-      const double rate = static_cast<double>(cost) / std::chrono::duration<double>(compute).count();
-      ewma = batches == 0 ? rate : 0.8 * ewma + 0.2 * rate;
-      ++batches;
-    }
-    double cost_per_second() const { return batches >= 8 ? ewma : 0; }
-    double ewma = 0;
-    uint64_t batches = 0;
-  } throughput_;
-  // Requests per second accepted at submit, for the fill of a batch behind busy executors (reject_predicted_late): an
-  // average over windows of at least 20 ms, each weighted 0.3; 0 until the first window closes.
-  struct Arrivals {
-    void record(TimePoint now, size_t n) {
-      if (count == 0 && window_start == TimePoint{}) window_start = now;
-      count += n;
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      if (seconds < 0.02) return;
-      const double rate = static_cast<double>(count) / seconds;
-      ewma = ewma == 0 ? rate : 0.7 * ewma + 0.3 * rate;
-      count = 0;
-      window_start = now;
-    }
-    double per_second() const { return ewma; }
-    TimePoint window_start{};
-    size_t count = 0;
-    double ewma = 0;
-  } arrivals_;
-  // The batches being computed, for reject_predicted_late.
-  struct Running {
-    uint64_t sequence = 0;
-    TimePoint started;
-    size_t cost = 0;
-  };
-  std::vector<Running> running_;
+  internal::LatePrediction prediction_;  // for reject_predicted_late
   RequestId next_id_ = 1;
   uint64_t batch_sequence_ = 0;
   int inflight_ = 0;
