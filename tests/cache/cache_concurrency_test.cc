@@ -329,7 +329,11 @@ TEST_CASE("Cache: 8-thread stress keeps every invariant", "[cache][cache-core][s
           } else if (op < 97) {
             cache->invalidate_tag(absl::StrCat("t", rng() % 5));
           } else if (op < 98) {
-            cache->cleanup();
+            if (rng() % 8 == 0) {
+              cache->invalidate_all();  // while other threads read lock-free
+            } else {
+              cache->cleanup();
+            }
           } else if (t == 0) {
             clock->advance(1ms);  // expiry and refresh-ahead happen during the run
           } else {

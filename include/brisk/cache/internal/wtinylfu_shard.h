@@ -318,12 +318,15 @@ class CacheShard {
   // Removes everything (kExplicit). The frequency history is kept: it still describes the workload.
   size_t clear(RemovedList& out) {
     const size_t n = table_.size();
-    table_.for_each([&](NodeT* node) {
+    std::vector<NodeT*> nodes;
+    nodes.reserve(n);
+    table_.for_each([&](NodeT* node) { nodes.push_back(node); });
+    table_.clear(retired_);  // unlinked first: a node retired while readers can still reach it may be freed under them
+    for (NodeT* node : nodes) {
       if (config_.collect_removed) out.push_back({node->key, node->value(), Cause::kExplicit});
       retire(node);
-    });
+    }
     counters_.invalidations += n;
-    table_.clear(retired_);
     window_.clear();
     probation_.clear();
     protected_.clear();
