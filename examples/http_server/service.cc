@@ -276,6 +276,26 @@ void set_answer_paths(httplib::Response& res, const std::vector<brisk::AnswerPat
   res.set_header(kAnswerPathHeader, v);
 }
 
+// Each of n inputs through submit_one(i, first_trace, done) (run_batch); on success, the answer paths and the first
+// input's traceparent go on the response. first_trace is non-null for input 0 only: submit_one makes it its options'
+// trace_context_out (the runtime writes it only when the request carries a traceparent).
+template <typename Result, typename SubmitOne>
+std::optional<std::vector<Result>> submit_each(const brisk::Runtime& rt, HttpMetrics& metrics,
+                                               const httplib::Request& req, httplib::Response& res, size_t n,
+                                               SubmitOne submit_one, HttpError* err,
+                                               const std::string& field = "inputs") {
+  std::vector<brisk::AnswerPath> paths;
+  brisk::TraceContext trace;
+  auto out = run_batch<Result>(
+      rt, req, n, [&](size_t i, auto done) { return submit_one(i, i == 0 ? &trace : nullptr, std::move(done)); },
+      metrics, &paths, err, field);
+  if (out) {
+    set_answer_paths(res, paths);
+    set_trace_response(res, trace);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool HttpService::check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
@@ -303,20 +323,14 @@ std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const http
                                                                       httplib::Response& res, HttpError* err) {
   const auto opts = request_options(req, err);
   if (!opts) return std::nullopt;
-  std::vector<brisk::AnswerPath> paths;
-  brisk::TraceContext trace;
-  auto rows = run_batch<std::vector<float>>(
-      rt_, req, texts.size(),
-      [&](size_t i, auto done) {
+  return submit_each<std::vector<float>>(
+      rt_, metrics_, req, res, texts.size(),
+      [&](size_t i, brisk::TraceContext* first_trace, auto done) {
         brisk::EmbedRequestOptions o = *opts;
-        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        o.trace_context_out = first_trace;
         return rt_.submit(texts[i], o, std::move(done));
       },
-      metrics_, &paths, err);
-  if (!rows) return rows;
-  set_answer_paths(res, paths);
-  set_trace_response(res, trace);
-  return rows;
+      err);
 }
 
 void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res) {
@@ -359,19 +373,15 @@ void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
   if (!opts) return reply_error(res, err);
   opts->top_k = static_cast<int>(rt_.info().labels.size());
   opts->raw_scores = r->raw_scores;  // each label's logit instead of its probability
-  std::vector<brisk::AnswerPath> paths;
-  brisk::TraceContext trace;
-  auto results = run_batch<std::vector<brisk::LabelScore>>(
-      rt_, req, r->inputs.size(),
-      [&](size_t i, auto done) {
+  auto results = submit_each<std::vector<brisk::LabelScore>>(
+      rt_, metrics_, req, res, r->inputs.size(),
+      [&](size_t i, brisk::TraceContext* first_trace, auto done) {
         brisk::ClassifyRequestOptions o = *opts;
-        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        o.trace_context_out = first_trace;
         return rt_.submit_classify(r->inputs[i], o, std::move(done));
       },
-      metrics_, &paths, &err);
+      &err);
   if (!results) return reply_error(res, err);
-  set_answer_paths(res, paths);
-  set_trace_response(res, trace);
   json body = json::array();
   for (const auto& row : *results) {
     json item = json::array();
@@ -390,19 +400,15 @@ void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
   if (!r) return reply_error(res, err);
   const auto opts = request_options(req, &err);
   if (!opts) return reply_error(res, err);
-  std::vector<brisk::AnswerPath> paths;
-  brisk::TraceContext trace;
-  auto scores = run_batch<float>(
-      rt_, req, r->texts.size(),
-      [&](size_t i, auto done) {
+  auto scores = submit_each<float>(
+      rt_, metrics_, req, res, r->texts.size(),
+      [&](size_t i, brisk::TraceContext* first_trace, auto done) {
         brisk::RerankRequestOptions o{*opts, r->raw_scores};
-        if (i == 0 && !o.trace_parent.empty()) o.trace_context_out = &trace;
+        o.trace_context_out = first_trace;
         return rt_.submit_rerank(r->query, r->texts[i], o, std::move(done));
       },
-      metrics_, &paths, &err, "texts");
+      &err, "texts");
   if (!scores) return reply_error(res, err);
-  set_answer_paths(res, paths);
-  set_trace_response(res, trace);
   // Best first, as Runtime::rerank() sorts (the model's scores are finite: a non-finite one is an error).
   std::vector<brisk::RerankResult> ranked(scores->size());
   for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = {i, (*scores)[i]};
