@@ -312,7 +312,7 @@ class Cache {
     for (const auto& s : slots_) {
       std::lock_guard<std::mutex> lock(s->mu);
       const internal::ShardCounters& c = s->core.counters();
-      st.hits += c.hits + s->lock_free_hits();
+      st.hits += c.hits + s->reads.hits();
       st.misses += c.misses;
       st.evictions += c.evictions;
       st.evicted_weight += c.evicted_weight;
@@ -394,17 +394,10 @@ class Cache {
 
   struct alignas(64) Slot {
     explicit Slot(const internal::ShardConfig& c) : core(c) {}
-    ~Slot() { delete reads.load(std::memory_order_relaxed); }
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-    uint64_t lock_free_hits() const {
-      const internal::ReadBuffer* rb = reads.load(std::memory_order_acquire);
-      return rb == nullptr ? 0 : rb->hits();
-    }
     mutable std::mutex mu;
     Shard core;
     absl::flat_hash_map<K, std::shared_ptr<Flight>, Hash> flights;
-    std::atomic<internal::ReadBuffer*> reads{nullptr};  // made by the first lock-free hit
+    internal::LazyReadBuffer reads;  // the hits served without mu
   };
 
   explicit Cache(CacheOptions<K, V> options) : options_(std::move(options)) {
@@ -448,7 +441,7 @@ class Cache {
       if (b->write_deadline != TimePoint::max() && b->write_deadline <= clock_->now()) return std::nullopt;
       out.emplace(b->value);
     }
-    if (read_buffer(s).record(h) >= internal::ReadBuffer::kDrainAt) {
+    if (s.reads.get().record(h) >= internal::ReadBuffer::kDrainAt) {
       std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
       if (lock.owns_lock()) {
         RemovedList removed;
@@ -461,20 +454,9 @@ class Cache {
     return out;
   }
 
-  static internal::ReadBuffer& read_buffer(Slot& s) {
-    internal::ReadBuffer* rb = s.reads.load(std::memory_order_acquire);
-    if (rb == nullptr) {
-      auto fresh = std::make_unique<internal::ReadBuffer>();
-      if (s.reads.compare_exchange_strong(rb, fresh.get(), std::memory_order_acq_rel)) rb = fresh.release();
-    }
-    return *rb;
-  }
-
   // Caller holds s.mu: replays the hits served without it into the policy, before anything else changes it.
   static void drain_reads(Slot& s, internal::LazyNow& now, RemovedList& removed) {
-    if (internal::ReadBuffer* rb = s.reads.load(std::memory_order_acquire)) {
-      rb->drain([&](uint64_t h) { s.core.record_read(h, now, removed); });
-    }
+    s.reads.drain([&](uint64_t h) { s.core.record_read(h, now, removed); });
   }
 
   // Caller holds s.mu.
@@ -499,11 +481,11 @@ class Cache {
 
   // XFetch: refresh early with probability growing as the deadline nears. Caller holds the shard mutex.
   bool should_refresh(Shard& core, const NodeT& n, internal::LazyNow& now) const {
-    if (options_.refresh_ahead_beta <= 0 || n.write_deadline == TimePoint::max()) return false;
+    if (options_.refresh_ahead_beta <= 0 || n.write_deadline() == TimePoint::max()) return false;
     const double early =
         -static_cast<double>(n.load_duration.count()) * options_.refresh_ahead_beta * std::log(core.random_unit());
     const TimePoint t = now.get();
-    if (early >= static_cast<double>((n.write_deadline - t).count())) return true;
+    if (early >= static_cast<double>((n.write_deadline() - t).count())) return true;
     return false;
   }
 

@@ -9,7 +9,10 @@
 // up to kMaxStripes, so that threads running at once never share a stripe's cache lines; a thread that is moved to
 // another CPU mid-record is still correct, only slower.
 //
-// Thread safety: record() and hits() from any thread at once; drain() only under the shard's lock.
+// LazyReadBuffer holds a shard's ReadBuffer, made by its first lock-free hit: a shard never hit that way pays nothing.
+//
+// Thread safety: record(), hits() and LazyReadBuffer::get() from any thread at once; drain() only under the shard's
+// lock.
 #pragma once
 
 #include <sched.h>
@@ -82,6 +85,34 @@ class ReadBuffer {
 
   uint32_t mask_;  // stripes - 1
   std::unique_ptr<Stripe[]> stripes_;
+};
+
+class LazyReadBuffer {
+ public:
+  LazyReadBuffer() = default;
+  ~LazyReadBuffer() { delete buffer_.load(std::memory_order_relaxed); }
+  LazyReadBuffer(const LazyReadBuffer&) = delete;
+  LazyReadBuffer& operator=(const LazyReadBuffer&) = delete;
+
+  ReadBuffer& get() {
+    ReadBuffer* b = buffer_.load(std::memory_order_acquire);
+    if (b == nullptr) {
+      auto fresh = std::make_unique<ReadBuffer>();
+      if (buffer_.compare_exchange_strong(b, fresh.get(), std::memory_order_acq_rel)) b = fresh.release();
+    }
+    return *b;
+  }
+  template <typename Apply>
+  void drain(Apply&& apply) {
+    if (ReadBuffer* b = buffer_.load(std::memory_order_acquire)) b->drain(apply);
+  }
+  uint64_t hits() const {
+    const ReadBuffer* b = buffer_.load(std::memory_order_acquire);
+    return b == nullptr ? 0 : b->hits();
+  }
+
+ private:
+  std::atomic<ReadBuffer*> buffer_{nullptr};
 };
 
 }  // namespace brisk::cache::internal

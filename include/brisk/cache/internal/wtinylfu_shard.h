@@ -74,6 +74,7 @@ struct alignas(16) Node {  // 16: NodeTable tags its pointers' low 4 bits
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
   const V& value() const { return box.load(std::memory_order_acquire)->value; }
+  TimePoint write_deadline() const { return box.load(std::memory_order_acquire)->write_deadline; }
   // Publishes a new value; returns the old box when it is the caller's to retire (not the node's own `first`).
   Box* replace_box(Box* b) {
     Box* old = box.exchange(b, std::memory_order_acq_rel);
@@ -92,7 +93,6 @@ struct alignas(16) Node {  // 16: NodeTable tags its pointers' low 4 bits
   Node* next = nullptr;
   Node* access_prev = nullptr;  // access-order list, kept only with expire_after_access
   Node* access_next = nullptr;
-  TimePoint write_deadline = TimePoint::max();
   TimePoint last_access{};
   Duration load_duration{0};  // how long the loader took to produce this value (XFetch's delta)
   std::vector<std::string> tags;
@@ -267,11 +267,11 @@ class CacheShard {
     if (!inserted) {
       // A reader may hold the old value: copy it for on_removal, and retire rather than free it.
       if (config_.collect_removed) out.push_back({key, n->value(), Cause::kReplaced});
+      if (n->write_deadline() != TimePoint::max()) deadlines_.erase({n->write_deadline(), n});
       if (Box* old = n->replace_box(new Box(std::move(box)))) {
         retired_.retire(old, [](void* p) { delete static_cast<Box*>(p); });
       }
       unlink_tags(n);
-      if (n->write_deadline != TimePoint::max()) deadlines_.erase({n->write_deadline, n});
       region_list(n->region).weight += weight - n->weight;  // wraps correctly in unsigned arithmetic
       total_ += weight - n->weight;
       n->weight = weight;
@@ -290,8 +290,7 @@ class CacheShard {
     }
     n->load_duration = load_duration;
     link_tags(n, tags);
-    n->write_deadline = write_deadline;
-    if (n->write_deadline != TimePoint::max()) deadlines_.insert({n->write_deadline, n});
+    if (write_deadline != TimePoint::max()) deadlines_.insert({write_deadline, n});
     if (config_.expire_after_access.count() > 0) n->last_access = now.get();
     if (!inserted) on_access(n, now);
     if (inserted && !config_.lru) sketch_.increment(hash);
@@ -539,7 +538,7 @@ class CacheShard {
   void remove_node(NodeT* n, Cause cause, RemovedList& out) {
     region_list(n->region).remove(n, n->weight);
     if (config_.expire_after_access.count() > 0) access_.remove(n, 0);
-    if (n->write_deadline != TimePoint::max()) deadlines_.erase({n->write_deadline, n});
+    if (n->write_deadline() != TimePoint::max()) deadlines_.erase({n->write_deadline(), n});
     unlink_tags(n);
     total_ -= n->weight;
     switch (cause) {
