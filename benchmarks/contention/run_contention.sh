@@ -6,11 +6,13 @@
 # P99 and of the same-round ratios brisk / ORT and brisk / baseline.
 #   benchmarks/contention/run_contention.sh [ROUNDS]
 #   BASELINE=/tmp/old/brisk BASELINE_LIBS=/tmp/old benchmarks/contention/run_contention.sh 3
+#   ITERS_SCALE=3 benchmarks/contention/run_contention.sh 3   # 3x the calls (30 at 32x128: a P99 that is not the max)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 ROUNDS="${1:-3}"
 OUT="$(mktemp -d /tmp/brisk-contention.XXXXXX)"
-peers() { "$ROOT/scripts/peers" --shapes 1x16,32x128 --rounds 1 --no-accuracy --no-write "$@" > /dev/null; }
+peers() { "$ROOT/scripts/peers" --shapes 1x16,32x128 --rounds 1 --no-accuracy --no-write \
+  --iters-scale "${ITERS_SCALE:-1}" "$@" > /dev/null; }
 for r in $(seq 1 "$ROUNDS"); do
   for busy in 0 1; do
     echo "contention: round $r, busy processes $busy" >&2
