@@ -9,19 +9,6 @@
 namespace brisk::kernels {
 namespace {
 
-// On the CPU the sequence table is host memory and can be checked against the rows; a device's cannot.
-Status check_sequences_on_host(const char* op, const AttentionRows& s, int64_t rows) {
-  for (int64_t b = 0; b < s.batch; ++b) {
-    const int64_t start = s.starts[b], len = s.lengths[b];
-    if (start < 0 || len < 0 || len > s.max_len || start + len > rows) {
-      return absl::InvalidArgumentError(absl::StrCat(op, ": sequence ", b, " is rows [", start, ", ", start + len,
-                                                     "); expected within [0, ", rows,
-                                                     ") and at most max_len = ", s.max_len, " rows"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The checks both ops share.
 Status check_attention(const char* op, const void* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,
                        int64_t head_dim, const void* context) {
@@ -42,6 +29,22 @@ Status check_attention(const char* op, const void* qkv, const AttentionRows& seq
 
 }  // namespace
 
+Status check_attention_rows(const char* op, const AttentionRows& s, int64_t rows) {
+  if (s.batch > 0 && (s.starts == nullptr || s.lengths == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": the sequence table of ", s.batch,
+                                                   " sequences has a null starts or lengths; expected both"));
+  }
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t start = s.starts[b], len = s.lengths[b];
+    if (start < 0 || len < 0 || len > s.max_len || start + len > rows) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": sequence ", b, " is rows [", start, ", ", start + len,
+                                                     "); expected within [0, ", rows,
+                                                     ") and at most max_len = ", s.max_len, " rows"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 template <typename T>
 Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>* qkv_bias,
                       const AttentionRows& sequences, int64_t rows, int64_t heads, int64_t head_dim, T* context) {
@@ -51,7 +54,7 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
   switch (device) {
     case Device::kCPU:
       BRISK_RETURN_IF_ERROR(kernels::cpu_needs_f32<T>(kOp));
-      BRISK_RETURN_IF_ERROR(check_sequences_on_host(kOp, sequences, rows));
+      BRISK_RETURN_IF_ERROR(check_attention_rows(kOp, sequences, rows));
       if constexpr (std::is_same_v<T, float>) {
         return kernels::cpu::self_attention(qkv, qkv_bias, sequences, rows, heads, head_dim, context);
       }
@@ -73,7 +76,7 @@ Status self_attention_int8(Device device, const float* qkv, const AttentionRows&
   if (rows == 0) return absl::OkStatus();
   switch (device) {
     case Device::kCPU:
-      BRISK_RETURN_IF_ERROR(check_sequences_on_host(kOp, sequences, rows));
+      BRISK_RETURN_IF_ERROR(check_attention_rows(kOp, sequences, rows));
       return kernels::cpu::self_attention_int8(qkv, sequences, rows, heads, head_dim, context);
     case Device::kCUDA:
       return absl::UnimplementedError(

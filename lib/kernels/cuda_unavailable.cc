@@ -50,7 +50,7 @@ Status pool_sequences(const T*, const int32_t*, const int32_t*, int64_t, int64_t
 Status l2_normalize(float*, int64_t, int64_t, float) { return no_cuda("l2_normalize"); }
 Status vector_unary(UnaryOp, const float*, float*, int64_t) { return no_cuda("vector_exp/erf/tanh"); }
 template <typename T>
-Status quantize_rows_int8(const T*, int64_t, int64_t, int8_t*, float*) {
+Status quantize_rows_int8(const T*, int64_t, int64_t, Int8RowQuant, int8_t*, float*) {
   return no_cuda("quantize_rows_int8");
 }
 template <typename T>
@@ -67,6 +67,8 @@ Status synchronize() { return no_cuda("synchronize"); }
 StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor&, const Tensor&, const QuantScales&, DType) {
   return no_cuda("Linear");
 }
+uint64_t int8_fallback_calls() { return 0; }
+void force_int8_fallback_for_testing(bool) {}
 
 #define BRISK_INSTANTIATE(T)                                                                                           \
   template Status layer_norm_bias_residual<T>(const T*, const T*, const T*, const T*, const T*, float, T*, int8_t*,    \
@@ -80,7 +82,7 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor&, const T
                                       float, T*, int64_t);                                                             \
   template Status pool_sequences<T>(const T*, const int32_t*, const int32_t*, int64_t, int64_t, int64_t,               \
                                     SequencePooling, bool, float*);                                                    \
-  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, int8_t*, float*);                                  \
+  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, Int8RowQuant, int8_t*, float*);                    \
   template Status dequantize_rows_int8<T>(const int32_t*, const float*, const float*, int64_t, const T*, GemmEpilogue, \
                                           T*, int64_t, int64_t, int64_t);
 BRISK_FOR_EACH_FLOAT_TYPE(BRISK_INSTANTIATE)

@@ -100,6 +100,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
 
 std::string Linear::kernel_name() const { return impl_ != nullptr ? impl_->kernel_name() : std::string(); }
 
+uint64_t cuda_int8_fallback_calls() { return cuda::int8_fallback_calls(); }
+
 template <typename T>
 Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy) const {
   if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");

@@ -18,7 +18,7 @@ Status quantize_rows_int8(Device device, const T* x, int64_t rows, int64_t cols,
       BRISK_RETURN_IF_ERROR(kernels::cpu_needs_f32<T>(kOp));
       if constexpr (std::is_same_v<T, float>) kernels::cpu::quantize_rows_int8(x, rows, cols, q, row_scales);
       return absl::OkStatus();
-    case Device::kCUDA: return kernels::cuda::quantize_rows_int8(x, rows, cols, q, row_scales);
+    case Device::kCUDA: return kernels::cuda::quantize_rows_int8(x, rows, cols, {}, q, row_scales);
   }
   return kernels::unknown_device(kOp, device);
 }

@@ -53,7 +53,8 @@ Status masked_softmax_batched(Device device, T* x, int64_t batch, int64_t rows_p
   constexpr const char* kOp = "masked_softmax_batched";
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"batch", batch}, {"rows_per_group", rows_per_group}}));
   if (batch == 0 || rows_per_group == 0) return absl::OkStatus();
-  return softmax(kOp, device, x, batch * rows_per_group, cols, ld, 0, rows_per_group, lengths, scale);
+  // Each group's length is clamped to [0, cols].
+  return softmax(kOp, device, x, batch * rows_per_group, cols, ld, cols, rows_per_group, lengths, scale);
 }
 
 #define BRISK_INSTANTIATE(T)                                                                                          \

@@ -46,6 +46,9 @@ StatusOr<LayoutOnDevice> place_layout(const TokenLayout& l, Device device, Encod
   if (device == Device::kCPU) {
     return LayoutOnDevice{l.ids.data(), l.type_ids.data(), l.positions.data(), l.starts.data(), l.lengths.data()};
   }
+  // The kernels cannot read the table once it is on the device: it is checked here, before the upload.
+  BRISK_RETURN_IF_ERROR(kernels::check_attention_rows(
+      "encoder", kernels::AttentionRows{l.starts.data(), l.lengths.data(), l.batch, l.max_len}, l.rows));
   std::vector<int32_t>& s = ws.staging;
   s.clear();
   for (const std::vector<int32_t>* v : {&l.ids, &l.type_ids, &l.positions, &l.starts, &l.lengths}) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "brisk/core/parallel.h"
+#include "brisk/kernels/linear.h"
 #include "brisk/metrics/prometheus.h"
 #include "runtime_impl.h"
 
@@ -43,7 +44,8 @@ std::string Runtime::stats_json() const {
     j["int8_attention_layers"] = impl_->info.int8_attention_layers;
   }
   j["forward_passes"] = forward_passes();
-  j["late_parallel_regions"] = late_parallel_regions();  // the process's (brisk/core/parallel.h)
+  j["late_parallel_regions"] = late_parallel_regions();                 // the process's (brisk/core/parallel.h)
+  j["cuda_int8_fallback_calls"] = kernels::cuda_int8_fallback_calls();  // the process's (brisk/kernels/linear.h)
   j["nonfinite_outputs"] = impl_->nonfinite_outputs.value();
   j["single_flight_joined"] = impl_->flights.joined();
   j["callback_exceptions"] = impl_->callback_exceptions.value();
@@ -107,6 +109,10 @@ std::string Runtime::metrics_prometheus() const {
             "CPUs; each one runs brisk on one thread for a while (brisk/core/parallel.h). Process-wide: every "
             "runtime of the process reports the same count.",
             {&model_label_pair, 1}, late_parallel_regions());
+  w.counter("brisk_cuda_int8_fallback_calls_total",
+            "Calls of int8 Linears on CUDA that ran on their dequantized weights because cuBLASLt had no int8 "
+            "algorithm for the row count: slower, not wrong (brisk/kernels/linear.h). Process-wide.",
+            {&model_label_pair, 1}, kernels::cuda_int8_fallback_calls());
   w.counter("brisk_runtime_nonfinite_outputs_total",
             "Rows of the backend's output refused for a NaN or an infinity: neither served nor cached.",
             {&model_label_pair, 1}, impl_->nonfinite_outputs.value());

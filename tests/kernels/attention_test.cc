@@ -156,6 +156,31 @@ TEST_CASE("self_attention rejects bad arguments", "[kernels][attention]") {
   CHECK_THAT(std::string(f16.message()), Catch::Contains("expected f32"));
 }
 
+TEST_CASE("check_attention_rows checks a host table before it goes to a device", "[kernels][attention]") {
+  using brisk::kernels::check_attention_rows;
+  // Two sequences of 3 and 2 rows packed into 5 rows, max_len 3.
+  std::vector<int32_t> starts{0, 3}, lengths{3, 2};
+  const auto table = [&](int64_t max_len) {
+    return brisk::kernels::AttentionRows{starts.data(), lengths.data(), 2, max_len};
+  };
+  CHECK(check_attention_rows("encoder", table(3), 5).ok());
+  CHECK(check_attention_rows("encoder", {nullptr, nullptr, 0, 0}, 0).ok());
+  // Past the rows: the message names the op, the sequence and the bounds.
+  const auto past = check_attention_rows("encoder", table(3), 4);
+  CHECK(past.code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(past.message()),
+             Catch::Contains("encoder: sequence 1 is rows [3, 5)") && Catch::Contains("expected within [0, 4)"));
+  // Longer than max_len: the device kernels would clamp it, so it is refused here.
+  CHECK_THAT(std::string(check_attention_rows("encoder", table(2), 5).message()),
+             Catch::Contains("sequence 0") && Catch::Contains("max_len = 2"));
+  lengths[1] = -1;
+  CHECK_FALSE(check_attention_rows("encoder", table(3), 5).ok());
+  lengths[1] = 2;
+  starts[0] = -1;
+  CHECK_FALSE(check_attention_rows("encoder", table(3), 5).ok());
+  CHECK_FALSE(check_attention_rows("encoder", {nullptr, lengths.data(), 2, 3}, 5).ok());
+}
+
 // ---- int8 attention ----
 
 namespace {

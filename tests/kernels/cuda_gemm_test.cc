@@ -26,6 +26,7 @@
 #include "brisk/kernels/copy.h"
 #include "brisk/kernels/linear.h"
 #include "kernel_test_util.h"
+#include "kernels/cuda/cuda_kernels.h"
 
 using brisk::Device;
 using brisk::DType;
@@ -299,11 +300,28 @@ void check_float_linear(DType weight_dtype) {
   }
 }
 
+// How an int8 Linear's activations are quantized: per token (dynamic), per token after SmoothQuant's 1 / s
+// (input_scale), or with one static scale: the plans brisk quantize writes.
+enum class Int8Scaling { kDynamic, kSmoothQuant, kStatic };
+
+// Turns the dequantized fallback on for one scope (as if cuBLASLt had no int8 algorithm for any row count).
+class ForcedInt8Fallback {
+ public:
+  explicit ForcedInt8Fallback(bool on) { brisk::kernels::cuda::force_int8_fallback_for_testing(on); }
+  ~ForcedInt8Fallback() { brisk::kernels::cuda::force_int8_fallback_for_testing(false); }
+  ForcedInt8Fallback(const ForcedInt8Fallback&) = delete;
+  ForcedInt8Fallback& operator=(const ForcedInt8Fallback&) = delete;
+};
+
 // i8 weights on the GPU against the CPU int8 Linear. `exact`: integer activations with one ±127 per row (per-token
-// scale exactly 1) and power-of-two weight scales, so quantization loses nothing on either side; otherwise random
-// activations and scales, with the quantization term of the file comment.
+// scale exactly 1; static scale 1) and power-of-two weight scales, so quantization loses nothing on either side;
+// otherwise random activations and scales, with the quantization term of the file comment. SmoothQuant multiplies
+// x by 1 / s on both sides in fp32 (the same values), so the reference takes x' = x / s and the quantization term
+// is that of x'. `fallback`: the GPU runs the dequantized weights as T on unquantized x (the path taken when
+// cuBLASLt has no int8 algorithm); its weights are rounded to T (u Σ|x w| more) and the CPU's quantization error
+// stays in the term.
 template <typename T>
-void check_int8_linear(bool per_channel, bool exact) {
+void check_int8_linear(bool per_channel, bool exact, Int8Scaling scaling, bool fallback) {
   const double u = unit_roundoff<T>();
   struct Shape {
     int64_t n, k;
@@ -326,21 +344,18 @@ void check_int8_linear(bool per_channel, bool exact) {
       const auto s = random_floats(scales.size(), 0.5f, 5.0f, ++seed);
       for (size_t j = 0; j < scales.size(); ++j) scales[j] = s[j] * 1e-3f;
     }
+    // SmoothQuant's s over a decade (so that a channel taking another's shows), and its 1 / s as both sides use it.
+    std::vector<float> input_scale, inv_input;
+    if (scaling == Int8Scaling::kSmoothQuant) {
+      input_scale = random_floats(static_cast<size_t>(k), 0.3f, 3.0f, ++seed);
+      for (const float v : input_scale) inv_input.push_back(1.0f / v);
+    }
     const std::vector<float> b_t = rounded<T>(bias);  // the GPU holds the bias as T
     const Tensor wt = Tensor::borrow(wq.data(), {n, k}, DType::kI8);
     const Tensor st = Tensor::borrow(scales.data(), {static_cast<int64_t>(scales.size())}, DType::kF32);
     const Tensor bt = Tensor::borrow(const_cast<float*>(b_t.data()), {n}, DType::kF32);
-    INFO("n=" << n << " k=" << k << " per_channel=" << per_channel << " exact=" << exact << " activations "
-              << brisk::dtype_name(dtype_of<T>()));
-    auto gpu = brisk::kernels::Linear::create(wt, bt, Device::kCUDA, brisk::kernels::QuantScales{st, 0.0f, Tensor()},
-                                              dtype_of<T>());
-    INFO(gpu.status().ToString());
-    REQUIRE(gpu.ok());
-    CHECK(gpu->weight_dtype() == DType::kI8);
-    auto cpu = brisk::kernels::Linear::create(wt, bt, Device::kCPU, QuantScales{st, 0.0f, Tensor()});
-    REQUIRE(cpu.ok());
-
-    // The dequantized weights, for the reference's z and Σ|x w|.
+    const Tensor in_t = input_scale.empty() ? Tensor() : Tensor::borrow(input_scale.data(), {k}, DType::kF32);
+    // The dequantized weights, for the reference's z and Σ|x w| (the file's weights: s folded in).
     std::vector<float> w(wq.size());
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t p = 0; p < k; ++p) w[j * k + p] = float(wq[j * k + p]) * scales[per_channel ? j : 0];
@@ -354,26 +369,49 @@ void check_int8_linear(bool per_channel, bool exact) {
       } else {
         x = rounded<T>(random_floats(static_cast<size_t>(rows * k), -1.f, 1.f, ++seed));
       }
-      const GemmFacts facts = gemm_facts(x, w, b_t, rows, n, k);
-      // Σ_p |w_jp| · sx_i: the two sides' quantizations of x differ by at most one step sx per element.
+      // x' = x / s as both sides compute it (fp32 products of the same floats).
+      std::vector<float> xs = x;
+      if (!inv_input.empty()) {
+        for (int64_t i = 0; i < rows * k; ++i) xs[i] = x[i] * inv_input[i % k];
+      }
+      float batch_absmax = 0.0f;
+      for (const float v : xs) batch_absmax = std::max(batch_absmax, std::fabs(v));
+      // Static: exact inputs take scale 1; others the batch's absmax / 127, so that nothing clamps.
+      const float static_scale =
+          scaling != Int8Scaling::kStatic ? 0.0f : (exact ? 1.0f : std::max(batch_absmax, 1e-6f) / 127.0f);
+      INFO("n=" << n << " k=" << k << " rows=" << rows << " per_channel=" << per_channel << " exact=" << exact
+                << " scaling=" << static_cast<int>(scaling) << " fallback=" << fallback << " activations "
+                << brisk::dtype_name(dtype_of<T>()));
+      auto gpu =
+          brisk::kernels::Linear::create(wt, bt, Device::kCUDA, QuantScales{st, static_scale, in_t}, dtype_of<T>());
+      INFO(gpu.status().ToString());
+      REQUIRE(gpu.ok());
+      CHECK(gpu->weight_dtype() == DType::kI8);
+      auto cpu = brisk::kernels::Linear::create(wt, bt, Device::kCPU, QuantScales{st, static_scale, in_t});
+      REQUIRE(cpu.ok());
+
+      const GemmFacts facts = gemm_facts(xs, w, b_t, rows, n, k);
+      // Σ_p |w_jp| · sx_i: the two sides' quantizations of x' differ by at most one step sx per element.
       std::vector<double> quant(facts.z.size(), 0.0);
-      if (!exact) {
+      if (!exact || fallback) {
         for (int64_t i = 0; i < rows; ++i) {
           float absmax = 0.0f;
-          for (int64_t p = 0; p < k; ++p) absmax = std::max(absmax, std::fabs(x[i * k + p]));
-          const double sx = absmax / 127.0;
+          for (int64_t p = 0; p < k; ++p) absmax = std::max(absmax, std::fabs(xs[i * k + p]));
+          const double sx = static_scale > 0.0f ? static_scale : absmax / 127.0;
           for (int64_t j = 0; j < n; ++j) {
             double wsum = 0.0;
             for (int64_t p = 0; p < k; ++p) wsum += std::fabs(w[j * k + p]);
-            quant[i * n + j] = sx * wsum;
+            quant[i * n + j] = (exact ? 0.0 : sx * wsum) + (fallback ? u * facts.sum_abs[i * n + j] : 0.0);
           }
         }
       }
       DeviceArray<T> dx(as_t<T>(x));
+      const ForcedInt8Fallback forced(fallback);
+      const uint64_t fallbacks_before = brisk::kernels::cuda_int8_fallback_calls();
       for (const brisk::kernels::GemmEpilogue e : kEpilogues) {
         for (const int64_t ldy : {n, n + 3}) {
           if (ldy != n && e != GemmEpilogue::kBias && e != GemmEpilogue::kBiasAccumulate) continue;
-          INFO("rows=" << rows << " epilogue=" << static_cast<int>(e) << " ldy=" << ldy);
+          INFO("epilogue=" << static_cast<int>(e) << " ldy=" << ldy);
           const std::vector<float> y0 = rounded<T>(random_floats(static_cast<size_t>(rows * n), -1.f, 1.f, ++seed));
           const std::vector<float> got = gpu_forward<T>(*gpu, dx, rows, y0, e, ldy);
           std::vector<float> y_cpu = y0;
@@ -386,6 +424,8 @@ void check_int8_linear(bool per_channel, bool exact) {
           check_within(got, want, tol);
         }
       }
+      // Forced, every call of an IMMA-shaped Linear was counted as a fallback.
+      if (fallback && n % 4 == 0 && k % 4 == 0) CHECK(brisk::kernels::cuda_int8_fallback_calls() > fallbacks_before);
     }
   }
 }
@@ -419,29 +459,39 @@ TEST_CASE("cuda int8 Linear matches the CPU int8 Linear", "[cuda]") {
   const bool exact = GENERATE(true, false);
   const DType activations = GENERATE(DType::kF32, DType::kF16, DType::kBF16);
   switch (activations) {
-    case DType::kF32: check_int8_linear<float>(per_channel, exact); break;
-    case DType::kF16: check_int8_linear<brisk::float16_t>(per_channel, exact); break;
-    default: check_int8_linear<brisk::bfloat16_t>(per_channel, exact); break;
+    case DType::kF32: check_int8_linear<float>(per_channel, exact, Int8Scaling::kDynamic, false); break;
+    case DType::kF16: check_int8_linear<brisk::float16_t>(per_channel, exact, Int8Scaling::kDynamic, false); break;
+    default: check_int8_linear<brisk::bfloat16_t>(per_channel, exact, Int8Scaling::kDynamic, false); break;
   }
 }
 
-TEST_CASE("cuda int8 Linear rejects static activation scales and SmoothQuant input scales", "[cuda]") {
+TEST_CASE("cuda int8 Linear with SmoothQuant input scales or a static scale matches the CPU one", "[cuda]") {
   BRISK_SKIP_WITHOUT_CUDA();
-  std::vector<int8_t> wq(16 * 8, 3);
-  std::vector<float> scale{0.01f}, input_scale(8, 2.0f);
-  const Tensor wt = Tensor::borrow(wq.data(), {16, 8}, DType::kI8);
-  const Tensor st = Tensor::borrow(scale.data(), {1}, DType::kF32);
-  auto fixed = brisk::kernels::Linear::create(wt, Tensor(), Device::kCUDA,
-                                              brisk::kernels::QuantScales{st, 0.05f, Tensor()}, DType::kF16);
-  REQUIRE_FALSE(fixed.ok());
-  CHECK(absl::IsUnimplemented(fixed.status()));
-  CHECK(fixed.status().message().find("static") != std::string::npos);
-  auto smooth = brisk::kernels::Linear::create(
-      wt, Tensor(), Device::kCUDA, QuantScales{st, 0.0f, Tensor::borrow(input_scale.data(), {8}, DType::kF32)},
-      DType::kF16);
-  REQUIRE_FALSE(smooth.ok());
-  CHECK(absl::IsUnimplemented(smooth.status()));
-  CHECK(smooth.status().message().find("input_scale") != std::string::npos);
+  const Int8Scaling scaling = GENERATE(Int8Scaling::kSmoothQuant, Int8Scaling::kStatic);
+  const bool exact = GENERATE(true, false);
+  if (exact && scaling == Int8Scaling::kSmoothQuant) return;  // x / s is not an integer: no exact case
+  const DType activations = GENERATE(DType::kF32, DType::kF16);
+  if (activations == DType::kF32) {
+    check_int8_linear<float>(true, exact, scaling, false);
+  } else {
+    check_int8_linear<brisk::float16_t>(true, exact, scaling, false);
+  }
+}
+
+TEST_CASE("cuda int8 Linear without a cuBLASLt int8 algorithm runs its dequantized weights and counts it", "[cuda]") {
+  BRISK_SKIP_WITHOUT_CUDA();
+  const Int8Scaling scaling = GENERATE(Int8Scaling::kDynamic, Int8Scaling::kSmoothQuant, Int8Scaling::kStatic);
+  check_int8_linear<brisk::float16_t>(true, false, scaling, true);
+  check_int8_linear<float>(false, scaling != Int8Scaling::kSmoothQuant, scaling, true);
+}
+
+TEST_CASE("cuda int8 GEMM rows are padded to a multiple of 32", "[kernels]") {
+  using brisk::kernels::cuda::int8_gemm_rows;
+  CHECK(int8_gemm_rows(1) == 32);
+  CHECK(int8_gemm_rows(4) == 32);
+  CHECK(int8_gemm_rows(32) == 32);
+  CHECK(int8_gemm_rows(33) == 64);
+  CHECK(int8_gemm_rows(130) == 160);
 }
 
 namespace {

@@ -89,6 +89,9 @@ TEST_CASE("a non-finite output is neither served nor cached, and is counted", "[
   CHECK(stats["nonfinite_outputs"] == 3);
   CHECK(poison->runs_.load() > runs_after_nan);
   CHECK_THAT((*rt)->metrics_prometheus(), Catch::Contains("brisk_runtime_nonfinite_outputs_total"));
+  // A CPU runtime never takes the CUDA int8 fallback; the count is there for every runtime.
+  CHECK(stats["cuda_int8_fallback_calls"] == 0);
+  CHECK_THAT((*rt)->metrics_prometheus(), Catch::Contains("brisk_cuda_int8_fallback_calls_total"));
   // The NaN text was never cached: asking again runs the backend again.
   const int runs_before = poison->runs_.load();
   CHECK_FALSE((*rt)->embed(nan_text, out).ok());

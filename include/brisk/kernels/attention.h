@@ -40,6 +40,13 @@ struct AttentionRows {
   int64_t max_len = 0;  // the longest sequence
 };
 
+// Checks a sequence table in host memory against `rows` rows: every sequence b has 0 <= lengths[b] <= max_len and
+// its rows [starts[b], starts[b] + lengths[b]) lie within [0, rows). INVALID_ARGUMENT names `op`, the sequence and
+// the bounds. The CPU dispatch of self_attention and self_attention_int8 runs it on every call. A device's table is
+// in device memory, which the dispatch cannot read: whoever uploads one checks its host copy with this first (the
+// encoder does), and the device kernels clamp each length to [0, max_len] (one rule for all of them).
+BRISK_API Status check_attention_rows(const char* op, const AttentionRows& host_sequences, int64_t rows);
+
 // self_attention<float> with QKᵀ and P·V as exact int8 GEMMs (CPU only), on the int8 GEMM kernel of the ISA level
 // in use: per (sequence, head), Q and K quantized per token, V per channel, and the softmax written as 8-bit codes
 // per row (round(255 * exp(s - max)), scaled by 1 / their sum). The int8 encoder's attention; on all-MiniLM-L6-v2

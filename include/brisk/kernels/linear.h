@@ -89,4 +89,9 @@ class BRISK_API Linear {
   Device device_ = Device::kCPU;
 };
 
+// The calls of int8 Linears on CUDA that ran on their dequantized weights (in the activation dtype) because cuBLASLt
+// had no int8 algorithm for the call's row count: process-wide, since the process started; 0 without CUDA. Such a
+// call is slower, not wrong. stats_json() and Prometheus (brisk_cuda_int8_fallback_calls_total) report it.
+BRISK_API uint64_t cuda_int8_fallback_calls();
+
 }  // namespace brisk::kernels

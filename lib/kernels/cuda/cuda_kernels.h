@@ -40,7 +40,8 @@ Status layer_norm_bias_residual(const T* x, const T* bias, const T* residual, co
 template <typename T>
 Status bias_gelu(T* x, const T* bias, int64_t rows, int64_t cols, GeluApproximation approx);
 
-// rows_per_group == 0: one valid_cols for every row; otherwise lengths[g] for the rows of group g.
+// rows_per_group == 0: one valid_cols for every row; otherwise lengths[g] for the rows of group g, clamped to
+// [0, valid_cols] (self_attention passes max_len, the bound split_qkv_heads and merge_heads clamp to).
 template <typename T>
 Status masked_softmax(T* x, int64_t rows, int64_t cols, int64_t ld, int64_t valid_cols, int64_t rows_per_group,
                       const int32_t* lengths, float scale);
@@ -75,8 +76,29 @@ Status l2_normalize(float* x, int64_t rows, int64_t cols, float eps);
 
 Status vector_unary(UnaryOp op, const float* x, float* out, int64_t n);
 
+// How quantize_rows_int8 quantizes a row, as the CPU's quantize_activations does (lib/kernels/cpu/int8_gemm.h):
+// x[r, c] * channel_scale[c] (when not null: SmoothQuant's 1 / s, a device array of cols floats), then divided by
+// the row's scale and rounded half to even into [-127, 127]. The row's scale is static_scale when it is > 0, else
+// absmax / 127 of the scaled row (1 for an all-zero row).
+struct Int8RowQuant {
+  const float* channel_scale = nullptr;
+  float static_scale = 0.0f;
+#ifdef __CUDACC__
+  __device__ __forceinline__ float row_scale(float absmax) const {
+    if (static_scale > 0.0f) return static_scale;
+    return absmax > 0.0f ? absmax / 127.0f : 1.0f;
+  }
+#endif
+};
+
 template <typename T>
-Status quantize_rows_int8(const T* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales);
+Status quantize_rows_int8(const T* x, int64_t rows, int64_t cols, Int8RowQuant rq, int8_t* q, float* row_scales);
+
+// out[j, c] = w[j, c] * col_scales[j] (col_scales[0] when n_col_scales == 1) * channel_scale[c] (when not null):
+// an int8 Linear's weights as T, SmoothQuant's 1 / s folded in so that they take the unscaled x.
+template <typename T>
+Status dequantize_weights_int8(const int8_t* w, const float* col_scales, int64_t n_col_scales,
+                               const float* channel_scale, int64_t n, int64_t k, T* out);
 
 template <typename T>
 Status dequantize_rows_int8(const int32_t* acc, const float* row_scales, const float* col_scales, int64_t n_col_scales,
@@ -91,5 +113,19 @@ Status synchronize();
 // The cuBLASLt Linear (linear_cublaslt.cc): weights uploaded (converted to `activation` unless i8) at creation.
 StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor& weight, const Tensor& bias,
                                                           const QuantScales& scales, DType activation);
+
+// The row count an int8 (IMMA) GEMM runs on: rows rounded up to a multiple of 32. cuBLASLt has no int8 algorithm
+// for some small row counts on recent GPUs (PyTorch pads to 32 for the same reason); the padding rows are zeros and
+// their outputs are never read.
+inline constexpr int64_t kInt8GemmRowMultiple = 32;
+constexpr int64_t int8_gemm_rows(int64_t rows) {
+  return (rows + kInt8GemmRowMultiple - 1) / kInt8GemmRowMultiple * kInt8GemmRowMultiple;
+}
+
+// Calls of an int8 Linear that ran on its dequantized weights because cuBLASLt had no int8 algorithm for the row
+// count (process-wide; brisk::kernels::cuda_int8_fallback_calls() is the public name).
+uint64_t int8_fallback_calls();
+// For tests: every int8 Linear call takes the dequantized fallback while `on`, as if cuBLASLt had no algorithm.
+void force_int8_fallback_for_testing(bool on);
 
 }  // namespace brisk::kernels::cuda

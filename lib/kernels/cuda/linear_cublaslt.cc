@@ -1,6 +1,7 @@
 // The CUDA Linear (kernels::cuda::make_linear): cuBLASLt matmuls with fused bias / GeLU / ReLU epilogues for f32 and
 // bf16 weights, and an s8 x s8 -> s32 IMMA matmul between brisk's row quantize and dequantize kernels for i8
-// weights. Weights are converted and uploaded once, at creation.
+// weights (dynamic per-token or static activation scales, SmoothQuant input scales: every plan brisk quantize
+// writes). Weights are converted and uploaded once, at creation.
 //
 // Layout: cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major c x r one. So brisk's
 // row-major y[rows, n] = x[rows, k] · W[n, k]ᵀ is the column-major D (n x rows, ld ldy) = op(A) · B with A = W read
@@ -9,7 +10,9 @@
 // output channels on D's rows, along which cuBLASLt's epilogue broadcasts the bias.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -113,18 +116,18 @@ class FloatLinear final : public Linear::Impl {
   int64_t k_ = 0;
 };
 
-// The IMMA shape of an int8 Linear at `rows` rows: s8 [n, k] weights x s8 [rows, k] activations -> s32 [rows, n].
-// The regular-order IMMA kernels need the TN form, m (= n) and k multiples of 4, leading dimensions multiples of 4
-// and 4-byte aligned pointers; make_linear checks n and k, forward pads the rows to a multiple of 4 (not required
-// as far as the documentation goes, but free), and the scratch is 256-byte aligned.
-MatmulShape int8_shape(int64_t n, int64_t k, int64_t rows) {
+// The IMMA shape of an int8 Linear at `gemm_rows` rows: s8 [n, k] weights x s8 [gemm_rows, k] activations -> s32
+// [gemm_rows, n]. The regular-order IMMA kernels need the TN form, m (= n) and k multiples of 4, leading dimensions
+// multiples of 4 and 4-byte aligned pointers; make_linear checks n and k, forward pads the rows to
+// int8_gemm_rows(rows), and the scratch is 256-byte aligned.
+MatmulShape int8_shape(int64_t n, int64_t k, int64_t gemm_rows) {
   MatmulShape s;
   s.ab_type = CUDA_R_8I;
   s.cd_type = CUDA_R_32I;
   s.compute = CUBLAS_COMPUTE_32I;
   s.scale_type = CUDA_R_32I;
   s.m = n;
-  s.n = rows;
+  s.n = gemm_rows;
   s.k = k;
   s.lda = k;
   s.ldb = k;
@@ -133,26 +136,33 @@ MatmulShape int8_shape(int64_t n, int64_t k, int64_t rows) {
   return s;
 }
 
-// i8 weights with dynamic per-token activation scales: quantize_rows_int8 (x -> s8 plus one scale per row), the
-// IMMA matmul into s32, and dequantize_rows_int8 (row scale x channel scale, bias, epilogue) into y.
+std::atomic<uint64_t> g_int8_fallback_calls{0};
+std::atomic<bool> g_force_int8_fallback{false};
+
+// i8 weights: quantize_rows_int8 (x, times SmoothQuant's 1 / s when the file has input scales, -> s8 with one
+// scale per row, or the static scale), the IMMA matmul into s32, and dequantize_rows_int8 (row scale x channel
+// scale, bias, epilogue) into y. A row count for which cuBLASLt has no int8 algorithm runs on the weights
+// dequantized to T (made on the device at the first such call, 1 / s folded in; counted in int8_fallback_calls):
+// slower, never a failed request.
 template <typename T>
 class Int8Linear final : public Linear::Impl {
  public:
-  Int8Linear(DeviceBuffer weight, DeviceBuffer col_scales, int64_t n_col_scales, DeviceBuffer bias, int64_t n,
-             int64_t k)
+  Int8Linear(DeviceBuffer weight, DeviceBuffer col_scales, int64_t n_col_scales, DeviceBuffer inv_input_scale,
+             float static_scale, DeviceBuffer bias, int64_t n, int64_t k)
       : weight_(std::move(weight)),
         col_scales_(std::move(col_scales)),
+        inv_input_scale_(std::move(inv_input_scale)),
         bias_(std::move(bias)),
         n_col_scales_(n_col_scales),
+        static_scale_(static_scale),
         n_(n),
         k_(k) {}
 
   std::string kernel_name() const override { return "cuBLASLt IMMA int8 matmul"; }
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override {
+    if (g_force_int8_fallback.load(std::memory_order_relaxed)) return fallback_forward(x, rows, y, epilogue, ldy);
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-    // The GEMM runs on a multiple of 4 rows (IMMA wants its dimensions so); the extra activation rows are zeroed
-    // and their accumulator rows never read.
-    const int64_t gemm_rows = (rows + 3) / 4 * 4;
+    const int64_t gemm_rows = int8_gemm_rows(rows);
     const size_t q_bytes = align256(static_cast<size_t>(gemm_rows * k_));
     const size_t scale_bytes = align256(static_cast<size_t>(rows) * sizeof(float));
     const size_t acc_bytes = static_cast<size_t>(gemm_rows * n_) * sizeof(int32_t);
@@ -163,7 +173,8 @@ class Int8Linear final : public Linear::Impl {
     auto* row_scales = scratch.as<float>(q_bytes);
     auto* acc = scratch.as<int32_t>(q_bytes + scale_bytes);
 
-    BRISK_RETURN_IF_ERROR(quantize_rows_int8<T>(static_cast<const T*>(x), rows, k_, xq, row_scales));
+    const Int8RowQuant rq{inv_input_scale_.as<float>(), static_scale_};
+    BRISK_RETURN_IF_ERROR(quantize_rows_int8<T>(static_cast<const T*>(x), rows, k_, rq, xq, row_scales));
     if (gemm_rows != rows) {
       BRISK_RETURN_IF_ERROR(cuda_status(
           cudaMemsetAsync(xq + rows * k_, 0, static_cast<size_t>((gemm_rows - rows) * k_), cudaStreamPerThread),
@@ -175,18 +186,50 @@ class Int8Linear final : public Linear::Impl {
     s.align_a = pointer_alignment(weight_.get());
     s.align_b = pointer_alignment(xq);
     s.align_cd = pointer_alignment(acc);
-    BRISK_RETURN_IF_ERROR(ctx->matmul(s, &alpha, weight_.get(), xq, &beta, acc, nullptr));
+    const Status st = ctx->matmul(s, &alpha, weight_.get(), xq, &beta, acc, nullptr);
+    if (absl::IsUnimplemented(st)) return fallback_forward(x, rows, y, epilogue, ldy);
+    BRISK_RETURN_IF_ERROR(st);
     return dequantize_rows_int8<T>(acc, row_scales, col_scales_.as<float>(), n_col_scales_, bias_.as<T>(), epilogue,
                                    static_cast<T*>(y), ldy, rows, n_);
   }
 
  private:
-  DeviceBuffer weight_;      // s8 [n, k]
-  DeviceBuffer col_scales_;  // f32 [n_col_scales]: per output channel, or one per tensor
-  DeviceBuffer bias_;        // T [n], or empty
+  Status fallback_forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const {
+    g_int8_fallback_calls.fetch_add(1, std::memory_order_relaxed);
+    std::shared_ptr<const Linear::Impl> dequantized;
+    {
+      std::lock_guard<std::mutex> lock(fallback_mu_);
+      if (dequantized_ == nullptr) {
+        BRISK_ASSIGN_OR_RETURN(dequantized_, make_dequantized());
+      }
+      dequantized = dequantized_;
+    }
+    return dequantized->forward(x, rows, y, epilogue, ldy);
+  }
+
+  // The weights as T on the device (no host copy is kept), and the bias as it is.
+  StatusOr<std::shared_ptr<const Linear::Impl>> make_dequantized() const {
+    BRISK_ASSIGN_OR_RETURN(DeviceBuffer w, DeviceBuffer::allocate(static_cast<size_t>(n_ * k_) * sizeof(T)));
+    BRISK_RETURN_IF_ERROR(dequantize_weights_int8<T>(weight_.as<int8_t>(), col_scales_.as<float>(), n_col_scales_,
+                                                     inv_input_scale_.as<float>(), n_, k_, w.as<T>()));
+    DeviceBuffer b;
+    if (bias_.get() != nullptr) {
+      BRISK_ASSIGN_OR_RETURN(b, DeviceBuffer::allocate(static_cast<size_t>(n_) * sizeof(T)));
+      BRISK_RETURN_IF_ERROR(copy_bytes(b.get(), bias_.get(), static_cast<size_t>(n_) * sizeof(T)));
+    }
+    return std::shared_ptr<const Linear::Impl>(std::make_shared<FloatLinear<T>>(std::move(w), std::move(b), n_, k_));
+  }
+
+  DeviceBuffer weight_;           // s8 [n, k]
+  DeviceBuffer col_scales_;       // f32 [n_col_scales]: per output channel, or one per tensor
+  DeviceBuffer inv_input_scale_;  // f32 [k]: SmoothQuant's 1 / s, or empty
+  DeviceBuffer bias_;             // T [n], or empty
   int64_t n_col_scales_ = 0;
+  float static_scale_ = 0.0f;  // > 0: one activation scale for every row; 0: per row (dynamic)
   int64_t n_ = 0;
   int64_t k_ = 0;
+  mutable std::mutex fallback_mu_;
+  mutable std::shared_ptr<const Linear::Impl> dequantized_;  // made at the first fallback call
 };
 
 template <typename T>
@@ -212,29 +255,30 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_typed(const Tensor& weight, c
     return make_float_linear<T>(w, b, n, k);
   }
 
-  if (scales.activation_scale > 0.0f) {
-    return absl::UnimplementedError(
-        absl::StrCat("Linear i8 static activation scales on cuda are not supported: activation_scale is ",
-                     scales.activation_scale, "; expected dynamic per-token scales (activation_scale = 0)"));
-  }
-  if (scales.input_scale.defined() && scales.input_scale.numel() > 0) {
-    return absl::UnimplementedError(
-        "Linear i8 SmoothQuant input_scale on cuda is not supported; expected no input_scale (dynamic per-token "
-        "activation scales)");
-  }
   const Tensor& ws = scales.weight_scale;
   const float* wscale = ws.data<float>();
   const int64_t n_scales = ws.numel();
+  // SmoothQuant's 1 / s, which the activations are multiplied by before they are quantized (the dispatch has
+  // checked that every input scale is positive and finite, with a finite inverse).
+  std::vector<float> inv_input;
+  if (scales.input_scale.defined() && scales.input_scale.numel() > 0) {
+    const float* in = scales.input_scale.data<float>();
+    inv_input.resize(static_cast<size_t>(k));
+    for (int64_t c = 0; c < k; ++c) inv_input[static_cast<size_t>(c)] = 1.0f / in[c];
+  }
 
-  // IMMA needs n and k multiples of 4 and an algorithm for the shape (probed at a typical row count). Otherwise
-  // (a small classifier head, say) the weights are dequantized here and run as T: more accurate, same interface.
+  // IMMA needs n and k multiples of 4 and an algorithm for the shape (probed at the smallest and a typical row
+  // count). Otherwise (a small classifier head, say) the weights are dequantized here, 1 / s folded in, and run as
+  // T on the unquantized activations: more accurate, same interface.
   bool imma = n % 4 == 0 && k % 4 == 0;
   if (imma) {
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-    const Status probe = ctx->prepare(int8_shape(n, k, 128), nullptr);
-    if (absl::IsUnimplemented(probe)) {
-      imma = false;
-    } else {
+    for (const int64_t probe_rows : {int8_gemm_rows(1), int64_t{128}}) {
+      const Status probe = ctx->prepare(int8_shape(n, k, probe_rows), nullptr);
+      if (absl::IsUnimplemented(probe)) {
+        imma = false;
+        break;
+      }
       BRISK_RETURN_IF_ERROR(probe);
     }
   }
@@ -243,22 +287,32 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_typed(const Tensor& weight, c
     const int8_t* q = weight.data<int8_t>();
     for (int64_t j = 0; j < n; ++j) {
       const float s = wscale[n_scales == 1 ? 0 : j];
-      for (int64_t p = 0; p < k; ++p) w[static_cast<size_t>(j * k + p)] = static_cast<float>(q[j * k + p]) * s;
+      for (int64_t p = 0; p < k; ++p) {
+        const float smooth = inv_input.empty() ? 1.0f : inv_input[static_cast<size_t>(p)];
+        w[static_cast<size_t>(j * k + p)] = static_cast<float>(q[j * k + p]) * s * smooth;
+      }
     }
     return make_float_linear<T>(w, b, n, k);
   }
 
   BRISK_ASSIGN_OR_RETURN(DeviceBuffer w, upload(weight.data<int8_t>(), static_cast<size_t>(n * k)));
   BRISK_ASSIGN_OR_RETURN(DeviceBuffer cs, upload(wscale, static_cast<size_t>(n_scales) * sizeof(float)));
+  DeviceBuffer inv;
+  if (!inv_input.empty()) {
+    BRISK_ASSIGN_OR_RETURN(inv, upload(inv_input.data(), inv_input.size() * sizeof(float)));
+  }
   DeviceBuffer bd;
   if (!b.empty()) {
     BRISK_ASSIGN_OR_RETURN(bd, upload_as<T>(b));
   }
-  return std::shared_ptr<const Linear::Impl>(
-      std::make_shared<Int8Linear<T>>(std::move(w), std::move(cs), n_scales, std::move(bd), n, k));
+  return std::shared_ptr<const Linear::Impl>(std::make_shared<Int8Linear<T>>(
+      std::move(w), std::move(cs), n_scales, std::move(inv), scales.activation_scale, std::move(bd), n, k));
 }
 
 }  // namespace
+
+uint64_t int8_fallback_calls() { return g_int8_fallback_calls.load(std::memory_order_relaxed); }
+void force_int8_fallback_for_testing(bool on) { g_force_int8_fallback.store(on, std::memory_order_relaxed); }
 
 StatusOr<std::shared_ptr<const Linear::Impl>> make_linear(const Tensor& weight, const Tensor& bias,
                                                           const QuantScales& scales, DType activation) {

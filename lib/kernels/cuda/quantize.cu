@@ -1,5 +1,6 @@
-// CUDA row-wise int8 quantization of activations (per-row absmax scale) and the dequantizing epilogue of an int8
-// GEMM (row scale x column scale, bias, then GeLU / ReLU / accumulate).
+// CUDA row-wise int8 quantization of activations (per-row absmax scale, or one static scale; SmoothQuant's 1 / s
+// applied channel by channel in the same pass) and the dequantizing epilogue of an int8 GEMM (row scale x column
+// scale, bias, then GeLU / ReLU / accumulate).
 //
 // quantize_rows_int8: one warp per row up to 1024 columns, one block per row above (launch::plan_rows); the row is
 // read once into registers, its absmax reduced, and q written once (rows too long for registers read x twice).
@@ -13,10 +14,22 @@
 namespace brisk::kernels::cuda {
 namespace {
 
+// x[c .. c + kVec) as floats, times channel_scale[c ..] when there is one (SmoothQuant's 1 / s).
+template <int kVec, typename D>
+__device__ __forceinline__ void load_scaled(const D* x, const float* channel_scale, int64_t c, float (&v)[kVec]) {
+  load_floats<kVec>(x + c, v);
+  if (channel_scale != nullptr) {
+    float s[kVec];
+    load_floats<kVec>(channel_scale + c, s);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] *= s[j];
+  }
+}
+
 // Mapping: launch::RowPlan.
 template <typename D, int kVec, int kIters>
 __global__ void __launch_bounds__(launch::kMaxRowBlockThreads)
-    quantize_rows_kernel(const D* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
+    quantize_rows_kernel(const D* x, int64_t rows, int64_t cols, Int8RowQuant rq, int8_t* q, float* row_scales) {
   const int64_t chunks = (cols + kVec - 1) / kVec;
   const int64_t tpr = blockDim.x;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < rows;
@@ -30,13 +43,12 @@ __global__ void __launch_bounds__(launch::kMaxRowBlockThreads)
       for (int k = 0; k < kIters; ++k) {
         const int64_t c = threadIdx.x + k * tpr;
         if (c < chunks) {
-          load_floats<kVec>(xr + c * kVec, v[k]);
+          load_scaled<kVec>(xr, rq.channel_scale, c * kVec, v[k]);
 #pragma unroll
           for (int j = 0; j < kVec; ++j) absmax = fmaxf(absmax, fabsf(v[k][j]));
         }
       }
-      absmax = row_max(absmax);
-      const float scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+      const float scale = rq.row_scale(row_max(absmax));
       const float inv = 1.0f / scale;
 #pragma unroll
       for (int k = 0; k < kIters; ++k) {
@@ -50,18 +62,19 @@ __global__ void __launch_bounds__(launch::kMaxRowBlockThreads)
       }
       if (threadIdx.x == 0) row_scales[r] = scale;
     } else {
-      for (int64_t c = threadIdx.x; c < chunks; c += tpr) {
-        float v[kVec];
-        load_floats<kVec>(xr + c * kVec, v);
+      if (rq.static_scale <= 0.0f) {
+        for (int64_t c = threadIdx.x; c < chunks; c += tpr) {
+          float v[kVec];
+          load_scaled<kVec>(xr, rq.channel_scale, c * kVec, v);
 #pragma unroll
-        for (int j = 0; j < kVec; ++j) absmax = fmaxf(absmax, fabsf(v[j]));
+          for (int j = 0; j < kVec; ++j) absmax = fmaxf(absmax, fabsf(v[j]));
+        }
       }
-      absmax = row_max(absmax);
-      const float scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+      const float scale = rq.row_scale(row_max(absmax));
       const float inv = 1.0f / scale;
       for (int64_t c = threadIdx.x; c < chunks; c += tpr) {
         float v[kVec];
-        load_floats<kVec>(xr + c * kVec, v);
+        load_scaled<kVec>(xr, rq.channel_scale, c * kVec, v);
         Pack<int8_t, kVec> pk;
 #pragma unroll
         for (int j = 0; j < kVec; ++j) pk.v[j] = quantize_one(v[j], inv);
@@ -73,14 +86,14 @@ __global__ void __launch_bounds__(launch::kMaxRowBlockThreads)
 }
 
 template <typename D, int kVec>
-Status launch_quantize(const D* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
+Status launch_quantize(const D* x, int64_t rows, int64_t cols, Int8RowQuant rq, int8_t* q, float* row_scales) {
   constexpr const char* kName = "quantize_rows_int8";
   const launch::RowPlan plan = launch::plan_rows(rows, cols, kVec, max_row_iters(kVec));
   return dispatch_iters<kVec>(plan.iters, kName, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
     quantize_rows_kernel<D, kVec, kIters>
         <<<grid_dim(plan.grid), dim3(plan.threads_per_row, plan.rows_per_block), 0, cudaStreamPerThread>>>(
-            x, rows, cols, q, row_scales);
+            x, rows, cols, rq, q, row_scales);
     return launch_status(kName);
   });
 }
@@ -165,17 +178,42 @@ Status dequantize_width(const DequantArgs& args, GemmEpilogue epilogue, const D*
                                                  "; expected a GemmEpilogue value"));
 }
 
+// Mapping: launch::FlatPlan over the n * k weights, one element per thread and step.
+template <typename D>
+__global__ void __launch_bounds__(256)
+    dequantize_weights_kernel(const int8_t* w, const float* col_scales, bool per_channel, const float* channel_scale,
+                              int64_t n, int64_t k, D* out) {
+  const int64_t total = n * k;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t j = i / k;
+    float v = static_cast<float>(w[i]) * col_scales[per_channel ? j : 0];
+    if (channel_scale != nullptr) v *= channel_scale[i - j * k];
+    out[i] = from_float<D>(v);
+  }
+}
+
 }  // namespace
 
 template <typename T>
-Status quantize_rows_int8(const T* x, int64_t rows, int64_t cols, int8_t* q, float* row_scales) {
+Status dequantize_weights_int8(const int8_t* w, const float* col_scales, int64_t n_col_scales,
+                               const float* channel_scale, int64_t n, int64_t k, T* out) {
+  if (n <= 0 || k <= 0) return absl::OkStatus();
+  const launch::FlatPlan plan = launch::plan_flat(n * k, 1);
+  dequantize_weights_kernel<DeviceType<T>><<<grid_dim(plan.grid), plan.threads, 0, cudaStreamPerThread>>>(
+      w, col_scales, n_col_scales != 1, channel_scale, n, k, device_ptr(out));
+  return launch_status("dequantize_weights_int8");
+}
+
+template <typename T>
+Status quantize_rows_int8(const T* x, int64_t rows, int64_t cols, Int8RowQuant rq, int8_t* q, float* row_scales) {
   if (rows <= 0 || cols <= 0) return absl::OkStatus();
-  const int width =
-      launch::vector_width_or_scalar(kFullWidth<T>, cols, cols, {{address(x), sizeof(T)}, {address(q), 1}});
+  const int width = launch::vector_width_or_scalar(
+      kFullWidth<T>, cols, cols, {{address(x), sizeof(T)}, {address(q), 1}, {address(rq.channel_scale), 4}});
   if (width == kFullWidth<T>) {
-    return launch_quantize<DeviceType<T>, kFullWidth<T>>(device_ptr(x), rows, cols, q, row_scales);
+    return launch_quantize<DeviceType<T>, kFullWidth<T>>(device_ptr(x), rows, cols, rq, q, row_scales);
   }
-  return launch_quantize<DeviceType<T>, 1>(device_ptr(x), rows, cols, q, row_scales);
+  return launch_quantize<DeviceType<T>, 1>(device_ptr(x), rows, cols, rq, q, row_scales);
 }
 
 template <typename T>
@@ -197,9 +235,10 @@ Status dequantize_rows_int8(const int32_t* acc, const float* row_scales, const f
 }
 
 #define BRISK_INSTANTIATE(T)                                                                                           \
-  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, int8_t*, float*);                                  \
+  template Status quantize_rows_int8<T>(const T*, int64_t, int64_t, Int8RowQuant, int8_t*, float*);                    \
   template Status dequantize_rows_int8<T>(const int32_t*, const float*, const float*, int64_t, const T*, GemmEpilogue, \
-                                          T*, int64_t, int64_t, int64_t);
+                                          T*, int64_t, int64_t, int64_t);                                              \
+  template Status dequantize_weights_int8<T>(const int8_t*, const float*, int64_t, const float*, int64_t, int64_t, T*);
 BRISK_INSTANTIATE(float)
 BRISK_INSTANTIATE(float16_t)
 BRISK_INSTANTIATE(bfloat16_t)

@@ -18,7 +18,7 @@ struct SoftmaxArgs {
   int64_t cols;
   int64_t ld;
   int64_t valid_cols;
-  int64_t rows_per_group;  // > 0: valid_cols = lengths[r / rows_per_group]
+  int64_t rows_per_group;  // > 0: valid_cols = min(lengths[r / rows_per_group], valid_cols)
   const int32_t* lengths;
   float scale;
 };
@@ -30,7 +30,13 @@ __global__ void __launch_bounds__(launch::kMaxRowBlockThreads) masked_softmax_ke
   const int64_t tpr = blockDim.x;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; r < a.rows;
        r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-    int64_t valid = a.rows_per_group > 0 ? static_cast<int64_t>(a.lengths[r / a.rows_per_group]) : a.valid_cols;
+    // A group's length is clamped to valid_cols (self_attention's max_len, the rule split_qkv_heads and merge_heads
+    // follow), never to the padded row width: score columns past max_len hold no scores.
+    int64_t valid = a.valid_cols;
+    if (a.rows_per_group > 0) {
+      const int64_t len = a.lengths[r / a.rows_per_group];
+      valid = len < valid ? len : valid;
+    }
     valid = valid < 0 ? 0 : (valid > a.cols ? a.cols : valid);
     const int64_t valid_chunks = (valid + kVec - 1) / kVec;
     D* p = x + r * a.ld;
