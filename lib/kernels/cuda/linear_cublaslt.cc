@@ -217,6 +217,8 @@ class Int8Linear final : public Linear::Impl {
       BRISK_ASSIGN_OR_RETURN(b, DeviceBuffer::allocate(static_cast<size_t>(n_) * sizeof(T)));
       BRISK_RETURN_IF_ERROR(copy_bytes(b.get(), bias_.get(), static_cast<size_t>(n_) * sizeof(T)));
     }
+    // Other threads use it on their own streams: it must be complete before it is shared.
+    BRISK_RETURN_IF_ERROR(synchronize());
     return std::shared_ptr<const Linear::Impl>(std::make_shared<FloatLinear<T>>(std::move(w), std::move(b), n_, k_));
   }
 
@@ -267,18 +269,16 @@ StatusOr<std::shared_ptr<const Linear::Impl>> make_typed(const Tensor& weight, c
     for (int64_t c = 0; c < k; ++c) inv_input[static_cast<size_t>(c)] = 1.0f / in[c];
   }
 
-  // IMMA needs n and k multiples of 4 and an algorithm for the shape (probed at the smallest and a typical row
-  // count). Otherwise (a small classifier head, say) the weights are dequantized here, 1 / s folded in, and run as
-  // T on the unquantized activations: more accurate, same interface.
+  // IMMA needs n and k multiples of 4 and an algorithm for the shape (probed at a typical row count; a row count
+  // without one falls back per call, see Int8Linear). Otherwise (a small classifier head, say) the weights are
+  // dequantized here, 1 / s folded in, and run as T on the unquantized activations: more accurate, same interface.
   bool imma = n % 4 == 0 && k % 4 == 0;
   if (imma) {
     BRISK_ASSIGN_OR_RETURN(BlasContext * ctx, blas_context());
-    for (const int64_t probe_rows : {int8_gemm_rows(1), int64_t{128}}) {
-      const Status probe = ctx->prepare(int8_shape(n, k, probe_rows), nullptr);
-      if (absl::IsUnimplemented(probe)) {
-        imma = false;
-        break;
-      }
+    const Status probe = ctx->prepare(int8_shape(n, k, 128), nullptr);
+    if (absl::IsUnimplemented(probe)) {
+      imma = false;
+    } else {
       BRISK_RETURN_IF_ERROR(probe);
     }
   }
