@@ -16,10 +16,7 @@
 
 #include "brisk/core/device.h"
 #include "brisk/model/fidelity.h"
-#include "brisk/model/tokenizer.h"
-#include "brisk/quant/model_file.h"
-#include "brisk/quant/quantizer.h"
-#include "test_util.h"
+#include "minilm_plans.h"
 
 using namespace brisk;
 using namespace brisk::quant;
@@ -67,17 +64,9 @@ TEST_CASE("every plan's model file runs on cuda and matches the CPU encoder of t
   const std::string dir = testing::model_dir().string();
   const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
   const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
-  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
-  std::vector<PackedSequences> batches(2);
-  const char* texts[] = {"How do I reset my online banking password?",
-                         "The train to Lyon leaves at 7:45 from platform 3.",
-                         "Can I return shoes I bought on sale?",
-                         "my laptop will not connect to the office wifi since the update",
-                         "What is the capital of Australia?",
-                         "I was charged twice for the same order, please refund one of them."};
   // One text alone (a single short request: the smallest int8 GEMM) and the rest together.
-  for (size_t i = 0; i < std::size(texts); ++i) batches[i == 0 ? 0 : 1].add(tok.encode(texts[i], 128).value());
-
+  const std::vector<PackedSequences> batches =
+      testing::quant_test_batches(WordPieceTokenizer::from_model_dir(dir).value(), /*first_alone=*/true);
   auto reference_encoder = BertEncoder::create(config, fp32, Device::kCPU).value();
   const ActivationRanges ranges = calibrate(*reference_encoder, batches, CalibrationOptions{}, nullptr).value();
   SmoothQuantOptions smooth;
@@ -85,16 +74,9 @@ TEST_CASE("every plan's model file runs on cuda and matches the CPU encoder of t
   testing::TempDir tmp;
   for (const CudaPlanCase& c : kCudaPlans) {
     INFO("plan " << c.plan << (c.smoothquant ? " +smoothquant 0.5" : ""));
-    const LayerPrecisions precisions = PrecisionPlan::parse(c.plan).value().resolve(layer_names(config)).value();
-    QuantizedModel m;
-    m.config = config;
-    m.weights = quantize_weights(fp32, config, precisions, ranges, c.smoothquant ? &smooth : nullptr).value();
-    m.precisions = precisions;
-    m.plan = c.plan;
-    m.model_files = read_model_files(dir).value();
-    const std::string path = tmp.file(std::string(c.plan) + (c.smoothquant ? "-sq" : "") + ".safetensors");
-    REQUIRE(save_quantized_model(path, m).ok());
-    check_on_cuda(load_quantized_model(path).value(), batches, c.min_worst_cosine_f32, c.min_worst_cosine_f16);
+    const QuantizedModel m =
+        testing::write_plan_file(dir, config, fp32, c.plan, ranges, c.smoothquant ? &smooth : nullptr, tmp);
+    check_on_cuda(m, batches, c.min_worst_cosine_f32, c.min_worst_cosine_f16);
   }
   if (const char* file = std::getenv("BRISK_TEST_INT8_MODEL"); file != nullptr && *file != '\0') {
     INFO("brisk quantize --plan int8 file " << file);

@@ -17,11 +17,8 @@
 #include "kernels/cpu/dnnl_matmul.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/kernels/attention.h"
-#include "brisk/model/tokenizer.h"
-#include "brisk/quant/model_file.h"
-#include "brisk/quant/quantizer.h"
 #include "kernels/kernel_test_util.h"
-#include "test_util.h"
+#include "minilm_plans.h"
 
 using namespace brisk;
 using namespace brisk::quant;
@@ -65,16 +62,8 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
   const std::string dir = testing::model_dir().string();
   const BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
   const EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
-  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
-  std::vector<PackedSequences> batches(2);
-  const char* texts[] = {"How do I reset my online banking password?",
-                         "The train to Lyon leaves at 7:45 from platform 3.",
-                         "Can I return shoes I bought on sale?",
-                         "my laptop will not connect to the office wifi since the update",
-                         "What is the capital of Australia?",
-                         "I was charged twice for the same order, please refund one of them."};
-  for (size_t i = 0; i < std::size(texts); ++i) batches[i % 2].add(tok.encode(texts[i], 128).value());
-
+  const std::vector<PackedSequences> batches =
+      testing::quant_test_batches(WordPieceTokenizer::from_model_dir(dir).value());
   auto reference_encoder = BertEncoder::create(config, fp32, Device::kCPU).value();
   const std::vector<float> reference = embed_all(*reference_encoder, batches, Pooling::kMean).value();
   const ActivationRanges ranges = calibrate(*reference_encoder, batches, CalibrationOptions{}, nullptr).value();
@@ -89,16 +78,8 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
   testing::TempDir tmp;
   for (const PlanCase& c : kPlans) {
     INFO("plan " << c.plan << (c.smoothquant ? " +smoothquant 0.5" : ""));
-    const LayerPrecisions precisions = PrecisionPlan::parse(c.plan).value().resolve(layer_names(config)).value();
-    QuantizedModel m;
-    m.config = config;
-    m.weights = quantize_weights(fp32, config, precisions, ranges, c.smoothquant ? &smooth : nullptr).value();
-    m.precisions = precisions;
-    m.plan = c.plan;
-    m.model_files = read_model_files(dir).value();
-    const std::string path = tmp.file(std::string(c.plan) + (c.smoothquant ? "-sq" : "") + ".safetensors");
-    REQUIRE(save_quantized_model(path, m).ok());
-    const QuantizedModel loaded = load_quantized_model(path).value();
+    const QuantizedModel loaded =
+        testing::write_plan_file(dir, config, fp32, c.plan, ranges, c.smoothquant ? &smooth : nullptr, tmp);
 
     // The first level's embeddings, per attention kind (float, int8): levels are compared within a kind.
     std::vector<float> first_level[2];

@@ -5,10 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "brisk/model/tokenizer.h"
-#include "brisk/quant/model_file.h"
-#include "brisk/quant/quantizer.h"
-#include "test_util.h"
+#include "minilm_plans.h"
 
 using namespace brisk;
 using namespace brisk::quant;
@@ -19,19 +16,7 @@ struct Fixture {
   std::string dir = testing::model_dir().string();
   BertConfig config = BertConfig::from_json_file(dir + "/config.json").value();
   EncoderWeights fp32 = EncoderWeights::load(dir, config).value();
-  std::vector<PackedSequences> batches;
-
-  Fixture() {
-    const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(dir).value();
-    batches.resize(2);
-    const char* texts[] = {"How do I reset my online banking password?",
-                           "The train to Lyon leaves at 7:45 from platform 3.",
-                           "Can I return shoes I bought on sale?",
-                           "my laptop will not connect to the office wifi since the update",
-                           "What is the capital of Australia?",
-                           "I was charged twice for the same order, please refund one of them."};
-    for (size_t i = 0; i < std::size(texts); ++i) batches[i % 2].add(tok.encode(texts[i], 128).value());
-  }
+  std::vector<PackedSequences> batches = testing::quant_test_batches(WordPieceTokenizer::from_model_dir(dir).value());
 
   Fidelity fidelity_of(const std::string& plan_text, const ActivationRanges& ranges = {}) {
     const LayerPrecisions p = PrecisionPlan::parse(plan_text).value().resolve(layer_names(config)).value();
