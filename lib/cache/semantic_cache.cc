@@ -282,6 +282,7 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
     uint64_t generation;
     float sim;
     std::string question;
+    std::vector<float> embedding;
   };
   std::vector<Pending> pending;
   std::optional<std::pair<float, std::string>> nearest;  // a miss below the floor: the nearest entry
@@ -323,7 +324,7 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
         continue;
       }
       if (verifying) {
-        pending.push_back(Pending{rank, label, s.generation, sim, s.question});
+        pending.push_back(Pending{rank, label, s.generation, sim, s.question, s.embedding});
         continue;
       }
       r = SemanticLookup{};
@@ -341,7 +342,7 @@ SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_v
 
   // The verifier, with no lock held: candidates in rank order until one is accepted and still there.
   for (Pending& p : pending) {
-    const Impl::Verdict v = m.verify(*nq, p.question);
+    const Impl::Verdict v = m.verify(SemanticPair{*nq, p.question, vec, p.embedding, p.sim});
     if (v.accepted) {
       std::shared_lock lock(t->mu);
       const SemanticSlot& s = t->slots[p.label];

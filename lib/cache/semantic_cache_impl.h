@@ -85,7 +85,7 @@ struct SemanticCache::Impl {
     float score = 0;
     Status error;  // non-OK: the call failed (a rejection)
   };
-  Verdict verify(std::string_view incoming, std::string_view cached);
+  Verdict verify(const SemanticPair& pair);
 };
 
 }  // namespace brisk::cache

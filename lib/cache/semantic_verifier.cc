@@ -12,9 +12,9 @@ namespace brisk::cache {
 
 namespace {
 
-StatusOr<float> call_verifier(const SemanticVerifier& verifier, std::string_view incoming, std::string_view cached) {
+StatusOr<float> call_verifier(const SemanticVerifier& verifier, const SemanticPair& pair) {
   try {
-    return verifier(incoming, cached);
+    return verifier(pair);
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("SemanticCacheOptions.verifier threw: ", e.what(), "; expected it to return a status instead"));
@@ -26,9 +26,9 @@ StatusOr<float> call_verifier(const SemanticVerifier& verifier, std::string_view
 
 }  // namespace
 
-SemanticCache::Impl::Verdict SemanticCache::Impl::verify(std::string_view incoming, std::string_view cached) {
+SemanticCache::Impl::Verdict SemanticCache::Impl::verify(const SemanticPair& pair) {
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<float> score = call_verifier(options.verifier, incoming, cached);
+  StatusOr<float> score = call_verifier(options.verifier, pair);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
   verifier_ns.record(static_cast<uint64_t>(std::max<int64_t>(0, ns.count())));
   counters.verifier_calls.fetch_add(1, std::memory_order_relaxed);

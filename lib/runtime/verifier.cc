@@ -15,14 +15,13 @@ StatusOr<cache::SemanticVerifier> cross_encoder_verifier(const Runtime& runtime,
                                                       "' has ", b.output == BackendOutput::kLogits ? b.output_dim : 0,
                                                       " labels; expected a cross-encoder (one label)"));
   }
-  return cache::SemanticVerifier(
-      [&runtime, raw_scores](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
-        const std::string_view passages[1] = {cached};
-        RerankOptions o;
-        o.raw_scores = raw_scores;
-        BRISK_ASSIGN_OR_RETURN(std::vector<RerankResult> r, runtime.rerank(incoming, passages, o));
-        return r.front().score;
-      });
+  return cache::SemanticVerifier([&runtime, raw_scores](const cache::SemanticPair& pair) -> StatusOr<float> {
+    const std::string_view passages[1] = {pair.cached};
+    RerankOptions o;
+    o.raw_scores = raw_scores;
+    BRISK_ASSIGN_OR_RETURN(std::vector<RerankResult> r, runtime.rerank(pair.incoming, passages, o));
+    return r.front().score;
+  });
 }
 
 StatusOr<cache::SemanticVerifier> intent_agreement_verifier(const Runtime& runtime) {
@@ -32,8 +31,8 @@ StatusOr<cache::SemanticVerifier> intent_agreement_verifier(const Runtime& runti
                                                       "' is not a classifier with at least 2 labels; expected a "
                                                       "classification model or a fit-intents head"));
   }
-  return cache::SemanticVerifier([&runtime](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
-    const std::string_view texts[2] = {incoming, cached};
+  return cache::SemanticVerifier([&runtime](const cache::SemanticPair& pair) -> StatusOr<float> {
+    const std::string_view texts[2] = {pair.incoming, pair.cached};
     const int all = static_cast<int>(runtime.backend_info().output_dim);
     BRISK_ASSIGN_OR_RETURN(auto labels, runtime.classify(texts, all));
     const int64_t cached_label = labels[1].front().id;

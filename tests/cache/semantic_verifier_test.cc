@@ -79,11 +79,11 @@ struct TableVerifier {
   std::mutex mu;
   std::vector<std::pair<std::string, std::string>> asked;  // (incoming, cached)
   SemanticVerifier fn() {
-    return [this](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
+    return [this](const SemanticPair& pair) -> StatusOr<float> {
       std::lock_guard<std::mutex> lock(mu);
-      asked.emplace_back(incoming, cached);
+      asked.emplace_back(pair.incoming, pair.cached);
       for (const auto& [q, s] : scores)
-        if (q == cached) return s;
+        if (q == pair.cached) return s;
       return 0.0f;
     };
   }
@@ -222,29 +222,62 @@ TEST_CASE("semantic verifier: a failing verifier is a counted miss, never a cras
     CHECK(s.misses == 1);
     return r;
   };
-  SemanticLookup status = run([](std::string_view, std::string_view) -> StatusOr<float> {
-    return absl::UnavailableError("cross-encoder is down");
-  });
+  SemanticLookup status =
+      run([](const SemanticPair&) -> StatusOr<float> { return absl::UnavailableError("cross-encoder is down"); });
   CHECK_FALSE(status.hit);
   CHECK(status.reason == SemanticMissReason::kRejectedByVerifier);
   CHECK(status.error.code() == absl::StatusCode::kUnavailable);
   CHECK(contains(status.error.message(), "SemanticCacheOptions.verifier failed: cross-encoder is down"));
 
-  SemanticLookup nan = run([](std::string_view, std::string_view) -> StatusOr<float> { return NAN; });
+  SemanticLookup nan = run([](const SemanticPair&) -> StatusOr<float> { return NAN; });
   CHECK_FALSE(nan.hit);
   CHECK(contains(nan.error.message(), "expected a finite score"));
 
   SemanticLookup thrown =
-      run([](std::string_view, std::string_view) -> StatusOr<float> { throw std::runtime_error("model not loaded"); });
+      run([](const SemanticPair&) -> StatusOr<float> { throw std::runtime_error("model not loaded"); });
   CHECK_FALSE(thrown.hit);
   CHECK(thrown.error.code() == absl::StatusCode::kInternal);
   CHECK(contains(thrown.error.message(), "model not loaded"));
 }
 
+TEST_CASE("semantic verifier: it sees both questions, both unit embeddings and their cosine",
+          "[cache][semantic][verifier]") {
+  std::vector<float> seen_incoming, seen_cached;
+  float seen_cosine = -2.0f;
+  std::string seen_question;
+  auto cache = make(options([&](const SemanticPair& pair) -> StatusOr<float> {
+    seen_incoming.assign(pair.incoming_embedding.begin(), pair.incoming_embedding.end());
+    seen_cached.assign(pair.cached_embedding.begin(), pair.cached_embedding.end());
+    seen_cosine = pair.cosine;
+    seen_question = std::string(pair.incoming) + " | " + std::string(pair.cached);
+    return 1.0f;
+  }));
+  // Stored and looked up unnormalised (x3, x0.5): the verifier gets the unit vectors.
+  std::vector<float> stored = basis(0), incoming = near(0, 1, 0.9f);
+  for (float& v : stored) v *= 3.0f;
+  for (float& v : incoming) v *= 0.5f;
+  REQUIRE(cache->insert("t", "How do I reset my PIN?", stored, "Use the app.").ok());
+  REQUIRE(cache->lookup("t", "How can I  change my PIN?", incoming).hit);
+  REQUIRE(seen_incoming.size() == kDim);
+  REQUIRE(seen_cached.size() == kDim);
+  double dot = 0.0, n_in = 0.0, n_cached = 0.0;
+  for (size_t i = 0; i < kDim; ++i) {
+    dot += double(seen_incoming[i]) * seen_cached[i];
+    n_in += double(seen_incoming[i]) * seen_incoming[i];
+    n_cached += double(seen_cached[i]) * seen_cached[i];
+  }
+  CHECK(n_in == Approx(1.0).margin(1e-5));
+  CHECK(n_cached == Approx(1.0).margin(1e-5));
+  CHECK(seen_cached[0] == Approx(1.0f));  // basis(0), normalised
+  CHECK(seen_cosine == Approx(dot).margin(1e-5));
+  CHECK(seen_cosine == Approx(0.9).margin(1e-3));
+  CHECK(seen_question == "How can I change my PIN? | How do I reset my PIN?");
+}
+
 TEST_CASE("semantic verifier: each call's latency is recorded", "[cache][semantic][verifier]") {
-  auto cache = make(options([](std::string_view, std::string_view cached) -> StatusOr<float> {
+  auto cache = make(options([](const SemanticPair& pair) -> StatusOr<float> {
     std::this_thread::sleep_for(3ms);
-    return cached == "first question" ? 0.0f : 1.0f;
+    return pair.cached == "first question" ? 0.0f : 1.0f;
   }));
   REQUIRE(cache->insert("t", "first question", basis(0), "first").ok());
   REQUIRE(cache->insert("t", "second question", near(0, 1, 0.9f), "second").ok());
@@ -274,12 +307,12 @@ TEST_CASE("semantic verifier runs with no lock held: it may call the cache, remo
           "[cache][semantic][verifier]") {
   SemanticCache* self = nullptr;
   std::atomic<int> mode{0};
-  auto cache = make(options([&](std::string_view, std::string_view cached) -> StatusOr<float> {
+  auto cache = make(options([&](const SemanticPair& pair) -> StatusOr<float> {
     // An insert or erase takes the tenant's lock exclusively: under a held reader lock this would deadlock.
     if (mode == 0) {
       if (!self->insert("t", "unrelated", basis(5), "x").ok()) return absl::InternalError("insert failed");
     } else {
-      self->erase("t", std::string(cached));
+      self->erase("t", std::string(pair.cached));
     }
     return 1.0f;
   }));
@@ -298,7 +331,7 @@ TEST_CASE("semantic verifier runs with no lock held: it may call the cache, remo
 
 TEST_CASE("semantic verifier options are validated, naming the field", "[cache][semantic][verifier]") {
   auto bad = [](auto edit, std::string_view field) {
-    SemanticCacheOptions o = options([](std::string_view, std::string_view) -> StatusOr<float> { return 1.0f; });
+    SemanticCacheOptions o = options([](const SemanticPair&) -> StatusOr<float> { return 1.0f; });
     edit(o);
     auto c = SemanticCache::create(o);
     REQUIRE_FALSE(c.ok());
@@ -318,17 +351,17 @@ TEST_CASE("semantic verifier options are validated, naming the field", "[cache][
       },
       "verifier is empty");
   // Any finite scale is fine: a logit threshold.
-  SemanticCacheOptions logit = options([](std::string_view, std::string_view) -> StatusOr<float> { return 1.0f; });
+  SemanticCacheOptions logit = options([](const SemanticPair&) -> StatusOr<float> { return 1.0f; });
   logit.verifier_threshold = -3.5f;
   logit.verifier_cosine_floor = -1.0f;
   CHECK(SemanticCache::create(logit).ok());
 }
 
 TEST_CASE("semantic verifier under concurrent lookups and writes", "[cache][semantic][verifier][concurrency]") {
-  SemanticCacheOptions o = options([](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
+  SemanticCacheOptions o = options([](const SemanticPair& pair) -> StatusOr<float> {
     std::this_thread::sleep_for(50us);  // a slow scorer: writers get in between the copy-out and the serve
-    if (cached.size() % 5 == 0) return absl::UnavailableError("flaky");
-    return (incoming.size() + cached.size()) % 3 == 0 ? 0.0f : 1.0f;
+    if (pair.cached.size() % 5 == 0) return absl::UnavailableError("flaky");
+    return (pair.incoming.size() + pair.cached.size()) % 3 == 0 ? 0.0f : 1.0f;
   });
   o.max_entries = 32;
   o.verifier_cosine_floor = 0.0f;

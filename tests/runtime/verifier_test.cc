@@ -27,7 +27,7 @@ TEST_CASE("verifier: the cross-encoder verifier scores a pair as rerank does, an
   std::vector<std::string_view> passage = {"i lost my card"};
   auto ranked = ce->rerank("my card is gone", passage);
   REQUIRE(ranked.ok());
-  auto score = (*verifier)("my card is gone", "i lost my card");
+  auto score = (*verifier)(brisk::cache::SemanticPair{.incoming = "my card is gone", .cached = "i lost my card"});
   REQUIRE(score.ok());
   REQUIRE(*score == Approx((*ranked)[0].score).margin(1e-6));
 
@@ -54,7 +54,7 @@ TEST_CASE("verifier: intent agreement is the incoming question's probability of 
   std::vector<std::string_view> texts = {"hello there", "my card is lost"};
   auto top = cls->classify(texts, 3);
   REQUIRE(top.ok());
-  auto score = (*verifier)("hello there", "my card is lost");
+  auto score = (*verifier)(brisk::cache::SemanticPair{.incoming = "hello there", .cached = "my card is lost"});
   REQUIRE(score.ok());
   const int64_t cached_label = (*top)[1][0].id;
   float want = -1;

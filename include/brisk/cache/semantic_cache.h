@@ -33,8 +33,8 @@
 // the guards) was refused by the verifier. Stats: verifier calls, acceptances, rejections, errors and a
 // latency histogram. Every served candidate is verified, an exact repeat of a cached question included.
 //
-//   opts.verifier = [&](std::string_view incoming, std::string_view cached) -> StatusOr<float> {
-//     return cross_encoder->score(incoming, cached);        // e.g. a probability in [0, 1]
+//   opts.verifier = [&](const SemanticPair& p) -> StatusOr<float> {
+//     return cross_encoder->score(p.incoming, p.cached);    // e.g. a probability in [0, 1]
 //   };
 //   opts.verifier_threshold = 0.5f;                          // on the verifier's own scale
 //   opts.verifier_cosine_floor = 0.6f;                       // candidates from cosine 0.6 (threshold: 0.72)
@@ -58,8 +58,8 @@
 // Thread safety: every member may be called from any thread at once. Per tenant, lookups share a reader
 // lock (they run concurrently); insert, erase, invalidate_tag, purge_expired and expired-entry removal take
 // it exclusively. Guards run under the reader lock and must be thread-safe. The verifier runs with NO lock
-// held (a slow scorer never stalls inserts): lookup() copies the candidates' questions out under the reader
-// lock, releases it, calls the verifier, and takes the reader lock again to serve an accepted candidate only
+// held (a slow scorer never stalls inserts): lookup() copies the candidates' questions and embeddings out under
+// the reader lock, releases it, calls the verifier, and takes the reader lock again to serve an accepted candidate only
 // if it is still the same live entry (one removed or replaced meanwhile is skipped, as if it had not been
 // found). The verifier is called from every looking-up thread at once and must be thread-safe (it may call
 // this cache: no lock is held). save() snapshots one tenant at a time.
@@ -90,10 +90,19 @@ namespace brisk::cache {
 // insert; 0: SemanticCacheOptions::default_ttl. tags: invalidate_tag(t) removes every entry carrying t.
 using SemanticPutOptions = PutOptions;
 
-// Scores a pair of questions (both normalised as the cache stores them: NFC, trimmed, inner whitespace
-// collapsed); higher means more likely the same question. Any scale: verifier_threshold is on it.
-using SemanticVerifier =
-    std::function<StatusOr<float>(std::string_view incoming_question, std::string_view cached_question)>;
+// What a verifier sees of one candidate: the two questions (normalised as the cache stores them: NFC, trimmed,
+// inner whitespace collapsed) and their L2-normalised embeddings (dim floats each), so that a verifier can score
+// the pair without another forward pass. Valid for the duration of the call only.
+struct SemanticPair {
+  std::string_view incoming{};
+  std::string_view cached{};
+  std::span<const float> incoming_embedding{};
+  std::span<const float> cached_embedding{};
+  float cosine = 0.0f;  // the index's similarity of the two embeddings
+};
+
+// Scores a pair of questions; higher means more likely the same question. Any scale: verifier_threshold is on it.
+using SemanticVerifier = std::function<StatusOr<float>(const SemanticPair& pair)>;
 
 struct SemanticCacheOptions {
   size_t dim = 0;  // required: embedding length (384 for all-MiniLM-L6-v2)
