@@ -13,12 +13,14 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "brisk/core/allocator.h"
+#include "test_util.h"
 
 using brisk::CachingAllocator;
 using brisk::DeviceMemoryStats;
@@ -790,4 +792,30 @@ TEST_CASE("allocator: cuda allocations fail with a clear status without a GPU, a
   brisk::deallocate(Device::kCUDA, *later);
   brisk::release_cached_device_memory(Device::kCUDA);
   CHECK(brisk::device_memory_stats(Device::kCUDA).cached_bytes == 0);
+}
+
+// tests/test_util.h's guard, which the GPU tests that cap the device use: the cap comes back however the scope is
+// left, a failed REQUIRE (an exception) included. Needs CUDA in the build (the cap is the CUDA allocator's), not a
+// GPU.
+TEST_CASE("allocator: a scoped device memory limit restores the previous cap when a REQUIRE throws",
+          "[core][allocator]") {
+  using brisk::Device;
+  if (!brisk::built_with_cuda()) BRISK_SKIP(brisk::testing::no_cuda_reason());
+  const size_t original = brisk::device_memory_stats(Device::kCUDA).limit_bytes;
+  REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, 5 * kMiB).ok());
+  try {
+    brisk::testing::ScopedDeviceMemoryLimit cap(192 * kMiB);
+    CHECK(cap.status().ok());
+    CHECK(cap.previous() == 5 * kMiB);
+    CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 192 * kMiB);
+    throw std::runtime_error("a failed REQUIRE");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 5 * kMiB);
+  {
+    brisk::testing::ScopedDeviceMemoryLimit restore;  // restores only: the code under test sets the cap
+    REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, 7 * kMiB).ok());
+  }
+  CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 5 * kMiB);
+  REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, original).ok());
 }
