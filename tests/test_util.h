@@ -109,6 +109,31 @@ struct TempDir {
   }
 };
 
+// Restores the CUDA allocator's cap (set_device_memory_limit) when the guard dies, to what it was when the guard was
+// made; with `bytes`, sets it to that meanwhile. A failed REQUIRE unwinds the test case by an exception, so a cap
+// restored by a statement at the end of the case would stay in force for every later test in the process.
+//
+//   brisk::testing::ScopedDeviceMemoryLimit cap;               // before a Runtime whose options set the cap
+//   brisk::testing::ScopedDeviceMemoryLimit cap(64 << 20);     // or: this cap until the end of the scope
+class ScopedDeviceMemoryLimit {
+ public:
+  ScopedDeviceMemoryLimit() : previous_(brisk::device_memory_stats(brisk::Device::kCUDA).limit_bytes) {}
+  explicit ScopedDeviceMemoryLimit(size_t bytes) : ScopedDeviceMemoryLimit() {
+    status_ = brisk::set_device_memory_limit(brisk::Device::kCUDA, bytes);
+  }
+  ~ScopedDeviceMemoryLimit() { (void)brisk::set_device_memory_limit(brisk::Device::kCUDA, previous_); }
+  ScopedDeviceMemoryLimit(const ScopedDeviceMemoryLimit&) = delete;
+  ScopedDeviceMemoryLimit& operator=(const ScopedDeviceMemoryLimit&) = delete;
+
+  size_t previous() const { return previous_; }
+  // What setting the cap returned (UNIMPLEMENTED in a build without CUDA); OK for the restoring-only form.
+  const brisk::Status& status() const { return status_; }
+
+ private:
+  size_t previous_;
+  brisk::Status status_;
+};
+
 // Why a CUDA test cannot run here: a build without CUDA, or no device.
 inline std::string no_cuda_reason() {
   return brisk::built_with_cuda() ? "no CUDA device (cuda_device_count() is 0; nvidia-smi -L lists none?)"

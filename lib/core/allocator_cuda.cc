@@ -13,6 +13,8 @@ namespace {
 
 class CudaBackend final : public CachingAllocator::Backend {
  public:
+  // Called without the allocator's lock, from any thread: cudaMalloc and cudaFree synchronise the device, and the
+  // error they leave is the calling thread's own.
   void* raw_allocate(size_t bytes) override {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {

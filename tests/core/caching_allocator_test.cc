@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,12 +13,14 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "brisk/core/allocator.h"
+#include "test_util.h"
 
 using brisk::CachingAllocator;
 using brisk::DeviceMemoryStats;
@@ -449,6 +453,259 @@ TEST_CASE("caching allocator: concurrent allocate and free keep the counters and
   CHECK(s.cached_bytes <= kLimit);
 }
 
+namespace {
+
+// A backend whose raw_allocate and raw_free ask another thread to read the allocator's stats (which takes its lock)
+// and note whether that thread got through while the call was still running: it cannot when the allocator holds
+// its lock across the call, which is what made a cudaFree stall every thread's allocations. The probe threads are
+// joined at the end (a blocked one finishes once the call returns and the lock is released).
+struct LockProbe {
+  CachingAllocator* alloc = nullptr;
+  std::mutex mu;
+  std::vector<std::thread> probes;
+  std::vector<std::string> blocked;  // the calls during which the lock was held
+  int calls = 0;
+
+  void probe(const char* call) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++calls;
+      if (!blocked.empty()) return;  // one blocked call says it; more would only add 5 s each
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread t([a = alloc, done] {
+      (void)a->stats();
+      done->store(true);
+    });
+    // Generous: a probe that is not blocked finishes in microseconds, one that is stays blocked until we return.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done->load() && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done->load()) blocked.emplace_back(call);
+    probes.push_back(std::move(t));
+  }
+  void join() {
+    for (std::thread& t : probes) t.join();
+    probes.clear();
+  }
+};
+
+class ProbingBackend final : public CachingAllocator::Backend {
+ public:
+  ProbingBackend(std::shared_ptr<Raw> raw, std::shared_ptr<LockProbe> probe)
+      : host_(std::move(raw)), probe_(std::move(probe)) {}
+  void* raw_allocate(size_t bytes) override {
+    probe_->probe("raw_allocate");
+    return host_.raw_allocate(bytes);
+  }
+  void raw_free(void* ptr) override {
+    probe_->probe("raw_free");
+    host_.raw_free(ptr);
+  }
+  void* fence() override { return host_.fence(); }
+  void wait(void* fence) override { host_.wait(fence); }
+  void drop(void* fence) override { host_.drop(fence); }
+
+ private:
+  HostBackend host_;
+  std::shared_ptr<LockProbe> probe_;
+};
+
+}  // namespace
+
+TEST_CASE("caching allocator: backend allocations and frees run without the allocator lock", "[core][allocator]") {
+  auto raw = std::make_shared<Raw>();
+  auto probe = std::make_shared<LockProbe>();
+  {
+    CachingAllocator alloc(std::make_unique<ProbingBackend>(raw, probe), "test:0");
+    probe->alloc = &alloc;
+    auto a = alloc.allocate(4096);  // raw_allocate
+    auto b = alloc.allocate(4096);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    alloc.deallocate(*a);
+    alloc.release_cached();  // raw_free of a cached block
+    alloc.deallocate(*b);
+    alloc.set_limit(1024);  // lowered below what is held: the cache (b) goes back at once
+    auto c = alloc.allocate(512);
+    REQUIRE(c.ok());
+    alloc.set_limit(256);
+    alloc.deallocate(*c);  // freed while over the cap: straight back to the backend
+    alloc.set_limit(4000);
+    auto d = alloc.allocate(3000);  // a 3072-byte block
+    REQUIRE(d.ok());
+    alloc.deallocate(*d);
+    auto e =
+        alloc.allocate(1024);  // 3072 cached + 1024 is over 4000: the cache goes back (raw_free), then raw_allocate
+    REQUIRE(e.ok());
+    alloc.deallocate(*e);
+    probe->join();
+  }  // the destructor returns the cache
+  probe->join();
+  std::string blocked;
+  for (const std::string& call : probe->blocked) blocked += call + " ";
+  INFO("calls made with the lock held: " << blocked);
+  CHECK(probe->calls >= 10);
+  CHECK(probe->blocked.empty());
+  CHECK(raw->live_bytes == 0);
+  CHECK(raw->foreign_frees == 0);
+  CHECK(raw->open_fences == 0);
+}
+
+namespace {
+
+// A backend whose raw_free waits until the test opens the gate: memory that is being returned, for as long as the
+// test wants.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  bool entered = false;
+};
+
+class GatedFreeBackend final : public CachingAllocator::Backend {
+ public:
+  GatedFreeBackend(std::shared_ptr<Raw> raw, std::shared_ptr<Gate> gate)
+      : host_(std::move(raw)), gate_(std::move(gate)) {}
+  void* raw_allocate(size_t bytes) override { return host_.raw_allocate(bytes); }
+  void raw_free(void* ptr) override {
+    {
+      std::unique_lock<std::mutex> lock(gate_->mu);
+      gate_->entered = true;
+      gate_->cv.notify_all();
+      // Bounded, so that an allocator that calls this with its lock held (and so blocks the test's thread, which
+      // opens the gate) fails the test instead of hanging it.
+      gate_->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate_->open; });
+    }
+    host_.raw_free(ptr);
+  }
+
+ private:
+  HostBackend host_;
+  std::shared_ptr<Gate> gate_;
+};
+
+}  // namespace
+
+TEST_CASE("caching allocator: memory being returned counts against the cap and is waited for instead of failing",
+          "[core][allocator]") {
+  auto raw = std::make_shared<Raw>();
+  auto gate = std::make_shared<Gate>();
+  CachingAllocator alloc(std::make_unique<GatedFreeBackend>(raw, gate), "test:0");
+  alloc.set_limit(8192);
+  auto big = alloc.allocate(6000);  // a 6144-byte block
+  REQUIRE(big.ok());
+  alloc.deallocate(*big);
+  CHECK(alloc.stats().cached_bytes == 6144);
+  // One thread returns the cache (and is held inside raw_free); meanwhile the cache hit path and the counters stay
+  // available, and an allocation that needs the returning bytes waits for them rather than failing.
+  std::thread releaser([&] { alloc.release_cached(); });
+  {
+    std::unique_lock<std::mutex> lock(gate->mu);
+    gate->cv.wait(lock, [&] { return gate->entered; });
+  }
+  const DeviceMemoryStats during = alloc.stats();
+  CHECK(during.cached_bytes == 0);
+  CHECK(during.in_use_bytes == 0);
+  auto small = alloc.allocate(1024);  // 6144 returning + 1024 fits 8192: no need to wait
+  REQUIRE(small.ok());
+  std::atomic<bool> finished{false};
+  brisk::Status waited_status;
+  std::thread waiter([&] {
+    auto p = alloc.allocate(4096);  // 6144 returning + 1024 + 4096 does not fit until the return completes
+    waited_status = p.status();
+    if (p.ok()) alloc.deallocate(*p);
+    finished = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_FALSE(finished.load());  // waiting, not failed
+  {
+    std::lock_guard<std::mutex> lock(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  releaser.join();
+  waiter.join();
+  INFO(waited_status.ToString());
+  CHECK(waited_status.ok());
+  alloc.deallocate(*small);
+  const DeviceMemoryStats after = alloc.stats();
+  CHECK(after.failures == 0);
+  CHECK(after.in_use_bytes == 0);
+  CHECK(after.peak_in_use_bytes <= 8192);
+}
+
+TEST_CASE("caching allocator: the backend never holds more than the cap while frees run outside the lock",
+          "[core][allocator]") {
+  // HostBackend tracking the most the device held at once.
+  struct PeakRaw {
+    std::shared_ptr<Raw> raw = std::make_shared<Raw>();
+    std::atomic<size_t> peak{0};
+  };
+  class PeakBackend final : public CachingAllocator::Backend {
+   public:
+    explicit PeakBackend(PeakRaw* r) : host_(r->raw), r_(r) {}
+    void* raw_allocate(size_t bytes) override {
+      void* p = host_.raw_allocate(bytes);
+      std::lock_guard<std::mutex> lock(r_->raw->mu);
+      r_->peak = std::max(r_->peak.load(), r_->raw->live_bytes);
+      return p;
+    }
+    void raw_free(void* ptr) override {
+      std::this_thread::yield();  // widen the window in which the block is on its way back
+      host_.raw_free(ptr);
+    }
+    void* fence() override { return host_.fence(); }
+    void wait(void* fence) override { host_.wait(fence); }
+    void drop(void* fence) override { host_.drop(fence); }
+
+   private:
+    HostBackend host_;
+    PeakRaw* r_;
+  };
+  PeakRaw r;
+  constexpr size_t kLimit = 32 * 1024;
+  CachingAllocator alloc(std::make_unique<PeakBackend>(&r), "test:0");
+  alloc.set_limit(kLimit);
+  std::atomic<uint64_t> ok{0}, oom{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<uint32_t>(t + 7));
+      const size_t sizes[] = {512, 2048, 5000, 9000, 16000};
+      std::vector<void*> mine;
+      for (int i = 0; i < 2000; ++i) {
+        if (mine.size() < 2 && rng() % 2 == 0) {
+          auto p = alloc.allocate(sizes[rng() % std::size(sizes)]);
+          if (p.ok()) {
+            mine.push_back(*p);
+            ++ok;
+          } else if (brisk::is_out_of_memory(p.status())) {
+            ++oom;
+          } else {
+            ++other;
+          }
+        } else if (!mine.empty()) {
+          alloc.deallocate(mine.back());
+          mine.pop_back();
+        }
+        if (t == 0 && i % 97 == 0) alloc.release_cached();
+      }
+      for (void* p : mine) alloc.deallocate(p);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  INFO("ok " << ok << ", out of memory " << oom << ", backend peak " << r.peak.load());
+  CHECK(other == 0);
+  CHECK(ok > 0);
+  CHECK(r.peak.load() <= kLimit);
+  const DeviceMemoryStats s = alloc.stats();
+  CHECK(s.in_use_bytes == 0);
+  CHECK(s.failures == oom);
+  alloc.release_cached();
+  CHECK(r.raw->live_bytes == 0);
+}
+
 TEST_CASE("allocator: out_of_memory_error is told apart from other RESOURCE_EXHAUSTED statuses", "[core][allocator]") {
   const brisk::Status oom = brisk::out_of_memory_error("cuda:0: allocating 10 bytes would hold too much");
   CHECK(oom.code() == absl::StatusCode::kResourceExhausted);
@@ -535,4 +792,30 @@ TEST_CASE("allocator: cuda allocations fail with a clear status without a GPU, a
   brisk::deallocate(Device::kCUDA, *later);
   brisk::release_cached_device_memory(Device::kCUDA);
   CHECK(brisk::device_memory_stats(Device::kCUDA).cached_bytes == 0);
+}
+
+// tests/test_util.h's guard, which the GPU tests that cap the device use: the cap comes back however the scope is
+// left, a failed REQUIRE (an exception) included. Needs CUDA in the build (the cap is the CUDA allocator's), not a
+// GPU.
+TEST_CASE("allocator: a scoped device memory limit restores the previous cap when a REQUIRE throws",
+          "[core][allocator]") {
+  using brisk::Device;
+  if (!brisk::built_with_cuda()) BRISK_SKIP(brisk::testing::no_cuda_reason());
+  const size_t original = brisk::device_memory_stats(Device::kCUDA).limit_bytes;
+  REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, 5 * kMiB).ok());
+  try {
+    brisk::testing::ScopedDeviceMemoryLimit cap(192 * kMiB);
+    CHECK(cap.status().ok());
+    CHECK(cap.previous() == 5 * kMiB);
+    CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 192 * kMiB);
+    throw std::runtime_error("a failed REQUIRE");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 5 * kMiB);
+  {
+    brisk::testing::ScopedDeviceMemoryLimit restore;  // restores only: the code under test sets the cap
+    REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, 7 * kMiB).ok());
+  }
+  CHECK(brisk::device_memory_stats(Device::kCUDA).limit_bytes == 5 * kMiB);
+  REQUIRE(brisk::set_device_memory_limit(Device::kCUDA, original).ok());
 }

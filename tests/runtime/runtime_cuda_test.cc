@@ -3,6 +3,7 @@
 // answered (an embedding or a status), nothing crashes, and the allocator's in-use counter returns to where it was.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <future>
@@ -84,6 +85,9 @@ TEST_CASE("on cuda:0 the runtime gives the CPU's embeddings within fp16 rounding
 TEST_CASE("on cuda:0 a surge under a low device memory cap is refused or queued, never crashes, and leaks nothing",
           "[runtime][cuda]") {
   BRISK_SKIP_WITHOUT_CUDA();
+  // The runtime below sets a 192 MiB cap for the process; the guard puts the previous one back however this case
+  // ends, a failed REQUIRE included.
+  brisk::testing::ScopedDeviceMemoryLimit restore_cap;
   const size_t in_use_before = brisk::device_memory_stats(brisk::Device::kCUDA).in_use_bytes;
   std::atomic<int> ok{0}, refused{0}, failed_other{0};
   {
@@ -134,7 +138,73 @@ TEST_CASE("on cuda:0 a surge under a low device memory cap is refused or queued,
   }
   brisk::release_cached_device_memory(brisk::Device::kCUDA);
   CHECK(brisk::device_memory_stats(brisk::Device::kCUDA).in_use_bytes == in_use_before);
-  brisk::set_device_memory_limit(brisk::Device::kCUDA, 0).IgnoreError();
+}
+
+TEST_CASE("on cuda:0 two executors on two streams give the CPU's embeddings for every text", "[runtime][cuda]") {
+  BRISK_SKIP_WITHOUT_CUDA();
+  // Distinct texts of many lengths, so that the two executors run batches of different row counts (and plan
+  // buckets) at the same time, sharing the weights and the caching allocator.
+  std::vector<std::string> texts;
+  for (int i = 0; i < 96; ++i) {
+    std::string t = "request " + std::to_string(i) + ":";
+    for (int w = 0; w < 1 + (i * 7) % 40; ++w) t += (w % 3 == 0) ? " parcel" : (w % 3 == 1) ? " refund" : " card";
+    texts.push_back(std::move(t));
+  }
+  auto cpu = brisk::testing::make_runtime(brisk::testing::uncached_runtime_options());
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  auto want = cpu->embed(views);
+  REQUIRE(want.ok());
+  const size_t dim = static_cast<size_t>(cpu->embedding_dim());
+
+  brisk::RuntimeOptions opts = cuda_options();
+  opts.cache.token_cache_entries = 0;
+  opts.batching.executor_threads = 2;
+  opts.batching.max_batch_size = 8;
+  opts.batching.max_queue_size = 100000;
+  auto gpu = brisk::testing::make_runtime(opts);
+  std::vector<std::vector<float>> got(texts.size());
+  std::vector<brisk::Status> status(texts.size());
+  std::vector<std::promise<void>> done(texts.size());
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (size_t i = static_cast<size_t>(c); i < texts.size(); i += 4) {
+        auto id = gpu->submit(texts[i], {}, [&, i](uint64_t, brisk::StatusOr<std::vector<float>> e) {
+          if (e.ok()) {
+            got[i] = std::move(*e);
+          } else {
+            status[i] = e.status();
+          }
+          done[i].set_value();
+        });
+        if (!id.ok()) {
+          status[i] = id.status();
+          done[i].set_value();
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (auto& p : done) p.get_future().wait();
+  size_t failed = 0, wrong = 0;
+  double worst = 1.0;
+  std::string first;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!status[i].ok() || got[i].size() != dim) {
+      if (failed++ == 0) first = "text " + std::to_string(i) + ": " + status[i].ToString();
+      continue;
+    }
+    const std::vector<float> a(want->begin() + i * dim, want->begin() + (i + 1) * dim);
+    const double c = cosine(a, got[i]);
+    worst = std::min(worst, c);
+    if (c < 0.9995) {  // f16 activations, as in the single-executor case above
+      if (wrong++ == 0) first = "text " + std::to_string(i) + ": cosine " + std::to_string(c);
+    }
+  }
+  INFO(failed << " failed, " << wrong << " wrong of " << texts.size() << " (worst cosine " << worst
+              << "); first: " << first);
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("an activation dtype the device cannot run is refused at create, naming both", "[runtime]") {

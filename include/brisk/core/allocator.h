@@ -78,19 +78,27 @@ BRISK_API bool is_out_of_memory(const Status& status);
 //
 // Reuse: a request takes the smallest cached block of at least its rounded size, but only one at most twice that
 // size (a 512-byte request never pins a 64 MiB block); otherwise it takes a new block of exactly the rounded size
-// from the backend. Blocks are never split or merged. The backend is called with the allocator's lock held.
+// from the backend. Blocks are never split or merged.
+//
+// Locking: raw_allocate and raw_free run without the allocator's lock, because cudaMalloc and cudaFree synchronise
+// the device: under the lock every other thread's allocate and deallocate, cache hits included, would wait for the
+// whole device too. Bytes on their way to or from the backend count against the cap until the call returns, and an
+// allocation that does not fit waits for those calls to finish before it fails, so the cap and the counters read
+// as if the calls were made under the lock. fence, wait and drop are cheap (an event) and run under the lock.
 class BRISK_API CachingAllocator {
  public:
   struct Backend {
     virtual ~Backend() = default;
-    // nullptr when the device is out of memory.
+    // nullptr when the device is out of memory. raw_allocate and raw_free are called without the allocator's lock,
+    // from any thread, concurrently with each other and with fence/wait/drop: they must be thread-safe.
     virtual void* raw_allocate(size_t bytes) = 0;
     virtual void raw_free(void* ptr) = 0;
     // Stream order. A block is freed when its owner has queued its last use, which may not have run yet: fence()
     // marks that point on the freeing thread's queue (CUDA: an event on its stream), and whoever takes the block
     // from the cache first makes its own queue wait(fence) (cudaStreamWaitEvent), so that a block freed by one
     // executor is never written by another before the first is done with it. drop(fence) discards a fence whose
-    // block went back to the backend (cudaFree waits for the device). A host backend needs none of this.
+    // block went back to the backend (cudaFree waits for the device). A host backend needs none of this. These three
+    // are called with the allocator's lock held, one at a time.
     virtual void* fence() { return nullptr; }
     virtual void wait(void* fence) { (void)fence; }
     virtual void drop(void* fence) { (void)fence; }

@@ -7,7 +7,14 @@
 // Every CUDA op runs on cudaStreamPerThread, so one context per (thread, device) is one context per stream: the
 // handles are bound to that stream and the workspace is only ever used in that stream's order, which is what lets
 // cuBLAS and cuBLASLt share it. Steady-state matmuls do no heuristic search: each context keeps the descriptors,
-// layouts and the algorithm the heuristic picked per MatmulShape.
+// layouts and the algorithm the heuristic picked per MatmulShape with its row count (n) replaced by the count's
+// bucket (plan_cache.h), at most kMaxPlans of them, the least recently used evicted first. Each row count of a
+// bucket is checked against the bucket's algorithm once (cublasLtMatmulAlgoCheck: valid for the problem, and its
+// workspace within ours); a count that fails it gets a plan of its own.
+//
+// Setup under a memory cap: the 32 MiB workspace is taken before any handle is created, and a context whose setup
+// failed (OUT_OF_MEMORY) is kept, with whatever it did create, and completed by the thread's next blas_context()
+// call. A failed setup queues no work, destroys nothing and synchronises nothing, however often it is retried.
 //
 // Lifetime: a worker thread's contexts are destroyed when it exits (after its stream drains). The main thread's, and
 // any destroyed while the process is exiting, are leaked on purpose: at that point the CUDA runtime may already be
@@ -27,10 +34,11 @@
 #include <string>
 #include <type_traits>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "brisk/core/half.h"
 #include "brisk/core/status.h"
+#include "plan_cache.h"
 
 namespace brisk::kernels::cuda {
 
@@ -112,9 +120,13 @@ struct MatmulShape {
 // Whether an epilogue reads CUBLASLT_MATMUL_DESC_BIAS_POINTER.
 bool epilogue_has_bias(cublasLtEpilogue_t epilogue);
 
+// The plans a context keeps; past this many the least recently used goes.
+inline constexpr size_t kMaxPlans = 512;
+
 class BlasContext {
  public:
   struct Plan;
+  struct PlanKey;
 
   ~BlasContext();
   BlasContext(const BlasContext&) = delete;
@@ -125,30 +137,40 @@ class BlasContext {
   cublasHandle_t blas() const { return blas_; }
   int device() const { return device_; }
 
-  // Runs D = C = `cd` (in place when beta != 0) on cudaStreamPerThread with the cached plan for `shape`, building
-  // it (one heuristic query) on the first call. UNIMPLEMENTED when cuBLASLt has no algorithm for the shape (the
-  // answer is cached too, so a caller's fallback costs nothing after the first call); INTERNAL for cuBLAS errors.
+  // Runs D = C = `cd` (in place when beta != 0) on cudaStreamPerThread with the cached plan for `shape`'s row
+  // bucket, building it (one heuristic query) on the bucket's first call. UNIMPLEMENTED when cuBLASLt has no
+  // algorithm for the shape (the answer is cached too, so a caller's fallback costs nothing after the first call);
+  // INTERNAL for cuBLAS errors.
   Status matmul(const MatmulShape& shape, const void* alpha, const void* a, const void* b, const void* beta, void* cd,
                 const void* bias);
 
   // Builds (or finds) the plan without running it: whether cuBLASLt has an algorithm for `shape`.
   Status prepare(const MatmulShape& shape, const void* bias);
 
+  // Plans held, and plans evicted so far.
+  size_t plans_held() const;
+  uint64_t plans_evicted() const;
+
  private:
   friend StatusOr<BlasContext*> blas_context();
-  BlasContext() = default;
-  static StatusOr<std::unique_ptr<BlasContext>> create(int device);
+  explicit BlasContext(int device);
+  // Takes the workspace, then creates what is still missing; OK once everything is there.
+  Status set_up();
+  // The plan to run `shape` with, its layouts set to shape.n rows and its bias pointer to `bias`.
   StatusOr<Plan*> plan(const MatmulShape& shape, const void* bias);
+  StatusOr<Plan*> find_or_build(const PlanKey& key, const void* bias);
 
   int device_ = 0;
+  bool ready_ = false;  // set_up() completed: work may have been queued with the handles and the workspace
   cublasLtHandle_t lt_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   DeviceBuffer workspace_;
-  absl::flat_hash_map<MatmulShape, std::unique_ptr<Plan>> plans_;
+  std::unique_ptr<LruMap<PlanKey, std::unique_ptr<Plan>, absl::Hash<PlanKey>>> plans_;
 };
 
-// The calling thread's context for the current CUDA device, created on first use: the handles and a 32 MiB
-// workspace from the caching allocator (OUT_OF_MEMORY past its cap, INTERNAL when cuBLAS cannot start).
+// The calling thread's context for the current CUDA device, set up on first use: a 32 MiB workspace from the
+// caching allocator (OUT_OF_MEMORY past its cap), then the handles (INTERNAL when cuBLAS cannot start). After a
+// failure the next call resumes the setup where it stopped.
 StatusOr<BlasContext*> blas_context();
 
 }  // namespace brisk::kernels::cuda

@@ -197,13 +197,54 @@ __device__ __forceinline__ void row_sum2(float& a, float& b) {
   }
 }
 
-// The status of the launch just made: INTERNAL naming the kernel on a launch error.
-inline Status launch_status(const char* kernel) {
-  const cudaError_t err = cudaGetLastError();
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("CUDA kernel ", kernel, " failed to launch: ", cudaGetErrorName(err), " (",
-                                          cudaGetErrorString(err), ")"));
+// The error codes launch.h attributes, as the runtime defines them.
+static_assert(launch::kCudaSuccess == cudaSuccess);
+static_assert(launch::kCudaErrorMemoryAllocation == cudaErrorMemoryAllocation);
+static_assert(launch::kCudaErrorInvalidConfiguration == cudaErrorInvalidConfiguration);
+static_assert(launch::kCudaErrorLaunchOutOfResources == cudaErrorLaunchOutOfResources);
+static_assert(launch::kCudaErrorECCUncorrectable == cudaErrorECCUncorrectable);
+static_assert(launch::kCudaErrorContained == cudaErrorContained);
+static_assert(launch::kCudaErrorIllegalAddress == cudaErrorIllegalAddress);
+static_assert(launch::kCudaErrorLaunchTimeout == cudaErrorLaunchTimeout);
+static_assert(launch::kCudaErrorAssert == cudaErrorAssert);
+static_assert(launch::kCudaErrorHardwareStackError == cudaErrorHardwareStackError);
+static_assert(launch::kCudaErrorIllegalInstruction == cudaErrorIllegalInstruction);
+static_assert(launch::kCudaErrorMisalignedAddress == cudaErrorMisalignedAddress);
+static_assert(launch::kCudaErrorInvalidAddressSpace == cudaErrorInvalidAddressSpace);
+static_assert(launch::kCudaErrorInvalidPc == cudaErrorInvalidPc);
+static_assert(launch::kCudaErrorLaunchFailure == cudaErrorLaunchFailure);
+static_assert(launch::kCudaErrorTensorMemoryLeak == cudaErrorTensorMemoryLeak);
+static_assert(launch::kCudaErrorExternalDevice == cudaErrorExternalDevice);
+
+inline launch::CudaError cuda_error(cudaError_t e) {
+  return {static_cast<int>(e), cudaGetErrorName(e), cudaGetErrorString(e)};
 }
+
+// INTERNAL with launch::launch_error_message when the errors taken before (`pending`) and after a launch say
+// something went wrong, attributed to whoever caused it; OK otherwise.
+inline Status launch_status(const char* kernel, cudaError_t pending, cudaError_t after) {
+  if (pending == cudaSuccess && after == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(launch::launch_error_message(kernel, cuda_error(pending), cuda_error(after)));
+}
+
+// The status of the launch just made, from the error taken after it alone: a device fault is reported as the
+// earlier asynchronous error it is, but an error an earlier call left pending still reads as the launch's own.
+// LaunchCheck, which also looks before the launch, tells the two apart.
+inline Status launch_status(const char* kernel) { return launch_status(kernel, cudaSuccess, cudaGetLastError()); }
+
+// Brackets one launch so that its status names the launch's own error, and an earlier one as earlier:
+//   LaunchCheck check("bias_gelu");                    // takes (and clears) an error left pending before
+//   bias_gelu_kernel<<<grid, block, 0, cudaStreamPerThread>>>(...);
+//   return check.status();
+class LaunchCheck {
+ public:
+  explicit LaunchCheck(const char* kernel) : kernel_(kernel), pending_(cudaGetLastError()) {}
+  Status status() const { return launch_status(kernel_, pending_, cudaGetLastError()); }
+
+ private:
+  const char* kernel_;
+  cudaError_t pending_;
+};
 
 inline dim3 grid_dim(int64_t grid) { return dim3(static_cast<unsigned>(grid)); }
 

@@ -1,11 +1,14 @@
-// Private to lib/kernels/cuda: the launch configurations of the fused kernels as pure host functions (no CUDA
-// headers), so that vector widths, thread mappings and grid caps can be unit-tested on a CPU
-// (tests/kernels/cuda_launch_test.cc). Every kernel in lib/kernels/cuda/*.cu follows the mapping documented on
-// the plan it is launched with; the tests enumerate exactly that mapping.
+// Private to lib/kernels/cuda: the launch configurations of the fused kernels, and the attribution of launch
+// errors, as pure host functions (no CUDA headers), so that vector widths, thread mappings, grid caps and error
+// messages can be unit-tested on a CPU (tests/kernels/cuda_launch_test.cc, cuda_launch_errors_test.cc). Every
+// kernel in lib/kernels/cuda/*.cu follows the mapping documented on the plan it is launched with; the tests
+// enumerate exactly that mapping.
 //
 //   const int w = launch::vector_width(16 / sizeof(T), cols, cols, {{addr(x), sizeof(T)}, {addr(out), sizeof(T)}});
 //   const launch::RowPlan p = launch::plan_rows(rows, cols, w, /*max_iters=*/4);
+//   LaunchCheck check("kernel");                        // kernel_util.cuh: takes an error left pending before
 //   kernel<<<p.grid, dim3(p.threads_per_row, p.rows_per_block)>>>(...);
+//   return check.status();                              // attribute_launch_error / launch_error_message below
 //
 // Thread safety: pure functions.
 #pragma once
@@ -13,6 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
+#include <string_view>
 
 namespace brisk::kernels::cuda::launch {
 
@@ -160,6 +165,107 @@ inline ItemPlan plan_sequences(int64_t batch, int64_t chunks, int64_t threads = 
   ItemPlan p = plan_items(batch, std::min<int64_t>(chunks, 64), threads, 1, max_grid);
   p.grid = std::clamp<int64_t>(batch, 1, std::max<int64_t>(max_grid, 1));
   return p;
+}
+
+// Launch errors. cudaGetLastError after a launch returns the thread's last error, which need not be the launch's
+// own: a call before it may have left one pending, and a fault inside a kernel that already ran on the device (on
+// any thread's stream) is sticky: every later CUDA call returns it, launches included. The error codes below are
+// cudaError_t values (kernel_util.cuh checks them against the enum).
+inline constexpr int kCudaSuccess = 0;
+inline constexpr int kCudaErrorMemoryAllocation = 2;
+inline constexpr int kCudaErrorInvalidConfiguration = 9;
+inline constexpr int kCudaErrorLaunchOutOfResources = 701;
+// The device faults: each "leaves the process in an inconsistent state", and only an asynchronous kernel fault (or
+// the hardware) raises one, never a launch's configuration.
+inline constexpr int kCudaErrorECCUncorrectable = 214;
+inline constexpr int kCudaErrorContained = 226;
+inline constexpr int kCudaErrorIllegalAddress = 700;
+inline constexpr int kCudaErrorLaunchTimeout = 702;
+inline constexpr int kCudaErrorAssert = 710;
+inline constexpr int kCudaErrorHardwareStackError = 714;
+inline constexpr int kCudaErrorIllegalInstruction = 715;
+inline constexpr int kCudaErrorMisalignedAddress = 716;
+inline constexpr int kCudaErrorInvalidAddressSpace = 717;
+inline constexpr int kCudaErrorInvalidPc = 718;
+inline constexpr int kCudaErrorLaunchFailure = 719;
+inline constexpr int kCudaErrorTensorMemoryLeak = 721;
+inline constexpr int kCudaErrorExternalDevice = 911;
+inline constexpr int kDeviceFaults[] = {kCudaErrorECCUncorrectable,
+                                        kCudaErrorContained,
+                                        kCudaErrorIllegalAddress,
+                                        kCudaErrorLaunchTimeout,
+                                        kCudaErrorAssert,
+                                        kCudaErrorHardwareStackError,
+                                        kCudaErrorIllegalInstruction,
+                                        kCudaErrorMisalignedAddress,
+                                        kCudaErrorInvalidAddressSpace,
+                                        kCudaErrorInvalidPc,
+                                        kCudaErrorLaunchFailure,
+                                        kCudaErrorTensorMemoryLeak,
+                                        kCudaErrorExternalDevice};
+
+inline bool is_device_fault(int code) {
+  for (const int fault : kDeviceFaults) {
+    if (code == fault) return true;
+  }
+  return false;
+}
+
+// Whose error a launch check saw.
+enum class LaunchFault {
+  kNone,          // the kernel was launched
+  kLaunch,        // the launch itself failed: its configuration, resources, no image for this GPU
+  kEarlierError,  // an error an earlier call on this thread left pending (not a device fault)
+  kDeviceFault,   // a kernel that ran before faulted (any thread's): the device is unusable
+};
+
+// `pending`: the error taken (cudaGetLastError) just before the launch, kCudaSuccess when none was pending or the
+// check did not look; `after`: the error taken just after it. A device fault is never the launch's, whichever of
+// the two shows it; a pending error is the earlier call's (the launch's own, if any, is then `after`, since taking
+// the pending one cleared it).
+inline LaunchFault attribute_launch_error(int pending, int after) {
+  if (is_device_fault(pending) || is_device_fault(after)) return LaunchFault::kDeviceFault;
+  if (pending != kCudaSuccess) return LaunchFault::kEarlierError;
+  if (after != kCudaSuccess) return LaunchFault::kLaunch;
+  return LaunchFault::kNone;
+}
+
+// A CUDA error as the runtime names it (cudaGetErrorName, cudaGetErrorString).
+struct CudaError {
+  int code = kCudaSuccess;
+  std::string_view name;
+  std::string_view text;
+};
+
+// The message of a launch check that saw an error, attributed by attribute_launch_error; "" for kNone.
+inline std::string launch_error_message(std::string_view kernel, const CudaError& pending, const CudaError& after) {
+  auto named = [](const CudaError& e) {
+    std::string s(e.name);
+    s += " (";
+    s += e.text;
+    s += ")";
+    return s;
+  };
+  std::string k = "CUDA kernel ";
+  k += kernel;
+  switch (attribute_launch_error(pending.code, after.code)) {
+    case LaunchFault::kNone: return "";
+    case LaunchFault::kLaunch: return k + " failed to launch: " + named(after);
+    case LaunchFault::kDeviceFault:
+      return k + " was not run: an earlier asynchronous CUDA error, " +
+             named(is_device_fault(pending.code) ? pending : after) +
+             ", raised by a kernel queued before it on this device (on any thread's stream), not by this launch; the "
+             "device is unusable from here on: expected a process restart, and the faulting kernel found (rerun "
+             "with CUDA_LAUNCH_BLOCKING=1 or under compute-sanitizer)";
+    case LaunchFault::kEarlierError:
+      return k +
+             (after.code == kCudaSuccess ? " was launched, but"
+                                         : " also failed to launch (" + named(after) + "), and") +
+             " an earlier CUDA error was pending on this thread: " + named(pending) +
+             ", left by a call made before the launch and not by it; expected every CUDA call's error to be taken "
+             "where it happens";
+  }
+  return "";
 }
 
 }  // namespace brisk::kernels::cuda::launch
