@@ -46,7 +46,7 @@ TEST_CASE("launch errors: each error is attributed to the call that caused it", 
 }
 
 TEST_CASE("launch errors: an earlier asynchronous fault is not reported as a failed launch", "[kernels][cuda-launch]") {
-  // What launch_status(kernel) sees when another executor's kernel faulted: only the error after the launch.
+  // Another executor's kernel faulted after the pending error was taken: only the error after the launch.
   const std::string m = launch_error_message("bias_gelu", kOk, kIllegalAddress);
   INFO(m);
   CHECK_FALSE(has(m, "failed to launch"));

@@ -133,6 +133,7 @@ Status split_qkv_heads(const T* qkv, const T* bias, const AttentionRows& sequenc
       {{address(qkv), kSize}, {address(bias), kSize}, {address(q), kSize}, {address(k), kSize}, {address(v), kSize}});
   using D = DeviceType<T>;
   const int64_t slots = sequences.batch * heads * sequences.max_len;
+  const LaunchCheck check("split_qkv_heads");
   if (width == kFullWidth<T>) {
     constexpr int kVec = kFullWidth<T>;
     const launch::ItemPlan plan = launch::plan_items(slots, head_dim / kVec);
@@ -143,7 +144,7 @@ Status split_qkv_heads(const T* qkv, const T* bias, const AttentionRows& sequenc
     split_qkv_heads_kernel<D, 1><<<grid_dim(plan.grid), dim3(plan.block_x, plan.block_y), 0, cudaStreamPerThread>>>(
         device_ptr(qkv), device_ptr(bias), args, device_ptr(q), device_ptr(k), device_ptr(v));
   }
-  return launch_status("split_qkv_heads");
+  return check.status();
 }
 
 template <typename T>
@@ -156,6 +157,7 @@ Status merge_heads(const T* padded, const AttentionRows& sequences, int64_t rows
                                                    {{address(padded), kSize}, {address(out), kSize}});
   using D = DeviceType<T>;
   const int64_t hidden = heads * head_dim;
+  const LaunchCheck check("merge_heads");
   if (width == kFullWidth<T>) {
     constexpr int kVec = kFullWidth<T>;
     const launch::ItemPlan plan = launch::plan_items(rows, hidden / kVec, 256, launch::kWarpSize);
@@ -166,7 +168,7 @@ Status merge_heads(const T* padded, const AttentionRows& sequences, int64_t rows
     merge_heads_kernel<D, 1><<<grid_dim(plan.grid), dim3(plan.block_x, plan.block_y), 0, cudaStreamPerThread>>>(
         device_ptr(padded), args, rows, device_ptr(out));
   }
-  return launch_status("merge_heads");
+  return check.status();
 }
 
 #define BRISK_INSTANTIATE(T)                                                                                  \

@@ -39,6 +39,7 @@ Status convert(const From* in, To* out, int64_t n) {
   // The tail is element-wise, so only the base addresses decide.
   const bool vec =
       launch::vector_width(kVec, kVec, kVec, {{address(in), sizeof(From)}, {address(out), sizeof(To)}}) == kVec;
+  const LaunchCheck check("convert");
   if (vec) {
     const launch::FlatPlan plan = launch::plan_flat(n, kVec);
     convert_kernel<DF, DT, kVec>
@@ -48,7 +49,7 @@ Status convert(const From* in, To* out, int64_t n) {
     convert_kernel<DF, DT, 1>
         <<<grid_dim(plan.grid), plan.threads, 0, cudaStreamPerThread>>>(device_ptr(in), device_ptr(out), n);
   }
-  return launch_status("convert");
+  return check.status();
 }
 
 Status copy_bytes(void* dst, const void* src, size_t bytes) {

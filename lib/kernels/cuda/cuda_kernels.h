@@ -9,8 +9,9 @@
 //   - Pointers are device pointers; sizes are already checked (> 0, non-null where required).
 //   - Work is queued on the calling thread's stream (cudaStreamPerThread): each batcher executor is a thread, so
 //     executors overlap on the device, and a thread's ops run in the order it issued them.
-//   - Launches are asynchronous. An entry point reports a launch error (cudaGetLastError) as INTERNAL naming the
-//     kernel; a fault inside a kernel surfaces at the next synchronize().
+//   - Launches are asynchronous. An entry point reports a launch error as INTERNAL naming the kernel (LaunchCheck,
+//     kernel_util.cuh: an error left pending before the launch, or a device fault, is named as the earlier error it
+//     is); a fault inside a kernel surfaces at the next synchronize().
 //   - T is float, float16_t or bfloat16_t (brisk/core/half.h), reinterpreted as __half / __nv_bfloat16 in device
 //     code. Arithmetic is fp32.
 //   - Scratch memory comes from brisk::allocate(Device::kCUDA, ...), the capped caching allocator.

@@ -38,6 +38,7 @@ template <typename D, int kVec>
 Status launch_bias_gelu(D* x, const D* bias, int64_t rows, int64_t cols, GeluApproximation approx) {
   const launch::ItemPlan plan = launch::plan_items(rows, cols / kVec);
   const dim3 block(plan.block_x, plan.block_y);
+  const LaunchCheck check("bias_gelu");
   if (approx == GeluApproximation::kTanh) {
     bias_gelu_kernel<D, kVec, GeluApproximation::kTanh>
         <<<grid_dim(plan.grid), block, 0, cudaStreamPerThread>>>(x, bias, rows, cols);
@@ -45,7 +46,7 @@ Status launch_bias_gelu(D* x, const D* bias, int64_t rows, int64_t cols, GeluApp
     bias_gelu_kernel<D, kVec, GeluApproximation::kErf>
         <<<grid_dim(plan.grid), block, 0, cudaStreamPerThread>>>(x, bias, rows, cols);
   }
-  return launch_status("bias_gelu");
+  return check.status();
 }
 
 template <UnaryOp kOp>
@@ -79,6 +80,7 @@ Status launch_unary(const float* x, float* out, int64_t n) {
   constexpr int kVec = 4;
   // The tail is element-wise, so only the base addresses decide.
   const bool vec = launch::vector_width(kVec, kVec, kVec, {{address(x), 4}, {address(out), 4}}) == kVec;
+  const LaunchCheck check("vector_unary");
   if (vec) {
     const launch::FlatPlan plan = launch::plan_flat(n, kVec);
     unary_kernel<kOp, kVec><<<grid_dim(plan.grid), plan.threads, 0, cudaStreamPerThread>>>(x, out, n);
@@ -86,7 +88,7 @@ Status launch_unary(const float* x, float* out, int64_t n) {
     const launch::FlatPlan plan = launch::plan_flat(n, 1);
     unary_kernel<kOp, 1><<<grid_dim(plan.grid), plan.threads, 0, cudaStreamPerThread>>>(x, out, n);
   }
-  return launch_status("vector_unary");
+  return check.status();
 }
 
 }  // namespace

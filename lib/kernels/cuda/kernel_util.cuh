@@ -227,12 +227,8 @@ inline Status launch_status(const char* kernel, cudaError_t pending, cudaError_t
   return absl::InternalError(launch::launch_error_message(kernel, cuda_error(pending), cuda_error(after)));
 }
 
-// The status of the launch just made, from the error taken after it alone: a device fault is reported as the
-// earlier asynchronous error it is, but an error an earlier call left pending still reads as the launch's own.
-// LaunchCheck, which also looks before the launch, tells the two apart.
-inline Status launch_status(const char* kernel) { return launch_status(kernel, cudaSuccess, cudaGetLastError()); }
-
-// Brackets one launch so that its status names the launch's own error, and an earlier one as earlier:
+// Brackets one launch so that its status names the launch's own error, and an earlier one as earlier (every
+// launch in lib/kernels/cuda/*.cu goes through one):
 //   LaunchCheck check("bias_gelu");                    // takes (and clears) an error left pending before
 //   bias_gelu_kernel<<<grid, block, 0, cudaStreamPerThread>>>(...);
 //   return check.status();

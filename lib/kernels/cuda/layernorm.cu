@@ -232,10 +232,11 @@ Status launch_norm(const char* name, const Source& source, const NormArgs<D>& ar
   const launch::RowPlan plan = launch::plan_rows(args.rows, args.cols, kVec, max_row_iters(kVec));
   return dispatch_iters<kVec>(plan.iters, name, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
+    const LaunchCheck check(name);
     layer_norm_kernel<D, Source, kVec, kIters>
         <<<grid_dim(plan.grid), dim3(plan.threads_per_row, plan.rows_per_block), 0, cudaStreamPerThread>>>(source,
                                                                                                            args);
-    return launch_status(name);
+    return check.status();
   });
 }
 

@@ -165,19 +165,21 @@ Status launch_l2_normalize(float* x, int64_t rows, int64_t cols, float eps) {
   const launch::RowPlan plan = launch::plan_rows(rows, cols, kVec, max_row_iters(kVec));
   return dispatch_iters<kVec>(plan.iters, kName, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
+    const LaunchCheck check(kName);
     l2_normalize_kernel<kVec, kIters>
         <<<grid_dim(plan.grid), dim3(plan.threads_per_row, plan.rows_per_block), 0, cudaStreamPerThread>>>(x, rows,
                                                                                                            cols, eps);
-    return launch_status(kName);
+    return check.status();
   });
 }
 
 template <typename D, int kVec>
 Status launch_pool(const D* hidden, const PoolArgs& args, float* out) {
   const launch::ItemPlan plan = launch::plan_sequences(args.batch, args.dim / kVec, kPoolThreads);
+  const LaunchCheck check("pool_sequences");
   pool_sequences_kernel<D, kVec>
       <<<grid_dim(plan.grid), dim3(plan.block_x, plan.block_y), 0, cudaStreamPerThread>>>(hidden, args, out);
-  return launch_status("pool_sequences");
+  return check.status();
 }
 
 }  // namespace

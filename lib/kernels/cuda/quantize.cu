@@ -91,10 +91,11 @@ Status launch_quantize(const D* x, int64_t rows, int64_t cols, Int8RowQuant rq, 
   const launch::RowPlan plan = launch::plan_rows(rows, cols, kVec, max_row_iters(kVec));
   return dispatch_iters<kVec>(plan.iters, kName, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
+    const LaunchCheck check(kName);
     quantize_rows_kernel<D, kVec, kIters>
         <<<grid_dim(plan.grid), dim3(plan.threads_per_row, plan.rows_per_block), 0, cudaStreamPerThread>>>(
             x, rows, cols, rq, q, row_scales);
-    return launch_status(kName);
+    return check.status();
   });
 }
 
@@ -160,9 +161,10 @@ __global__ void __launch_bounds__(1024) dequantize_rows_kernel(DequantArgs a, co
 template <typename D, int kVec, GemmEpilogue kEpilogue>
 Status launch_dequantize(const DequantArgs& args, const D* bias, D* y) {
   const launch::ItemPlan plan = launch::plan_items(args.rows, args.cols / kVec);
+  const LaunchCheck check("dequantize_rows_int8");
   dequantize_rows_kernel<D, kVec, kEpilogue>
       <<<grid_dim(plan.grid), dim3(plan.block_x, plan.block_y), 0, cudaStreamPerThread>>>(args, bias, y);
-  return launch_status("dequantize_rows_int8");
+  return check.status();
 }
 
 template <typename D, int kVec>
@@ -200,9 +202,10 @@ Status dequantize_weights_int8(const int8_t* w, const float* col_scales, int64_t
                                const float* channel_scale, int64_t n, int64_t k, T* out) {
   if (n <= 0 || k <= 0) return absl::OkStatus();
   const launch::FlatPlan plan = launch::plan_flat(n * k, 1);
+  const LaunchCheck check("dequantize_weights_int8");
   dequantize_weights_kernel<DeviceType<T>><<<grid_dim(plan.grid), plan.threads, 0, cudaStreamPerThread>>>(
       w, col_scales, n_col_scales != 1, channel_scale, n, k, device_ptr(out));
-  return launch_status("dequantize_weights_int8");
+  return check.status();
 }
 
 template <typename T>

@@ -136,9 +136,10 @@ Status launch_softmax(D* x, const SoftmaxArgs& args) {
   const launch::RowPlan plan = launch::plan_rows(args.rows, args.cols, kVec, max_row_iters(kVec));
   return dispatch_iters<kVec>(plan.iters, kName, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
+    const LaunchCheck check(kName);
     masked_softmax_kernel<D, kVec, kIters>
         <<<grid_dim(plan.grid), dim3(plan.threads_per_row, plan.rows_per_block), 0, cudaStreamPerThread>>>(x, args);
-    return launch_status(kName);
+    return check.status();
   });
 }
 
