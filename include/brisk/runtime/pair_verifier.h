@@ -1,0 +1,116 @@
+// PairVerifier: a learned semantic-cache verifier that scores a (cached, incoming) question pair from what the cache
+// already has, with no extra forward pass: the two embeddings (their cosine, and a learned weighting of the SBERT
+// pair features |u - v| and u * v) and the two texts (word overlap, numbers, negation words, capitalised or
+// entity-like words, length ratio, and the default guards' verdicts). A class-balanced L2-regularised logistic
+// regression over the standardised features, fitted by fit_intent_head's L-BFGS (the scikit-learn objective,
+// brisk/model/intent_head.h) on labelled pairs; its decision threshold is chosen by grouped cross-validation for a
+// target precision and stored with it.
+//
+//   BRISK_ASSIGN_OR_RETURN(PairVerifier v, PairVerifier::load("verifier.safetensors", rt->cache_model_id()));
+//   opts.verifier = v.as_semantic_verifier();        // scores P(same question) in [0, 1]
+//   opts.verifier_threshold = v.threshold();         // chosen for the target precision at fit time
+//
+// The file is safetensors: f32 tensors pair_verifier.mean, pair_verifier.scale and pair_verifier.weight [features],
+// and metadata format "brisk-pair-verifier", version "1", embedding_model_id, dim, features (the feature names, a
+// JSON array), bias, threshold, target_precision and fit_report (a JSON object). load() checks all of it and refuses
+// a file fitted for another embedding model.
+//
+// Thread safety: a PairVerifier is immutable after construction; score() may run concurrently from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brisk/cache/semantic_cache.h"
+#include "brisk/core/export.h"
+#include "brisk/core/status.h"
+
+namespace brisk {
+
+inline constexpr const char* kPairVerifierFormat = "brisk-pair-verifier";
+inline constexpr const char* kPairVerifierVersion = "1";
+
+// The text features, in order, before the 2 * dim embedding features (|u - v|, then u * v).
+BRISK_API const std::vector<std::string>& pair_text_feature_names();
+// Features of one pair: the text features, then |u - v| and u * v (2 * dim values; dim = the embeddings' length).
+// The embeddings must be L2-normalised and of equal length (as SemanticPair gives them).
+BRISK_API std::vector<float> pair_features(const cache::SemanticPair& pair);
+
+class BRISK_API PairVerifier {
+ public:
+  PairVerifier() = default;
+  // `mean`, `scale` and `weight` have one value per feature (pair_text_feature_names().size() + 2 * dim).
+  static StatusOr<PairVerifier> create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
+                                       std::vector<float> scale, std::vector<float> weight, float bias, float threshold,
+                                       float target_precision, std::string fit_report_json = "{}");
+  // Reads and checks the file (see the top). `expected_model_id` non-empty: the file must have been fitted for
+  // that embedding model (Runtime::cache_model_id()); FailedPrecondition names both otherwise.
+  static StatusOr<PairVerifier> load(const std::string& path, std::string_view expected_model_id = {});
+  Status save(const std::string& path) const;
+
+  // P(the pair asks the same question), in [0, 1]. InvalidArgument when an embedding's length is not dim().
+  StatusOr<float> score(const cache::SemanticPair& pair) const;
+  // A SemanticCacheOptions::verifier that calls score() (it shares this verifier's state).
+  cache::SemanticVerifier as_semantic_verifier() const;
+
+  const std::string& embedding_model_id() const;
+  int64_t dim() const;
+  float threshold() const;
+  float target_precision() const;
+  const std::string& fit_report_json() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+// ---- fitting ----------------------------------------------------------------------------------------------------
+
+// One labelled pair with its embeddings (L2-normalised, dim each).
+struct BRISK_API LabelledPair {
+  int label = 0;         // 1: the cached answer answers the incoming question
+  std::string category;  // paraphrase, negation, entity_swap, number_change, different_intent, ...
+  std::string cached;
+  std::string incoming;
+  std::vector<float> cached_embedding;
+  std::vector<float> incoming_embedding;
+};
+
+struct BRISK_API PairVerifierFitOptions {
+  float target_precision = 0.95f;  // in (0, 1]: the threshold gives at least this cross-validated precision
+  int folds = 5;                   // grouped by the cached question, so that no question is in two folds; >= 2
+  // The L2 weights tried (fit_intent_head's l2, on standardised features); the one with the best cross-validated
+  // recall at the target precision is kept. Each > 0.
+  std::vector<double> l2 = {1e-3, 1e-2, 1e-1};
+};
+
+// The fit's cross-validated result: each pair's out-of-fold score (with the chosen l2) and the point chosen on it.
+struct BRISK_API PairVerifierFitReport {
+  double l2 = 0.0;
+  std::vector<float> out_of_fold_scores;  // one per training pair
+  float threshold = 1.0f;                 // the smallest score with cross-validated precision >= the target
+  double precision = 0.0;                 // cross-validated, at the threshold
+  double recall = 0.0;
+  bool target_met = false;  // false: no threshold reaches the target; the one with the best precision is kept
+};
+
+// Fits on `pairs` (every embedding of length dim, labels 0 or 1, both labels present). Errors name the pair.
+BRISK_API StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs,
+                                                   const std::string& embedding_model_id,
+                                                   const PairVerifierFitOptions& options = {},
+                                                   PairVerifierFitReport* report = nullptr);
+
+// Precision and recall of accepting the pairs whose score is >= threshold.
+struct BRISK_API PrecisionRecall {
+  double precision = 0.0;  // 1 when nothing is accepted
+  double recall = 0.0;
+  int64_t accepted = 0;
+};
+BRISK_API PrecisionRecall precision_recall(std::span<const float> scores, std::span<const int> labels, float threshold);
+
+}  // namespace brisk

@@ -1,0 +1,241 @@
+// PairVerifier: scoring and the verifier file (brisk/runtime/pair_verifier.h).
+#include "brisk/runtime/pair_verifier.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/internal/bounded_input.h"
+#include "brisk/core/internal/finite.h"
+#include "brisk/core/utf8.h"
+#include "brisk/model/safetensors.h"
+
+namespace brisk {
+
+struct PairVerifier::State {
+  std::string model_id;
+  int64_t dim = 0;
+  std::vector<float> mean, scale, weight;  // per feature
+  float bias = 0.0f;
+  float threshold = 0.5f;
+  float target_precision = 0.95f;
+  std::string fit_report_json = "{}";
+};
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kMeanName = "pair_verifier.mean";
+constexpr const char* kScaleName = "pair_verifier.scale";
+constexpr const char* kWeightName = "pair_verifier.weight";
+constexpr int64_t kMaxDim = 65536;
+
+Status bad(const std::string& where, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("pair verifier ", where, ": ", what));
+}
+
+int64_t feature_count(int64_t dim) { return static_cast<int64_t>(pair_text_feature_names().size()) + 2 * dim; }
+
+Status check_values(const std::string& where, const char* name, const std::vector<float>& v, int64_t n, bool positive) {
+  if (static_cast<int64_t>(v.size()) != n) {
+    return bad(where, absl::StrCat(name, " has ", v.size(), " values; expected ", n, " (one per feature)"));
+  }
+  if (const int64_t i = first_non_finite(v.data(), n); i >= 0) {
+    return bad(where, absl::StrCat(name, "[", i, "] is ", v[i], "; expected finite values"));
+  }
+  if (positive) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!(v[i] > 0.0f)) return bad(where, absl::StrCat(name, "[", i, "] is ", v[i], "; expected a value > 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<float> float_field(const std::map<std::string, std::string>& md, const char* key, const std::string& path) {
+  auto it = md.find(key);
+  if (it == md.end()) return bad(path, absl::StrCat("the metadata has no '", key, "'; expected a decimal number"));
+  float v = 0.0f;
+  const std::string& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return bad(path, absl::StrCat("metadata '", key, "' is '", text.substr(0, 40), "'; expected a finite decimal"));
+  }
+  return v;
+}
+
+StatusOr<std::vector<float>> read_vector(const SafetensorsFile& file, const char* name, int64_t n,
+                                         const std::string& path) {
+  if (!file.contains(name)) return bad(path, absl::StrCat("has no tensor ", name, "; expected f32 [", n, "]"));
+  BRISK_ASSIGN_OR_RETURN(Tensor t, file.get(name));
+  if (t.dtype() != DType::kF32 || t.rank() != 1 || t.dim(0) != n) {
+    return bad(path, absl::StrCat(name, " is ", dtype_name(t.dtype()), " ", t.shape_string(), "; expected f32 [", n,
+                                  "] (one per feature)"));
+  }
+  return std::vector<float>(t.data<float>(), t.data<float>() + n);
+}
+
+}  // namespace
+
+StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
+                                            std::vector<float> scale, std::vector<float> weight, float bias,
+                                            float threshold, float target_precision, std::string fit_report_json) {
+  const std::string where = "create";
+  if (embedding_model_id.empty() || !is_valid_utf8(embedding_model_id)) {
+    return bad(where, "embedding_model_id is empty or not UTF-8; expected the embedding model's id");
+  }
+  if (dim < 1 || dim > kMaxDim) return bad(where, absl::StrCat("dim is ", dim, "; expected 1 to ", kMaxDim));
+  const int64_t n = feature_count(dim);
+  BRISK_RETURN_IF_ERROR(check_values(where, "mean", mean, n, false));
+  BRISK_RETURN_IF_ERROR(check_values(where, "scale", scale, n, true));
+  BRISK_RETURN_IF_ERROR(check_values(where, "weight", weight, n, false));
+  if (!std::isfinite(bias)) return bad(where, absl::StrCat("bias is ", bias, "; expected a finite value"));
+  if (!(threshold >= 0.0f && threshold <= 1.0f)) {
+    return bad(where, absl::StrCat("threshold is ", threshold, "; expected a probability in [0, 1]"));
+  }
+  if (!(target_precision > 0.0f && target_precision <= 1.0f)) {
+    return bad(where, absl::StrCat("target_precision is ", target_precision, "; expected (0, 1]"));
+  }
+  StatusOr<json> report = parse_json_bounded(fit_report_json, "fit_report");
+  if (!report.ok() || !report->is_object()) return bad(where, "fit_report is not a JSON object; expected {...}");
+  auto s = std::make_shared<State>();
+  s->model_id = std::move(embedding_model_id);
+  s->dim = dim;
+  s->mean = std::move(mean);
+  s->scale = std::move(scale);
+  s->weight = std::move(weight);
+  s->bias = bias;
+  s->threshold = threshold;
+  s->target_precision = target_precision;
+  s->fit_report_json = std::move(fit_report_json);
+  PairVerifier v;
+  v.state_ = std::move(s);
+  return v;
+}
+
+StatusOr<PairVerifier> PairVerifier::load(const std::string& path, std::string_view expected_model_id) {
+  BRISK_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  const auto& md = file.metadata();
+  auto field = [&](const char* key) -> StatusOr<std::string> {
+    auto it = md.find(key);
+    if (it == md.end()) return bad(path, absl::StrCat("the metadata has no '", key, "'"));
+    return it->second;
+  };
+  BRISK_ASSIGN_OR_RETURN(std::string format, field("format"));
+  if (format != kPairVerifierFormat) {
+    return bad(path, absl::StrCat("format is '", format.substr(0, 40), "'; expected '", kPairVerifierFormat, "'"));
+  }
+  BRISK_ASSIGN_OR_RETURN(std::string version, field("version"));
+  if (version != kPairVerifierVersion) {
+    return bad(path, absl::StrCat("version is '", version.substr(0, 40), "'; expected '", kPairVerifierVersion, "'"));
+  }
+  BRISK_ASSIGN_OR_RETURN(std::string model_id, field("embedding_model_id"));
+  if (!expected_model_id.empty() && model_id != expected_model_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pair verifier ", path, " was fitted for embedding model '", model_id.substr(0, 80),
+        "'; expected one fitted for this model, '", std::string(expected_model_id), "' (run brisk fit-verifier)"));
+  }
+  BRISK_ASSIGN_OR_RETURN(std::string dim_text, field("dim"));
+  int64_t dim = 0;
+  const auto [end, ec] = std::from_chars(dim_text.data(), dim_text.data() + dim_text.size(), dim);
+  if (ec != std::errc() || end != dim_text.data() + dim_text.size() || dim < 1 || dim > kMaxDim) {
+    return bad(path, absl::StrCat("dim is '", dim_text.substr(0, 40), "'; expected an integer in [1, ", kMaxDim, "]"));
+  }
+  BRISK_ASSIGN_OR_RETURN(std::string names_text, field("features"));
+  StatusOr<json> names = parse_json_bounded(names_text, "metadata 'features'");
+  const json expected_names = pair_text_feature_names();
+  if (!names.ok() || *names != expected_names) {
+    return bad(path, absl::StrCat("its text features are ", names_text.substr(0, 200), "; expected ",
+                                  expected_names.dump(), " (a verifier file of another brisk version?)"));
+  }
+  const int64_t n = feature_count(dim);
+  if (file.tensor_names().size() != 3) {
+    return bad(path, absl::StrCat("has ", file.tensor_names().size(), " tensors; expected 3 (", kMeanName, ", ",
+                                  kScaleName, ", ", kWeightName, ")"));
+  }
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> mean, read_vector(file, kMeanName, n, path));
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> scale, read_vector(file, kScaleName, n, path));
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> weight, read_vector(file, kWeightName, n, path));
+  BRISK_ASSIGN_OR_RETURN(float bias, float_field(md, "bias", path));
+  BRISK_ASSIGN_OR_RETURN(float threshold, float_field(md, "threshold", path));
+  BRISK_ASSIGN_OR_RETURN(float target, float_field(md, "target_precision", path));
+  BRISK_ASSIGN_OR_RETURN(std::string report, field("fit_report"));
+  StatusOr<PairVerifier> v = create(std::move(model_id), dim, std::move(mean), std::move(scale), std::move(weight),
+                                    bias, threshold, target, std::move(report));
+  if (!v.ok()) return bad(path, std::string(v.status().message()));
+  return v;
+}
+
+Status PairVerifier::save(const std::string& path) const {
+  if (state_ == nullptr)
+    return absl::FailedPreconditionError(
+        "PairVerifier::save: an empty verifier; expected one made by create, load or fit_pair_verifier");
+  const State& s = *state_;
+  auto tensor = [](const std::vector<float>& v) {
+    return Tensor::borrow(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, DType::kF32);
+  };
+  const json names = pair_text_feature_names();
+  return write_safetensors(
+      path, {{kMeanName, tensor(s.mean)}, {kScaleName, tensor(s.scale)}, {kWeightName, tensor(s.weight)}},
+      {{"format", kPairVerifierFormat},
+       {"version", kPairVerifierVersion},
+       {"embedding_model_id", s.model_id},
+       {"dim", std::to_string(s.dim)},
+       {"features", names.dump()},
+       {"bias", fmt::format("{}", s.bias)},
+       {"threshold", fmt::format("{}", s.threshold)},
+       {"target_precision", fmt::format("{}", s.target_precision)},
+       {"fit_report", s.fit_report_json}});
+}
+
+StatusOr<float> PairVerifier::score(const cache::SemanticPair& pair) const {
+  if (state_ == nullptr) return absl::FailedPreconditionError("PairVerifier::score: an empty verifier");
+  const State& s = *state_;
+  if (static_cast<int64_t>(pair.incoming_embedding.size()) != s.dim ||
+      static_cast<int64_t>(pair.cached_embedding.size()) != s.dim) {
+    return absl::InvalidArgumentError(absl::StrCat("PairVerifier::score: the embeddings have ",
+                                                   pair.incoming_embedding.size(), " and ",
+                                                   pair.cached_embedding.size(), " values; expected ", s.dim));
+  }
+  const std::vector<float> f = pair_features(pair);
+  double z = s.bias;
+  for (size_t i = 0; i < f.size(); ++i) z += double(s.weight[i]) * (double(f[i]) - s.mean[i]) / s.scale[i];
+  return static_cast<float>(1.0 / (1.0 + std::exp(-z)));
+}
+
+cache::SemanticVerifier PairVerifier::as_semantic_verifier() const {
+  return [self = *this](const cache::SemanticPair& pair) { return self.score(pair); };
+}
+
+const std::string& PairVerifier::embedding_model_id() const {
+  static const std::string kNone;
+  return state_ != nullptr ? state_->model_id : kNone;
+}
+int64_t PairVerifier::dim() const { return state_ != nullptr ? state_->dim : 0; }
+float PairVerifier::threshold() const { return state_ != nullptr ? state_->threshold : 1.0f; }
+float PairVerifier::target_precision() const { return state_ != nullptr ? state_->target_precision : 0.0f; }
+const std::string& PairVerifier::fit_report_json() const {
+  static const std::string kNone = "{}";
+  return state_ != nullptr ? state_->fit_report_json : kNone;
+}
+
+PrecisionRecall precision_recall(std::span<const float> scores, std::span<const int> labels, float threshold) {
+  int64_t accepted = 0, true_accepted = 0, positives = 0;
+  for (size_t i = 0; i < scores.size() && i < labels.size(); ++i) {
+    positives += labels[i] == 1;
+    if (scores[i] >= threshold) {
+      ++accepted;
+      true_accepted += labels[i] == 1;
+    }
+  }
+  PrecisionRecall r;
+  r.accepted = accepted;
+  r.precision = accepted == 0 ? 1.0 : double(true_accepted) / double(accepted);
+  r.recall = positives == 0 ? 0.0 : double(true_accepted) / double(positives);
+  return r;
+}
+
+}  // namespace brisk
