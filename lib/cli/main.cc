@@ -20,6 +20,8 @@
 //       Writes a structurally pruned model directory (see prune.h).
 //   brisk fit-intents --model DIR --examples intents.tsv --out head.safetensors [--l2 X] [--unknown-threshold P]
 //       Fits a few-shot intent head on the model's embeddings of label<TAB>text examples (see fit_intents.h).
+//   brisk fit-verifier --model DIR --pairs pairs.tsv --out verifier.safetensors [--target-precision 0.95]
+//       Fits a semantic-cache verifier on labelled question pairs (see fit_verifier.h).
 //   brisk tune --model DIR --rate R --slo-p99-ms S [--mix faq|mixed|FILE] [--budget-s B] [--out policy.json] [--json]
 //       Searches the batching policy with the most goodput within the P99 SLO under open-loop load; writes it as a
 //       policy file that --policy (and RuntimeOptions::policy_path) loads (see tune.h).
@@ -78,6 +80,7 @@
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
+#include "fit_verifier.h"
 #include "tune.h"
 #include "model_flags.h"
 #include "output.h"
@@ -416,6 +419,10 @@ int main(int argc, char** argv) {
   CLI::App* fit_intents_cmd =
       app.add_subcommand("fit-intents", "fit a few-shot intent head on labelled examples (label<TAB>text)");
   fit_intents_flags.add_to(*fit_intents_cmd);
+  brisk::cli::FitVerifierFlags fit_verifier_flags;
+  CLI::App* fit_verifier_cmd = app.add_subcommand(
+      "fit-verifier", "fit a semantic-cache verifier on labelled question pairs, calibrated to a target precision");
+  fit_verifier_flags.add_to(*fit_verifier_cmd);
   brisk::cli::TuneFlags tune_flags;
   CLI::App* tune_cmd = app.add_subcommand(
       "tune", "find the batching policy with the most goodput within a P99 SLO; write it as a policy file");
@@ -460,6 +467,7 @@ int main(int argc, char** argv) {
     if (sensitivity_cmd->parsed()) return brisk::cli::run_sensitivity(sensitivity_flags);
     if (prune_cmd->parsed()) return brisk::cli::run_prune(prune_flags);
     if (fit_intents_cmd->parsed()) return brisk::cli::run_fit_intents(fit_intents_flags);
+    if (fit_verifier_cmd->parsed()) return brisk::cli::run_fit_verifier(fit_verifier_flags);
     if (tune_cmd->parsed()) return brisk::cli::run_tune(tune_flags);
     if (plan_cmd->parsed()) return brisk::cli::run_plan(plan_flags);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the library itself reports errors as Status

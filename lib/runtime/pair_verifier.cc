@@ -222,6 +222,71 @@ const std::string& PairVerifier::fit_report_json() const {
   return state_ != nullptr ? state_->fit_report_json : kNone;
 }
 
+StatusOr<std::vector<PairRow>> parse_pair_rows(std::string_view text, const std::string& source) {
+  auto bad_line = [&](int64_t line, const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": ", what));
+  };
+  if (!is_valid_utf8(text))
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid UTF-8; expected UTF-8 text"));
+  std::vector<PairRow> rows;
+  int64_t line = 0;
+  size_t columns = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (l.empty()) continue;
+    std::vector<std::string_view> f;
+    for (size_t start = 0;;) {
+      const size_t tab = l.find('\t', start);
+      f.push_back(l.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+    if (columns == 0) {  // the header
+      if (f.size() < 4 || f.size() > 5 || f[0] != "label" || f[1] != "category" || f[2] != "cached" ||
+          f[3] != "incoming" || (f.size() == 5 && f[4] != "split")) {
+        return bad_line(line,
+                        "the header is not 'label, category, cached, incoming[, split]' (tab-separated); "
+                        "expected those columns");
+      }
+      columns = f.size();
+      continue;
+    }
+    if (f.size() != columns) {
+      return bad_line(line, absl::StrCat("has ", f.size(), " tab-separated fields; expected ", columns));
+    }
+    if (f[0] != "0" && f[0] != "1") {
+      return bad_line(line, absl::StrCat("label is '", std::string(f[0].substr(0, 20)), "'; expected 0 or 1"));
+    }
+    for (size_t i = 1; i < f.size(); ++i) {
+      if (f[i].empty()) return bad_line(line, absl::StrCat("field ", i + 1, " is empty; expected text"));
+    }
+    if (static_cast<int64_t>(rows.size()) >= kMaxPairRows) {
+      return bad_line(line, absl::StrCat("is past ", kMaxPairRows, " pairs; expected at most that many"));
+    }
+    PairRow r;
+    r.label = f[0] == "1" ? 1 : 0;
+    r.category = std::string(f[1]);
+    r.cached = std::string(f[2]);
+    r.incoming = std::string(f[3]);
+    if (columns == 5) r.split = std::string(f[4]);
+    r.line = line;
+    rows.push_back(std::move(r));
+  }
+  if (columns == 0) return absl::InvalidArgumentError(absl::StrCat(source, ": empty; expected a header and pairs"));
+  return rows;
+}
+
+StatusOr<std::vector<PairRow>> read_pair_rows(const std::string& path) {
+  BRISK_ASSIGN_OR_RETURN(std::string text, read_text_file_bounded(path, int64_t{256} << 20, "pairs file"));
+  return parse_pair_rows(text, path);
+}
+
 PrecisionRecall precision_recall(std::span<const float> scores, std::span<const int> labels, float threshold) {
   int64_t accepted = 0, true_accepted = 0, positives = 0;
   for (size_t i = 0; i < scores.size() && i < labels.size(); ++i) {

@@ -86,7 +86,7 @@ struct BRISK_API PairVerifierFitOptions {
   int folds = 5;                   // grouped by the cached question, so that no question is in two folds; >= 2
   // The L2 weights tried (fit_intent_head's l2, on standardised features); the one with the best cross-validated
   // recall at the target precision is kept. Each > 0.
-  std::vector<double> l2 = {1e-3, 1e-2, 1e-1};
+  std::vector<double> l2 = {1e-2, 1e-1, 1.0, 10.0};
 };
 
 // The fit's cross-validated result: each pair's out-of-fold score (with the chosen l2) and the point chosen on it.
@@ -104,6 +104,22 @@ BRISK_API StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair>
                                                    const std::string& embedding_model_id,
                                                    const PairVerifierFitOptions& options = {},
                                                    PairVerifierFitReport* report = nullptr);
+
+// ---- the labelled pairs file ---------------------------------------------------------------------------------------
+
+// One line of a pairs file: `label<TAB>category<TAB>cached<TAB>incoming` and an optional fifth column, the split
+// (benchmarks/data/verifier_pairs.tsv: train or heldout).
+struct BRISK_API PairRow {
+  int label = 0;
+  std::string category, cached, incoming, split;
+  int64_t line = 0;  // 1-based
+};
+inline constexpr int64_t kMaxPairRows = 1000000;
+// Reads a UTF-8 TSV whose first line is the header (label, category, cached, incoming[, split]). Errors name the
+// file and line: a wrong column count, a label other than 0 or 1, an empty field, invalid UTF-8, more than
+// kMaxPairRows rows. `source` names the text in errors.
+BRISK_API StatusOr<std::vector<PairRow>> parse_pair_rows(std::string_view text, const std::string& source);
+BRISK_API StatusOr<std::vector<PairRow>> read_pair_rows(const std::string& path);
 
 // Precision and recall of accepting the pairs whose score is >= threshold.
 struct BRISK_API PrecisionRecall {
