@@ -394,6 +394,40 @@ def intent_seeds():
     write("fuzz_intent_head", "label_mismatch.safetensors", intent_head(["a", "b"], 3, {"labels": '["a"]'}))
 
 
+# ---- semantic-cache pair verifiers (brisk-pair-verifier/1) and labelled pairs files --------------------------------
+PAIR_TEXT_FEATURES = ["cosine", "word_jaccard", "incoming_only_words", "cached_only_words", "numbers_differ",
+                      "numbers_shared", "negation_differs", "entity_difference", "length_ratio", "polarity_guard",
+                      "number_guard", "entity_guard"]
+
+
+def pair_verifier(dim, metadata_overrides=None, scale_value=1.0):
+    n = len(PAIR_TEXT_FEATURES) + 2 * dim
+    metadata = {"format": "brisk-pair-verifier", "version": "1",
+                "embedding_model_id": "all-MiniLM-L6-v2:0123456789abcdef:mean:norm", "dim": str(dim),
+                "features": json.dumps(PAIR_TEXT_FEATURES, separators=(",", ":")), "bias": "-0.5",
+                "threshold": "0.9", "target_precision": "0.95", "fit_report": json.dumps({"l2": 0.1})}
+    metadata.update(metadata_overrides or {})
+    return safetensors({"pair_verifier.mean": ("F32", [n], f32s(n, 5)),
+                        "pair_verifier.scale": ("F32", [n], struct.pack(f"<{n}f", *([scale_value] * n))),
+                        "pair_verifier.weight": ("F32", [n], f32s(n, 6))}, metadata)
+
+
+def pair_verifier_seeds():
+    write("fuzz_pair_verifier", "dim4.safetensors", pair_verifier(4))
+    write("fuzz_pair_verifier", "dim1.safetensors", pair_verifier(1))
+    write("fuzz_pair_verifier", "zero_scale.safetensors", pair_verifier(2, scale_value=0.0))
+    write("fuzz_pair_verifier", "dim_mismatch.safetensors", pair_verifier(2, {"dim": "3"}))
+    write("fuzz_pair_verifier", "bad_threshold.safetensors", pair_verifier(2, {"threshold": "nan"}))
+    write("fuzz_pair_rows", "five_columns", "label\tcategory\tcached\tincoming\tsplit\n"
+          "1\tparaphrase\tHow do I reset my PIN?\tI forgot my PIN\ttrain\n"
+          "0\tnumber_change\tSend 500 pounds\tSend 5000 pounds\theldout\r\n\n")
+    write("fuzz_pair_rows", "four_columns", "label\tcategory\tcached\tincoming\n0\tnegation\tcan I\tcan't I\n")
+    write("fuzz_pair_rows", "bad_label", "label\tcategory\tcached\tincoming\n2\tx\ty\tz\n")
+    write("fuzz_pair_rows", "ragged", "label\tcategory\tcached\tincoming\n1\tx\ty\n")
+    write("fuzz_pair_rows", "unicode", "label\tcategory\tcached\tincoming\n1\tparaphrase\tcafé ?\t日本 😀\n".encode()
+          + b"1\tx\t\xff\ty\n")
+
+
 # ---- traceparent: W3C Trace Context level 1, section 3.2.3's example and the rules of 3.2.2 and 3.2.4 -------------
 def traceparent_seeds():
     tid, pid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -454,6 +488,7 @@ def main():
     prometheus_seeds()
     capi_seeds()
     intent_seeds()
+    pair_verifier_seeds()
     traceparent_seeds()
     capacity_curve_seeds()
     text_lines_seeds()

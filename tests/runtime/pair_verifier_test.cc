@@ -249,3 +249,35 @@ TEST_CASE("pair verifier fit refuses what it cannot fit", "[runtime][verifier]")
   CHECK_FALSE(brisk::fit_pair_verifier(pairs, "m", o).ok());
   CHECK_FALSE(brisk::fit_pair_verifier(pairs, "", {}).ok());  // no model id
 }
+
+TEST_CASE("pairs file: the header, labels, fields and the split column, with errors naming file and line",
+          "[runtime][verifier]") {
+  auto rows = brisk::parse_pair_rows(
+      "label\tcategory\tcached\tincoming\tsplit\n1\tparaphrase\tHow do I reset my PIN?\tI forgot my PIN\ttrain\r\n\n"
+      "0\tnumber_change\tSend 500 pounds\tSend 5000 pounds\theldout\n",
+      "pairs.tsv");
+  INFO(rows.status().ToString());
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK((*rows)[0].label == 1);
+  CHECK((*rows)[0].incoming == "I forgot my PIN");
+  CHECK((*rows)[0].split == "train");
+  CHECK((*rows)[1].category == "number_change");
+  CHECK((*rows)[1].line == 4);
+  const auto four = brisk::parse_pair_rows("label\tcategory\tcached\tincoming\n0\tnegation\tcan I\tcan't I\n", "p");
+  REQUIRE(four.ok());
+  CHECK((*four)[0].split.empty());
+
+  const auto error = [](std::string_view text) {
+    return std::string(brisk::parse_pair_rows(text, "pairs.tsv").status().message());
+  };
+  CHECK_THAT(error("cached\tincoming\n"), Catch::Contains("pairs.tsv:1: the header"));
+  CHECK_THAT(error("label\tcategory\tcached\tincoming\n2\tx\ty\tz\n"),
+             Catch::Contains("pairs.tsv:2: label is '2'; expected 0 or 1"));
+  CHECK_THAT(error("label\tcategory\tcached\tincoming\n1\tx\ty\n"),
+             Catch::Contains("pairs.tsv:2: has 3 tab-separated fields; expected 4"));
+  CHECK_THAT(error("label\tcategory\tcached\tincoming\n1\tx\t\tz\n"), Catch::Contains("field 3 is empty"));
+  CHECK_THAT(error("label\tcategory\tcached\tincoming\n1\tx\t\xff\tz\n"), Catch::Contains("not valid UTF-8"));
+  CHECK_THAT(error(""), Catch::Contains("empty; expected a header"));
+  CHECK(brisk::read_pair_rows("/nonexistent/pairs.tsv").status().code() == absl::StatusCode::kNotFound);
+}
