@@ -49,6 +49,7 @@
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/kernels/vector_math.h"
+#include "brisk/runtime/pair_verifier.h"
 #include "brisk/runtime/runtime.h"
 
 #ifndef BRISK_FAQ_DIR
@@ -80,11 +81,15 @@ struct Options {
   bool metrics = false;               // print the Prometheus metrics after the report
   bool cache = true;                  // the runtime's result cache and the semantic answer cache
   std::string redis;                  // HOST:PORT of a Redis server for the shared result tier; empty: none
+  std::string semantic_verifier;      // a brisk fit-verifier file: the semantic cache's second opinion; empty: none
   bool redis_allow_unsigned = false;  // without BRISK_REDIS_SIGNING_KEY: accept unsigned shared values
   std::string device = "cpu";
   std::string dtype;              // "", "f32", "f16" or "bf16"; "": the device's default (f32 on cpu, f16 on cuda)
   brisk::DeviceSpec device_spec;  // parsed from `device` in main()
 };
+
+// With --semantic-verifier: neighbours from this cosine on are the verifier's candidates.
+constexpr float kVerifierCosineFloor = 0.5f;
 
 // The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
 constexpr std::string_view kTenant = "bank";
@@ -349,6 +354,12 @@ void print_cache_report(const brisk::Runtime& rt, const brisk::cache::SemanticCa
       "semantic cache {} of {} questions answered without a search ({:.1f}%); {} entries; candidates vetoed "
       "by the guards: {}\n",
       s.hits, s.lookups, 100.0 * s.hit_rate(), s.entries, vetoes);
+  if (s.verifier_calls > 0) {
+    fmt::print(
+        "verifier       {} candidates scored: {} accepted, {} refused, {} errors; P50 {:.1f} us, P99 {:.1f} us\n",
+        s.verifier_calls, s.verifier_accepted, s.verifier_rejected, s.verifier_errors,
+        s.verifier_latency_ns.percentile(50) / 1e3, s.verifier_latency_ns.percentile(99) / 1e3);
+  }
   const nlohmann::json j = nlohmann::json::parse(rt.cache_stats_json());
   const nlohmann::json& r = j["result"];
   fmt::print("result cache   {} of {} texts not embedded again ({:.1f}%); {} entries, {:.1f} KiB{}\n",
@@ -410,6 +421,15 @@ Status run(const Options& opt) {
   if (opt.cache) {
     brisk::cache::SemanticCacheOptions so;
     so.dim = static_cast<size_t>(rt->embedding_dim());
+    if (!opt.semantic_verifier.empty()) {
+      // Fitted for this model (the file says which; another model's is refused), with its calibrated threshold.
+      // Candidates from a lower cosine than the default threshold: the verifier recovers paraphrases.
+      BRISK_ASSIGN_OR_RETURN(brisk::PairVerifier v,
+                             brisk::PairVerifier::load(opt.semantic_verifier, rt->cache_model_id()));
+      so.verifier = v.as_semantic_verifier();
+      so.verifier_threshold = v.threshold();
+      so.verifier_cosine_floor = kVerifierCosineFloor;
+    }
     BRISK_ASSIGN_OR_RETURN(cache, brisk::cache::SemanticCache::create(so));
   }
   const Responder respond{*rt, index, faq, cache.get(), opt.threshold};
@@ -499,6 +519,9 @@ int main(int argc, char** argv) {
   app.add_flag("--redis-allow-unsigned", opt.redis_allow_unsigned,
                "with --redis and no $BRISK_REDIS_SIGNING_KEY: share unsigned values (anyone who can write to the "
                "server can forge them)");
+  app.add_option("--semantic-verifier", opt.semantic_verifier,
+                 "a verifier file from brisk fit-verifier: the semantic cache serves a cached answer only when it "
+                 "accepts the pair");
   app.add_option("--device", opt.device, "where the encoder runs: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
   app.add_option("--dtype", opt.dtype, "activation dtype: f32, f16 or bf16 (default: f32 on cpu, f16 on cuda)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
