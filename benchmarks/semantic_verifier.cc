@@ -1,11 +1,14 @@
 // brisk_semantic_verifier: what a verifier (SemanticCacheOptions::verifier) changes in the semantic cache's answers on
-// the labelled pairs of shared/data/semantic_pairs.tsv, embedded with the real all-MiniLM-L6-v2. Pairwise (the cached
-// question is the only entry): recall on positives, false hits on negatives, per category, and the verifier's latency,
-// for cosine + guards at the default threshold alone, then with the verifier at that threshold and with a lower cosine
-// floor (which lets the verifier recover paraphrases below the threshold).
-// The verifier is a Runtime: a cross-encoder (--cross-encoder DIR) or a classifier's agreement (--intent-head FILE, a
-// `brisk fit-intents` head over the embedding model; intent_agreement_verifier).
+// labelled pairs (shared/data/semantic_pairs.tsv by default; --pairs FILE [--split NAME] for another, such as a split
+// of benchmarks/data/verifier_pairs.tsv), embedded with the real all-MiniLM-L6-v2. Pairwise (the cached question is
+// the only entry): recall on positives, false hits on negatives, per category, and the verifier's latency, for cosine
+// alone and cosine + guards at the default threshold, then with the verifier at that threshold and with a lower
+// cosine floor (which lets the verifier recover paraphrases below the threshold).
+// The verifier is a learned pair verifier (--pair-verifier FILE, from brisk fit-verifier; its stored threshold), or a
+// Runtime: a cross-encoder (--cross-encoder DIR) or a classifier's agreement (--intent-head FILE, a `brisk
+// fit-intents` head over the embedding model; intent_agreement_verifier).
 //
+//   build/release/benchmarks/brisk_semantic_verifier --pair-verifier verifier.safetensors [--floor 0.5]
 //   build/release/benchmarks/brisk_semantic_verifier --intent-head head.safetensors [--floor 0.5] [--min-score 0.5]
 #include <fmt/format.h>
 
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "brisk/cache/semantic_cache.h"
+#include "brisk/runtime/pair_verifier.h"
 #include "brisk/runtime/runtime.h"
 #include "brisk/runtime/verifier.h"
 
@@ -26,11 +30,6 @@
 #endif
 
 namespace {
-
-struct Pair {
-  int label = 0;
-  std::string category, cached, incoming;
-};
 
 struct Tally {
   int hits = 0, total = 0;
@@ -45,7 +44,7 @@ int fail(const std::string& what) {
 
 int main(int argc, char** argv) {
   std::string tsv = std::string(BRISK_SOURCE_DIR) + "/../shared/data/semantic_pairs.tsv";
-  std::string model_dir = brisk::default_model_dir(), cross_encoder, intent_head;
+  std::string model_dir = brisk::default_model_dir(), cross_encoder, intent_head, pair_verifier, split;
   float floor = 0.5f, min_score = 0.5f;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -57,6 +56,10 @@ int main(int argc, char** argv) {
       cross_encoder = value;
     else if (flag == "--intent-head")
       intent_head = value;
+    else if (flag == "--pair-verifier")
+      pair_verifier = value;
+    else if (flag == "--split")
+      split = value;
     else if (flag == "--floor")
       floor = std::stof(value);
     else if (flag == "--min-score")
@@ -64,53 +67,61 @@ int main(int argc, char** argv) {
     else
       return fail("unknown flag " + flag);
   }
-  if (cross_encoder.empty() == intent_head.empty())
-    return fail("give one of --cross-encoder DIR or --intent-head FILE");
-  std::ifstream in(tsv);
-  if (!in) return fail("cannot open " + tsv);
-  std::vector<Pair> pairs;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    Pair p;
-    std::string label;
-    std::getline(ss, label, '\t');
-    std::getline(ss, p.category, '\t');
-    std::getline(ss, p.cached, '\t');
-    std::getline(ss, p.incoming, '\t');
-    if (p.incoming.empty()) continue;
-    p.label = label == "1" ? 1 : 0;
-    pairs.push_back(std::move(p));
+  if (int(!cross_encoder.empty()) + int(!intent_head.empty()) + int(!pair_verifier.empty()) != 1)
+    return fail("give one of --pair-verifier FILE, --cross-encoder DIR or --intent-head FILE");
+  auto rows = brisk::read_pair_rows(tsv);
+  if (!rows.ok()) return fail(std::string(rows.status().message()));
+  std::vector<brisk::PairRow> pairs;
+  for (brisk::PairRow& r : *rows) {
+    if (split.empty() || r.split == split) pairs.push_back(std::move(r));
   }
+  if (pairs.empty()) return fail("no pair of split '" + split + "' in " + tsv);
 
   brisk::RuntimeOptions eo;
   eo.model_dir = model_dir;
   eo.num_threads = 2;
   auto embedder = brisk::Runtime::create(eo);
   if (!embedder.ok()) return fail(std::string(embedder.status().message()));
-  brisk::RuntimeOptions vo = eo;
-  if (!cross_encoder.empty()) vo.model_dir = cross_encoder;
-  vo.classification_head = intent_head;
-  auto judge = brisk::Runtime::create(vo);
-  if (!judge.ok()) return fail(std::string(judge.status().message()));
-  auto verifier =
-      cross_encoder.empty() ? brisk::intent_agreement_verifier(**judge) : brisk::cross_encoder_verifier(**judge);
-  if (!verifier.ok()) return fail(std::string(verifier.status().message()));
+  brisk::cache::SemanticVerifier verifier;
+  std::string verifier_name;
+  std::unique_ptr<brisk::Runtime> judge;
+  if (!pair_verifier.empty()) {
+    auto v = brisk::PairVerifier::load(pair_verifier, (*embedder)->cache_model_id());
+    if (!v.ok()) return fail(std::string(v.status().message()));
+    verifier = v->as_semantic_verifier();
+    min_score = v->threshold();
+    verifier_name = fmt::format("learned pair verifier {} (its threshold, for precision {:.2f})", pair_verifier,
+                                v->target_precision());
+  } else {
+    brisk::RuntimeOptions vo = eo;
+    if (!cross_encoder.empty()) vo.model_dir = cross_encoder;
+    vo.classification_head = intent_head;
+    auto j = brisk::Runtime::create(vo);
+    if (!j.ok()) return fail(std::string(j.status().message()));
+    judge = std::move(*j);
+    auto v = cross_encoder.empty() ? brisk::intent_agreement_verifier(*judge) : brisk::cross_encoder_verifier(*judge);
+    if (!v.ok()) return fail(std::string(v.status().message()));
+    verifier = *v;
+    verifier_name = fmt::format("{}; {}", judge->backend_info().description,
+                                cross_encoder.empty() ? "the incoming question's probability of the cached one's intent"
+                                                      : "the cross-encoder's sigmoid score");
+  }
 
   const brisk::cache::SemanticCacheOptions defaults;
   struct Setup {
     std::string name;
+    bool guards;
     bool verify;
     float cosine_floor;
   };
   const std::vector<Setup> setups = {
-      {fmt::format("cosine + guards at {:.2f}", defaults.threshold), false, 0},
-      {fmt::format("+ verifier, at {:.2f}", defaults.threshold), true, defaults.threshold},
-      {fmt::format("+ verifier, cosine floor {:.2f}", floor), true, floor}};
+      {fmt::format("cosine only at {:.2f}", defaults.threshold), false, false, 0},
+      {fmt::format("cosine + guards at {:.2f}", defaults.threshold), true, false, 0},
+      {fmt::format("+ verifier, at {:.2f}", defaults.threshold), true, true, defaults.threshold},
+      {fmt::format("+ verifier, cosine floor {:.2f}", floor), true, true, floor}};
   fmt::print("| setup | paraphrases hit | false hits on negatives |");
   std::map<std::string, int> category_sizes;
-  for (const Pair& p : pairs) category_sizes[p.category]++;
+  for (const brisk::PairRow& p : pairs) category_sizes[p.category]++;
   for (const auto& [category, n] : category_sizes) fmt::print(" {} ({}) |", category, n);
   fmt::print(" verifier calls | verifier p50 / p99 ms |\n|---|---|---|");
   for (size_t i = 0; i < category_sizes.size() + 2; ++i) fmt::print("---|");
@@ -118,8 +129,9 @@ int main(int argc, char** argv) {
   for (const Setup& s : setups) {
     brisk::cache::SemanticCacheOptions o;
     o.dim = static_cast<size_t>((*embedder)->embedding_dim());
+    if (!s.guards) o.guards.clear();
     if (s.verify) {
-      o.verifier = *verifier;
+      o.verifier = verifier;
       o.verifier_threshold = min_score;
       o.verifier_cosine_floor = s.cosine_floor;
     }
@@ -128,7 +140,7 @@ int main(int argc, char** argv) {
     Tally positives, negatives;
     std::map<std::string, Tally> per_category;
     for (size_t i = 0; i < pairs.size(); ++i) {
-      const Pair& p = pairs[i];
+      const brisk::PairRow& p = pairs[i];
       const std::string tenant = fmt::format("pair{}", i);  // one entry per tenant: pairwise
       std::vector<std::string_view> two = {p.cached, p.incoming};
       auto e = (*embedder)->embed(two);
@@ -150,8 +162,7 @@ int main(int argc, char** argv) {
     fmt::print(" {} | {:.2f} / {:.2f} |\n", st.verifier_calls, st.verifier_latency_ns.percentile(50) * 1e-6,
                st.verifier_latency_ns.percentile(99) * 1e-6);
   }
-  fmt::print("\nverifier: {}; score threshold {:.2f} ({})\n", (*judge)->backend_info().description, min_score,
-             cross_encoder.empty() ? "the incoming question's probability of the cached one's intent"
-                                   : "the cross-encoder's sigmoid score");
+  fmt::print("\nverifier: {}; score threshold {:.4f}; pairs: {}{}\n", verifier_name, min_score, tsv,
+             split.empty() ? "" : " (split " + split + ")");
   return 0;
 }
