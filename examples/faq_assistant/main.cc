@@ -429,6 +429,9 @@ Status run(const Options& opt) {
       so.verifier = v.as_semantic_verifier();
       so.verifier_threshold = v.threshold();
       so.verifier_cosine_floor = kVerifierCosineFloor;
+      // The verifier weighs the guards' verdicts among its features: as vetoes in front of it they cost recall at
+      // the same precision (benchmarks/RESULTS.md, "Learned pair verifier").
+      so.guards.clear();
     }
     BRISK_ASSIGN_OR_RETURN(cache, brisk::cache::SemanticCache::create(so));
   }

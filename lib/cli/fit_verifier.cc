@@ -163,7 +163,8 @@ Status fit_verifier(const FitVerifierFlags& f) {
   PairVerifierFitReport report;
   BRISK_ASSIGN_OR_RETURN(PairVerifier v, fit_pair_verifier(train_pairs, rt->cache_model_id(), fit, &report));
   BRISK_RETURN_IF_ERROR(v.save(f.out));
-  fmt::print("fit on {} pairs ({}): l2 {}, {}\n", train_pairs.size(), has_split ? "split " + f.split : "all", report.l2,
+  fmt::print("fit on {} pairs ({}): l2 {}, embedding features' weight {}, {}\n", train_pairs.size(),
+             has_split ? "split " + f.split : "all", report.l2, report.embedding_weight,
              report.target_met ? "target met" : "TARGET NOT MET (the threshold with the best precision)");
   std::vector<int> labels;
   for (const LabelledPair& p : train_pairs) labels.push_back(p.label);

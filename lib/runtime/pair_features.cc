@@ -87,8 +87,19 @@ bool is_negator(const std::string& w) {
   return kNegators.count(w) > 0 || (w.size() > 3 && w.ends_with("nt") && w[w.size() - 3] == 'n');
 }
 
+// Function words: what a paraphrase changes freely. The content words are the rest.
+bool is_function_word(const std::string& w) {
+  static const std::set<std::string> kWords = {
+      "a",    "an",    "the",  "i",    "my",    "me",    "you",   "your",  "we",     "our",    "is",  "are",
+      "am",   "be",    "do",   "does", "did",   "can",   "could", "would", "should", "will",   "how", "what",
+      "when", "where", "why",  "who",  "which", "to",    "of",    "in",    "on",     "for",    "at",  "by",
+      "with", "from",  "it",   "this", "that",  "there", "and",   "or",    "if",     "please", "get", "have",
+      "has",  "any",   "some", "im",   "its",   "was",   "been",  "just",  "about",  "so",     "much"};
+  return kWords.count(w) > 0;
+}
+
 struct TextSummary {
-  std::set<std::string> words, numbers, entities;
+  std::set<std::string> words, content, numbers, entities;
   int negators = 0;
   size_t length = 0;
 };
@@ -99,6 +110,7 @@ TextSummary summarize(std::string_view text) {
   s.length = ws.size();
   for (const Word& w : ws) {
     s.words.insert(w.lower);
+    if (!is_function_word(w.lower)) s.content.insert(w.lower);
     if (std::string n = number_of(w.lower); !n.empty()) s.numbers.insert(std::move(n));
     if (w.entity_like) s.entities.insert(w.lower);
     if (is_negator(w.lower)) ++s.negators;
@@ -117,9 +129,10 @@ size_t intersection_size(const std::set<T>& a, const std::set<T>& b) {
 
 const std::vector<std::string>& pair_text_feature_names() {
   static const std::vector<std::string> kNames = {
-      "cosine",         "word_jaccard",   "incoming_only_words", "cached_only_words",
-      "numbers_differ", "numbers_shared", "negation_differs",    "entity_difference",
-      "length_ratio",   "polarity_guard", "number_guard",        "entity_guard"};
+      "cosine",          "word_jaccard",          "incoming_only_words", "cached_only_words",
+      "numbers_differ",  "numbers_shared",        "negation_differs",    "entity_difference",
+      "length_ratio",    "polarity_guard",        "number_guard",        "entity_guard",
+      "content_jaccard", "incoming_only_content", "cached_only_content", "one_word_substituted"};
   return kNames;
 }
 
@@ -147,6 +160,14 @@ std::vector<float> pair_features(const cache::SemanticPair& pair) {
                   ? 0.0f
                   : float(std::min(in.length, ca.length)) / float(std::max(in.length, ca.length)));
   for (const auto& g : guards) f.push_back(g->accept(pair.incoming, pair.cached) ? 0.0f : 1.0f);
+  // Content words: a near-copy with one word swapped (an entity, an antonym, a number) is the typical wrong hit; a
+  // paraphrase changes several.
+  const size_t content_common = intersection_size(in.content, ca.content);
+  const size_t in_only = in.content.size() - content_common, ca_only = ca.content.size() - content_common;
+  f.push_back(frac(content_common, in.content.size() + ca.content.size() - content_common));
+  f.push_back(std::min<float>(5.0f, float(in_only)) / 5.0f);
+  f.push_back(std::min<float>(5.0f, float(ca_only)) / 5.0f);
+  f.push_back(in_only == 1 && ca_only == 1 ? 1.0f : 0.0f);
   for (size_t i = 0; i < d && i < pair.cached_embedding.size(); ++i) {
     f.push_back(std::fabs(pair.incoming_embedding[i] - pair.cached_embedding[i]));
   }

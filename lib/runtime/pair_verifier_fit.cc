@@ -1,6 +1,6 @@
 // fit_pair_verifier (brisk/runtime/pair_verifier.h): standardised pair features, a class-balanced logistic
-// regression by fit_intent_head's L-BFGS, the L2 weight and the threshold chosen by cross-validation grouped by
-// the cached question.
+// regression by fit_intent_head's L-BFGS, the L2 weight, the embedding features' weight and the threshold chosen
+// by cross-validation grouped by the cached question.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -25,9 +25,12 @@ struct Logistic {
   }
 };
 
-// Fits on the rows of x (n_features each) listed in `rows`.
+// Fits on the rows of x (n_features each) listed in `rows`. The standardised features from `first_embedding` on
+// (|u - v| and u * v) enter the fit multiplied by embedding_weight: their L2 penalty is 1 / embedding_weight^2 times
+// the others' (0: the text features alone). The stored weights apply to the plain standardised features.
 StatusOr<Logistic> fit_rows(const std::vector<float>& x, size_t n_features, const std::vector<int32_t>& labels,
-                            const std::vector<size_t>& rows, double l2) {
+                            const std::vector<size_t>& rows, double l2, size_t first_embedding,
+                            double embedding_weight) {
   Logistic m;
   m.mean.assign(n_features, 0.0f);
   m.scale.assign(n_features, 1.0f);
@@ -50,7 +53,8 @@ StatusOr<Logistic> fit_rows(const std::vector<float>& x, size_t n_features, cons
   std::vector<int32_t> y(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     for (size_t j = 0; j < n_features; ++j) {
-      z[i * n_features + j] = (x[rows[i] * n_features + j] - m.mean[j]) / m.scale[j];
+      const double factor = j >= first_embedding ? embedding_weight : 1.0;
+      z[i * n_features + j] = static_cast<float>(factor * (x[rows[i] * n_features + j] - m.mean[j]) / m.scale[j]);
     }
     y[i] = labels[rows[i]];
   }
@@ -61,7 +65,10 @@ StatusOr<Logistic> fit_rows(const std::vector<float>& x, size_t n_features, cons
   const float* w = head.layers.front().weight.data<float>();
   const float* b = head.layers.front().bias.data<float>();
   m.weight.resize(n_features);
-  for (size_t j = 0; j < n_features; ++j) m.weight[j] = w[n_features + j] - w[j];
+  for (size_t j = 0; j < n_features; ++j) {
+    const double factor = j >= first_embedding ? embedding_weight : 1.0;
+    m.weight[j] = static_cast<float>(factor * (w[n_features + j] - w[j]));
+  }
   m.bias = b[1] - b[0];
   return m;
 }
@@ -113,6 +120,12 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
   for (double l2 : options.l2) {
     if (!(l2 > 0.0) || !std::isfinite(l2)) return bad(absl::StrCat("an l2 weight is ", l2, "; expected > 0"));
   }
+  if (options.embedding_weights.empty()) return bad("embedding_weights is empty; expected at least one value >= 0");
+  for (double e : options.embedding_weights) {
+    if (!(e >= 0.0) || !std::isfinite(e)) {
+      return bad(absl::StrCat("an embedding weight is ", e, "; expected a finite value >= 0"));
+    }
+  }
   const size_t dim = pairs.front().incoming_embedding.size();
   if (dim == 0) return bad("pair 0 has an empty embedding; expected the model's embeddings");
   std::vector<float> x;
@@ -144,38 +157,44 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
   std::vector<int> fold(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) fold[i] = static_cast<int>(stable_hash(pairs[i].cached) % options.folds);
 
+  const size_t first_embedding = pair_text_feature_names().size();
   PairVerifierFitReport best;
   double best_key = -1.0;
   for (double l2 : options.l2) {
-    std::vector<float> oof(pairs.size(), 0.0f);
-    for (int k = 0; k < options.folds; ++k) {
-      std::vector<size_t> train, held;
-      for (size_t i = 0; i < pairs.size(); ++i) (fold[i] == k ? held : train).push_back(i);
-      if (held.empty()) continue;
-      const int64_t pos = std::count_if(train.begin(), train.end(), [&](size_t i) { return labels[i] == 1; });
-      if (pos == 0 || pos == static_cast<int64_t>(train.size())) {
-        return bad(absl::StrCat("fold ", k, " leaves training pairs of one label only; expected more pairs"));
+    for (double embedding_weight : options.embedding_weights) {
+      std::vector<float> oof(pairs.size(), 0.0f);
+      for (int k = 0; k < options.folds; ++k) {
+        std::vector<size_t> train, held;
+        for (size_t i = 0; i < pairs.size(); ++i) (fold[i] == k ? held : train).push_back(i);
+        if (held.empty()) continue;
+        const int64_t pos = std::count_if(train.begin(), train.end(), [&](size_t i) { return labels[i] == 1; });
+        if (pos == 0 || pos == static_cast<int64_t>(train.size())) {
+          return bad(absl::StrCat("fold ", k, " leaves training pairs of one label only; expected more pairs"));
+        }
+        BRISK_ASSIGN_OR_RETURN(Logistic m,
+                               fit_rows(x, n_features, labels, train, l2, first_embedding, embedding_weight));
+        for (size_t i : held) oof[i] = m.score(&x[i * n_features]);
       }
-      BRISK_ASSIGN_OR_RETURN(Logistic m, fit_rows(x, n_features, labels, train, l2));
-      for (size_t i : held) oof[i] = m.score(&x[i * n_features]);
-    }
-    const Choice c = choose_threshold(oof, labels_int, options.target_precision);
-    // The target met first, then the most recall, then the best precision.
-    const double key = (c.met ? 2.0 : 0.0) + c.at.recall + 1e-3 * c.at.precision;
-    if (key > best_key) {
-      best_key = key;
-      best.l2 = l2;
-      best.out_of_fold_scores = oof;
-      best.threshold = c.threshold;
-      best.precision = c.at.precision;
-      best.recall = c.at.recall;
-      best.target_met = c.met;
+      const Choice c = choose_threshold(oof, labels_int, options.target_precision);
+      // The target met first, then the most recall, then the best precision.
+      const double key = (c.met ? 2.0 : 0.0) + c.at.recall + 1e-3 * c.at.precision;
+      if (key > best_key) {
+        best_key = key;
+        best.l2 = l2;
+        best.embedding_weight = embedding_weight;
+        best.out_of_fold_scores = oof;
+        best.threshold = c.threshold;
+        best.precision = c.at.precision;
+        best.recall = c.at.recall;
+        best.target_met = c.met;
+      }
     }
   }
 
   std::vector<size_t> all(pairs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  BRISK_ASSIGN_OR_RETURN(Logistic final_model, fit_rows(x, n_features, labels, all, best.l2));
+  BRISK_ASSIGN_OR_RETURN(Logistic final_model,
+                         fit_rows(x, n_features, labels, all, best.l2, first_embedding, best.embedding_weight));
 
   // Per category: the share of its pairs accepted at the threshold (recall for paraphrases, the false-accept rate
   // for the others), cross-validated.
@@ -189,6 +208,7 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
   j["pairs"] = pairs.size();
   j["folds"] = options.folds;
   j["l2"] = best.l2;
+  j["embedding_weight"] = best.embedding_weight;
   j["cv_precision"] = best.precision;
   j["cv_recall"] = best.recall;
   j["target_met"] = best.target_met;

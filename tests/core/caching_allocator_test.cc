@@ -45,7 +45,8 @@ struct Raw {
   size_t open_fences = 0;
 };
 
-class HostBackend final : public CachingAllocator::Backend {
+// Host memory behind a Backend; tests derive from it to watch raw_allocate and raw_free.
+class HostBackend : public CachingAllocator::Backend {
  public:
   explicit HostBackend(std::shared_ptr<Raw> raw) : raw_(std::move(raw)) {}
   void* raw_allocate(size_t bytes) override {
@@ -490,24 +491,20 @@ struct LockProbe {
   }
 };
 
-class ProbingBackend final : public CachingAllocator::Backend {
+class ProbingBackend final : public HostBackend {
  public:
   ProbingBackend(std::shared_ptr<Raw> raw, std::shared_ptr<LockProbe> probe)
-      : host_(std::move(raw)), probe_(std::move(probe)) {}
+      : HostBackend(std::move(raw)), probe_(std::move(probe)) {}
   void* raw_allocate(size_t bytes) override {
     probe_->probe("raw_allocate");
-    return host_.raw_allocate(bytes);
+    return HostBackend::raw_allocate(bytes);
   }
   void raw_free(void* ptr) override {
     probe_->probe("raw_free");
-    host_.raw_free(ptr);
+    HostBackend::raw_free(ptr);
   }
-  void* fence() override { return host_.fence(); }
-  void wait(void* fence) override { host_.wait(fence); }
-  void drop(void* fence) override { host_.drop(fence); }
 
  private:
-  HostBackend host_;
   std::shared_ptr<LockProbe> probe_;
 };
 
@@ -563,11 +560,10 @@ struct Gate {
   bool entered = false;
 };
 
-class GatedFreeBackend final : public CachingAllocator::Backend {
+class GatedFreeBackend final : public HostBackend {
  public:
   GatedFreeBackend(std::shared_ptr<Raw> raw, std::shared_ptr<Gate> gate)
-      : host_(std::move(raw)), gate_(std::move(gate)) {}
-  void* raw_allocate(size_t bytes) override { return host_.raw_allocate(bytes); }
+      : HostBackend(std::move(raw)), gate_(std::move(gate)) {}
   void raw_free(void* ptr) override {
     {
       std::unique_lock<std::mutex> lock(gate_->mu);
@@ -577,11 +573,10 @@ class GatedFreeBackend final : public CachingAllocator::Backend {
       // opens the gate) fails the test instead of hanging it.
       gate_->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate_->open; });
     }
-    host_.raw_free(ptr);
+    HostBackend::raw_free(ptr);
   }
 
  private:
-  HostBackend host_;
   std::shared_ptr<Gate> gate_;
 };
 
@@ -642,25 +637,21 @@ TEST_CASE("caching allocator: the backend never holds more than the cap while fr
     std::shared_ptr<Raw> raw = std::make_shared<Raw>();
     std::atomic<size_t> peak{0};
   };
-  class PeakBackend final : public CachingAllocator::Backend {
+  class PeakBackend final : public HostBackend {
    public:
-    explicit PeakBackend(PeakRaw* r) : host_(r->raw), r_(r) {}
+    explicit PeakBackend(PeakRaw* r) : HostBackend(r->raw), r_(r) {}
     void* raw_allocate(size_t bytes) override {
-      void* p = host_.raw_allocate(bytes);
+      void* p = HostBackend::raw_allocate(bytes);
       std::lock_guard<std::mutex> lock(r_->raw->mu);
       r_->peak = std::max(r_->peak.load(), r_->raw->live_bytes);
       return p;
     }
     void raw_free(void* ptr) override {
       std::this_thread::yield();  // widen the window in which the block is on its way back
-      host_.raw_free(ptr);
+      HostBackend::raw_free(ptr);
     }
-    void* fence() override { return host_.fence(); }
-    void wait(void* fence) override { host_.wait(fence); }
-    void drop(void* fence) override { host_.drop(fence); }
 
    private:
-    HostBackend host_;
     PeakRaw* r_;
   };
   PeakRaw r;

@@ -397,7 +397,8 @@ def intent_seeds():
 # ---- semantic-cache pair verifiers (brisk-pair-verifier/1) and labelled pairs files --------------------------------
 PAIR_TEXT_FEATURES = ["cosine", "word_jaccard", "incoming_only_words", "cached_only_words", "numbers_differ",
                       "numbers_shared", "negation_differs", "entity_difference", "length_ratio", "polarity_guard",
-                      "number_guard", "entity_guard"]
+                      "number_guard", "entity_guard", "content_jaccard", "incoming_only_content",
+                      "cached_only_content", "one_word_substituted"]
 
 
 def pair_verifier(dim, metadata_overrides=None, scale_value=1.0):

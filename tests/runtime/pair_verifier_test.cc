@@ -91,6 +91,13 @@ TEST_CASE("pair verifier text features: overlap, numbers, negation, entities, le
   CHECK(feature(intent, "word_jaccard") == Approx(4.0 / 6.0));
   CHECK(feature(intent, "incoming_only_words") == Approx(1.0 / 5.0));
   CHECK(feature(intent, "polarity_guard") == 1.0f);  // open / close
+  // Content words (function words left out): {open, account} and {close, account}, one word swapped.
+  CHECK(feature(intent, "content_jaccard") == Approx(1.0 / 3.0));
+  CHECK(feature(intent, "incoming_only_content") == Approx(1.0 / 5.0));
+  CHECK(feature(intent, "one_word_substituted") == 1.0f);
+  const auto paraphrase = text_features("I forgot my internet banking password", "How do I reset my online password?");
+  CHECK(feature(paraphrase, "one_word_substituted") == 0.0f);
+  CHECK(feature(paraphrase, "incoming_only_content") == Approx(3.0 / 5.0));  // forgot, internet, banking
 
   const auto amount = text_features("Can I send 500 pounds abroad?", "Can I send 5,000 pounds abroad?");
   CHECK(feature(amount, "numbers_differ") == 1.0f);

@@ -3,8 +3,9 @@
 // pair features |u - v| and u * v) and the two texts (word overlap, numbers, negation words, capitalised or
 // entity-like words, length ratio, and the default guards' verdicts). A class-balanced L2-regularised logistic
 // regression over the standardised features, fitted by fit_intent_head's L-BFGS (the scikit-learn objective,
-// brisk/model/intent_head.h) on labelled pairs; its decision threshold is chosen by grouped cross-validation for a
-// target precision and stored with it.
+// brisk/model/intent_head.h) on labelled pairs; its L2 weights (one for the text features, one for the embedding
+// features) and its decision threshold are chosen by grouped cross-validation for a target precision and stored with
+// it.
 //
 //   BRISK_ASSIGN_OR_RETURN(PairVerifier v, PairVerifier::load("verifier.safetensors", rt->cache_model_id()));
 //   opts.verifier = v.as_semantic_verifier();        // scores P(same question) in [0, 1]
@@ -86,12 +87,18 @@ struct BRISK_API PairVerifierFitOptions {
   int folds = 5;                   // grouped by the cached question, so that no question is in two folds; >= 2
   // The L2 weights tried (fit_intent_head's l2, on standardised features); the one with the best cross-validated
   // recall at the target precision is kept. Each > 0.
-  std::vector<double> l2 = {1e-2, 1e-1, 1.0, 10.0};
+  std::vector<double> l2 = {1e-2, 1e-1, 1.0};
+  // The weights tried for the 2 * dim embedding features against the text features: each multiplies their
+  // standardised values in the fit, so their L2 penalty is 1 / weight^2 times the others' (0 leaves them out). With
+  // ~1000 training pairs, 768 per-dimension weights overfit (on benchmarks/data/verifier_pairs.tsv, 1 gives a
+  // cross-validated recall of 0.38 at precision 0.95, 0 gives 0.50). Each >= 0.
+  std::vector<double> embedding_weights = {0.0, 0.1, 0.3, 1.0};
 };
 
 // The fit's cross-validated result: each pair's out-of-fold score (with the chosen l2) and the point chosen on it.
 struct BRISK_API PairVerifierFitReport {
   double l2 = 0.0;
+  double embedding_weight = 0.0;
   std::vector<float> out_of_fold_scores;  // one per training pair
   float threshold = 1.0f;                 // the smallest score with cross-validated precision >= the target
   double precision = 0.0;                 // cross-validated, at the threshold
