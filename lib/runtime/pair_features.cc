@@ -79,12 +79,14 @@ std::string number_of(const std::string& w) {
   return {};
 }
 
+// Negation words; "n't" forms are the words_of() spelling ("don't" -> "dont").
 bool is_negator(const std::string& w) {
   static const std::set<std::string> kNegators = {
-      "not",    "no",     "never",   "cannot",  "cant",     "dont",    "doesnt", "didnt",   "isnt",  "arent",
-      "wasnt",  "werent", "wont",    "wouldnt", "shouldnt", "couldnt", "hasnt",  "havent",  "hadnt", "without",
-      "unable", "none",   "nothing", "nobody",  "neither",  "nor",     "stop",   "stopped", "longer"};
-  return kNegators.count(w) > 0 || (w.size() > 3 && w.ends_with("nt") && w[w.size() - 3] == 'n');
+      "not",     "no",      "never",  "cannot", "cant",    "dont",     "doesnt",  "didnt", "isnt",
+      "arent",   "wasnt",   "werent", "wont",   "wouldnt", "shouldnt", "couldnt", "hasnt", "havent",
+      "hadnt",   "without", "unable", "none",   "nothing", "nobody",   "neither", "nor",   "stop",
+      "stopped", "longer",  "aint",   "mustnt", "neednt",  "mightnt",  "shant"};
+  return kNegators.count(w) > 0;
 }
 
 // Function words: what a paraphrase changes freely. The content words are the rest.
