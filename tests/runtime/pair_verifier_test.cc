@@ -85,8 +85,7 @@ TEST_CASE("pair verifier text features: overlap, numbers, negation, entities, le
   CHECK(feature(same, "numbers_differ") == 0.0f);
   CHECK(feature(same, "negation_differs") == 0.0f);
 
-  // 3 shared words of 6 distinct ({can, i, close, open, my, account}... "can i open my account" vs "can i close
-  // my account": shared can, i, my, account = 4 of 6).
+  // Words {can, i, open, close, my, account}: 4 of the 6 are shared (can, i, my, account).
   const auto intent = text_features("Can I open my account?", "Can I close my account?");
   CHECK(feature(intent, "word_jaccard") == Approx(4.0 / 6.0));
   CHECK(feature(intent, "incoming_only_words") == Approx(1.0 / 5.0));
