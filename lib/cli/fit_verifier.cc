@@ -53,10 +53,7 @@ struct Scored {
 Scored score_all(const PairVerifier& v, const std::vector<LabelledPair>& pairs) {
   Scored s;
   for (const LabelledPair& p : pairs) {
-    double c = 0.0;
-    for (size_t j = 0; j < p.cached_embedding.size(); ++j) c += double(p.cached_embedding[j]) * p.incoming_embedding[j];
-    const cache::SemanticPair pair{p.incoming, p.cached, p.incoming_embedding, p.cached_embedding, float(c)};
-    s.scores.push_back(v.score(pair).value_or(0.0f));
+    s.scores.push_back(v.score(p.pair()).value_or(0.0f));
     s.labels.push_back(p.label);
   }
   return s;

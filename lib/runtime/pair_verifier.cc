@@ -12,14 +12,14 @@
 #include "brisk/core/internal/finite.h"
 #include "brisk/core/utf8.h"
 #include "brisk/model/safetensors.h"
+#include "pair_logistic.h"
 
 namespace brisk {
 
 struct PairVerifier::State {
   std::string model_id;
   int64_t dim = 0;
-  std::vector<float> mean, scale, weight;  // per feature
-  float bias = 0.0f;
+  PairLogistic model;
   float threshold = 0.5f;
   float target_precision = 0.95f;
   std::string fit_report_json = "{}";
@@ -104,10 +104,7 @@ StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int6
   auto s = std::make_shared<State>();
   s->model_id = std::move(embedding_model_id);
   s->dim = dim;
-  s->mean = std::move(mean);
-  s->scale = std::move(scale);
-  s->weight = std::move(weight);
-  s->bias = bias;
+  s->model = PairLogistic{std::move(mean), std::move(scale), std::move(weight), bias};
   s->threshold = threshold;
   s->target_precision = target_precision;
   s->fit_report_json = std::move(fit_report_json);
@@ -179,13 +176,14 @@ Status PairVerifier::save(const std::string& path) const {
   };
   const json names = pair_text_feature_names();
   return write_safetensors(
-      path, {{kMeanName, tensor(s.mean)}, {kScaleName, tensor(s.scale)}, {kWeightName, tensor(s.weight)}},
+      path,
+      {{kMeanName, tensor(s.model.mean)}, {kScaleName, tensor(s.model.scale)}, {kWeightName, tensor(s.model.weight)}},
       {{"format", kPairVerifierFormat},
        {"version", kPairVerifierVersion},
        {"embedding_model_id", s.model_id},
        {"dim", std::to_string(s.dim)},
        {"features", names.dump()},
-       {"bias", fmt::format("{}", s.bias)},
+       {"bias", fmt::format("{}", s.model.bias)},
        {"threshold", fmt::format("{}", s.threshold)},
        {"target_precision", fmt::format("{}", s.target_precision)},
        {"fit_report", s.fit_report_json}});
@@ -200,10 +198,7 @@ StatusOr<float> PairVerifier::score(const cache::SemanticPair& pair) const {
                                                    pair.incoming_embedding.size(), " and ",
                                                    pair.cached_embedding.size(), " values; expected ", s.dim));
   }
-  const std::vector<float> f = pair_features(pair);
-  double z = s.bias;
-  for (size_t i = 0; i < f.size(); ++i) z += double(s.weight[i]) * (double(f[i]) - s.mean[i]) / s.scale[i];
-  return static_cast<float>(1.0 / (1.0 + std::exp(-z)));
+  return s.model.score(pair_features(pair).data());
 }
 
 cache::SemanticVerifier PairVerifier::as_semantic_verifier() const {
@@ -285,6 +280,14 @@ StatusOr<std::vector<PairRow>> parse_pair_rows(std::string_view text, const std:
 StatusOr<std::vector<PairRow>> read_pair_rows(const std::string& path) {
   BRISK_ASSIGN_OR_RETURN(std::string text, read_text_file_bounded(path, int64_t{256} << 20, "pairs file"));
   return parse_pair_rows(text, path);
+}
+
+cache::SemanticPair LabelledPair::pair() const {
+  double cosine = 0.0;
+  for (size_t j = 0; j < incoming_embedding.size() && j < cached_embedding.size(); ++j) {
+    cosine += double(incoming_embedding[j]) * cached_embedding[j];
+  }
+  return cache::SemanticPair{incoming, cached, incoming_embedding, cached_embedding, static_cast<float>(cosine)};
 }
 
 PrecisionRecall precision_recall(std::span<const float> scores, std::span<const int> labels, float threshold) {

@@ -9,29 +9,18 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/model/intent_head.h"
 #include "brisk/runtime/pair_verifier.h"
+#include "pair_logistic.h"
 
 namespace brisk {
 namespace {
 
-// A standardised logistic model: score = sigmoid(w . (x - mean) / scale + b).
-struct Logistic {
-  std::vector<float> mean, scale, weight;
-  float bias = 0.0f;
-
-  float score(const float* x) const {
-    double z = bias;
-    for (size_t i = 0; i < weight.size(); ++i) z += double(weight[i]) * (double(x[i]) - mean[i]) / scale[i];
-    return static_cast<float>(1.0 / (1.0 + std::exp(-z)));
-  }
-};
-
 // Fits on the rows of x (n_features each) listed in `rows`. The standardised features from `first_embedding` on
 // (|u - v| and u * v) enter the fit multiplied by embedding_weight: their L2 penalty is 1 / embedding_weight^2 times
 // the others' (0: the text features alone). The stored weights apply to the plain standardised features.
-StatusOr<Logistic> fit_rows(const std::vector<float>& x, size_t n_features, const std::vector<int32_t>& labels,
-                            const std::vector<size_t>& rows, double l2, size_t first_embedding,
-                            double embedding_weight) {
-  Logistic m;
+StatusOr<PairLogistic> fit_rows(const std::vector<float>& x, size_t n_features, const std::vector<int32_t>& labels,
+                                const std::vector<size_t>& rows, double l2, size_t first_embedding,
+                                double embedding_weight) {
+  PairLogistic m;
   m.mean.assign(n_features, 0.0f);
   m.scale.assign(n_features, 1.0f);
   std::vector<double> sum(n_features, 0.0), sum2(n_features, 0.0);
@@ -139,10 +128,7 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
                               p.cached_embedding.size(), " values; expected ", dim));
     }
     if (p.label != 0 && p.label != 1) return bad(absl::StrCat("pair ", i, " has label ", p.label, "; expected 0 or 1"));
-    double cosine = 0.0;
-    for (size_t j = 0; j < dim; ++j) cosine += double(p.incoming_embedding[j]) * p.cached_embedding[j];
-    const std::vector<float> f = pair_features(cache::SemanticPair{p.incoming, p.cached, p.incoming_embedding,
-                                                                   p.cached_embedding, static_cast<float>(cosine)});
+    const std::vector<float> f = pair_features(p.pair());
     n_features = f.size();
     x.insert(x.end(), f.begin(), f.end());
     labels[i] = p.label;
@@ -171,7 +157,7 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
         if (pos == 0 || pos == static_cast<int64_t>(train.size())) {
           return bad(absl::StrCat("fold ", k, " leaves training pairs of one label only; expected more pairs"));
         }
-        BRISK_ASSIGN_OR_RETURN(Logistic m,
+        BRISK_ASSIGN_OR_RETURN(PairLogistic m,
                                fit_rows(x, n_features, labels, train, l2, first_embedding, embedding_weight));
         for (size_t i : held) oof[i] = m.score(&x[i * n_features]);
       }
@@ -193,7 +179,7 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
 
   std::vector<size_t> all(pairs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  BRISK_ASSIGN_OR_RETURN(Logistic final_model,
+  BRISK_ASSIGN_OR_RETURN(PairLogistic final_model,
                          fit_rows(x, n_features, labels, all, best.l2, first_embedding, best.embedding_weight));
 
   // Per category: the share of its pairs accepted at the threshold (recall for paraphrases, the false-accept rate

@@ -144,9 +144,7 @@ TEST_CASE("pair verifier calibration holds its target precision on fresh pairs o
   std::vector<float> scores;
   std::vector<int> labels;
   for (const LabelledPair& p : fresh) {
-    double c = 0.0;
-    for (size_t j = 0; j < 8; ++j) c += double(p.incoming_embedding[j]) * p.cached_embedding[j];
-    auto s = v->score(SemanticPair{p.incoming, p.cached, p.incoming_embedding, p.cached_embedding, float(c)});
+    auto s = v->score(p.pair());
     REQUIRE(s.ok());
     CHECK((*s >= 0.0f && *s <= 1.0f));
     scores.push_back(*s);

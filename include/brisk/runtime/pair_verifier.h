@@ -80,6 +80,9 @@ struct BRISK_API LabelledPair {
   std::string incoming;
   std::vector<float> cached_embedding;
   std::vector<float> incoming_embedding;
+
+  // The pair as the cache hands it to a verifier, with the cosine of the two embeddings (views into this pair).
+  cache::SemanticPair pair() const;
 };
 
 struct BRISK_API PairVerifierFitOptions {
