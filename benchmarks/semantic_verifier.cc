@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   std::string verifier_name;
   std::unique_ptr<brisk::Runtime> judge;
   if (!pair_verifier.empty()) {
-    auto v = brisk::PairVerifier::load(pair_verifier, (*embedder)->cache_model_id());
+    auto v = brisk::PairVerifier::load(pair_verifier, (*embedder)->embedding_model_id());
     if (!v.ok()) return fail(std::string(v.status().message()));
     verifier = v->as_semantic_verifier();
     min_score = v->threshold();

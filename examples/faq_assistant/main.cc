@@ -49,7 +49,7 @@
 #include "brisk/core/device.h"
 #include "brisk/core/status.h"
 #include "brisk/kernels/vector_math.h"
-#include "brisk/runtime/pair_verifier.h"
+#include "brisk/runtime/answer_cache.h"
 #include "brisk/runtime/runtime.h"
 
 #ifndef BRISK_FAQ_DIR
@@ -87,9 +87,6 @@ struct Options {
   std::string dtype;              // "", "f32", "f16" or "bf16"; "": the device's default (f32 on cpu, f16 on cuda)
   brisk::DeviceSpec device_spec;  // parsed from `device` in main()
 };
-
-// With --semantic-verifier: neighbours from this cosine on are the verifier's candidates.
-constexpr float kVerifierCosineFloor = 0.5f;
 
 // The semantic cache's partition for this FAQ (one per customer in a multi-tenant service).
 constexpr std::string_view kTenant = "bank";
@@ -425,13 +422,8 @@ Status run(const Options& opt) {
       // Fitted for this model (the file says which; another model's is refused), with its calibrated threshold.
       // Candidates from a lower cosine than the default threshold: the verifier recovers paraphrases.
       BRISK_ASSIGN_OR_RETURN(brisk::PairVerifier v,
-                             brisk::PairVerifier::load(opt.semantic_verifier, rt->cache_model_id()));
-      so.verifier = v.as_semantic_verifier();
-      so.verifier_threshold = v.threshold();
-      so.verifier_cosine_floor = kVerifierCosineFloor;
-      // The verifier weighs the guards' verdicts among its features: as vetoes in front of it they cost recall at
-      // the same precision (benchmarks/RESULTS.md, "Learned pair verifier").
-      so.guards.clear();
+                             brisk::PairVerifier::load(opt.semantic_verifier, rt->embedding_model_id()));
+      brisk::use_pair_verifier(v, so);  // from cosine 0.5, at its threshold, in place of the guards
     }
     BRISK_ASSIGN_OR_RETURN(cache, brisk::cache::SemanticCache::create(so));
   }

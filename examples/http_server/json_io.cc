@@ -224,6 +224,44 @@ std::optional<RerankRequest> parse_tei_rerank(std::string_view body, const Reque
   return r;
 }
 
+std::optional<AnswerRequest> parse_answer_request(std::string_view body, bool with_answer, HttpError* err) {
+  Parser p(body, err);
+  AnswerRequest r;
+  if (!p.ok()) return std::nullopt;
+  const auto required_text = [&](const char* name, std::string* out) {
+    auto it = p.root().find(name);
+    if (it == p.root().end()) return p.fail(400, std::string(name) + " is missing; expected a string");
+    if (!p.text(*it, name, out)) return false;
+    if (out->empty()) return p.fail(400, std::string(name) + " is empty; expected a non-empty string", "empty");
+    return true;
+  };
+  if (!required_text("question", &r.question)) return std::nullopt;
+  if (auto t = p.root().find("tenant"); t != p.root().end() && !t->is_null()) {
+    if (!p.text(*t, "tenant", &r.tenant)) return std::nullopt;
+    if (r.tenant.empty()) {
+      p.fail(400, "tenant is empty; expected a non-empty string, or no tenant (\"default\")", "empty");
+      return std::nullopt;
+    }
+  }
+  for (const char* field : {"answer", "ttl_s"}) {
+    if (!with_answer && p.root().contains(field)) {
+      p.fail(400, std::string(field) + " is given to a lookup; expected it only in POST /v1/answers");
+      return std::nullopt;
+    }
+  }
+  if (!with_answer) return r;
+  if (!required_text("answer", &r.answer)) return std::nullopt;
+  if (auto t = p.root().find("ttl_s"); t != p.root().end() && !t->is_null()) {
+    if (!t->is_number_integer() || t->get<long long>() < 0 || t->get<long long>() > kMaxAnswerTtlSeconds) {
+      p.fail(400, "ttl_s is " + t->dump() + "; expected an integer in [0, " + std::to_string(kMaxAnswerTtlSeconds) +
+                      "] (0: the cache's default)");
+      return std::nullopt;
+    }
+    r.ttl_s = t->get<long long>();
+  }
+  return r;
+}
+
 std::string error_json(const HttpError& err) {
   return json{{"error", err.message}, {"error_type", err.type}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -59,10 +59,23 @@ struct RerankRequest {
   bool truncate = false;
 };
 
+// brisk's semantic answer cache (brisk::AnswerCache): POST /v1/answers/lookup {"question", "tenant"?} and
+// POST /v1/answers {"question", "answer", "tenant"?, "ttl_s"?}.
+inline constexpr char kDefaultTenant[] = "default";
+inline constexpr long long kMaxAnswerTtlSeconds = 366LL * 24 * 3600;  // brisk::kMaxCacheTtl
+struct AnswerRequest {
+  std::string question;
+  std::string tenant = kDefaultTenant;
+  std::string answer;   // POST /v1/answers only
+  long long ttl_s = 0;  // POST /v1/answers only; 0: the cache's default TTL
+};
+
 std::optional<EmbedRequest> parse_tei_embed(std::string_view body, const RequestLimits& limits, HttpError* err);
 std::optional<EmbedRequest> parse_openai_embeddings(std::string_view body, const RequestLimits& limits, HttpError* err);
 std::optional<PredictRequest> parse_tei_predict(std::string_view body, const RequestLimits& limits, HttpError* err);
 std::optional<RerankRequest> parse_tei_rerank(std::string_view body, const RequestLimits& limits, HttpError* err);
+// with_answer: POST /v1/answers (answer required, ttl_s allowed); else the lookup (neither allowed).
+std::optional<AnswerRequest> parse_answer_request(std::string_view body, bool with_answer, HttpError* err);
 
 // {"error": ..., "error_type": ...}
 std::string error_json(const HttpError& err);

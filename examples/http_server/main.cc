@@ -6,6 +6,7 @@
 //   curl -s localhost:8080/embed -H 'Content-Type: application/json' -d '{"inputs": "lost my card"}'
 //
 //   http_server --fallback minilm-int8.brisk --stale-ttl-ms 3600000   # degradation: X-Brisk-Answer-Path names the path
+//   http_server --semantic-verifier verifier.safetensors   # POST /v1/answers and /v1/answers/lookup (service.h)
 // It prints "listening on http://HOST:PORT" once ready. SIGTERM or SIGINT: it stops accepting connections, lets the
 // requests in flight finish, and exits 0.
 #include <httplib.h>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <thread>
 
+#include "brisk/runtime/answer_cache.h"
 #include "brisk/runtime/runtime.h"
 #include "brisk/runtime/tracing.h"
 #include "brisk/core/internal/bounded_input.h"
@@ -49,9 +51,12 @@ struct Flags {
   int keep_alive_s = 5;
   std::string fallback;  // RuntimeOptions::fallback: a lighter model for overload
   int fallback_threads = 0;
-  int stale_ttl_ms = 0;     // RuntimeOptions::cache.stale_ttl, for requests with Cache-Control: stale-if-error
-  std::string policy;       // RuntimeOptions::policy_path: a `brisk tune` policy file
-  std::string otlp_traces;  // OTLP/JSON lines of the spans of requests that carry a sampled traceparent
+  int stale_ttl_ms = 0;           // RuntimeOptions::cache.stale_ttl, for requests with Cache-Control: stale-if-error
+  std::string policy;             // RuntimeOptions::policy_path: a `brisk tune` policy file
+  std::string otlp_traces;        // OTLP/JSON lines of the spans of requests that carry a sampled traceparent
+  bool answer_cache = false;      // /v1/answers: a semantic answer cache (cosine and guards)
+  std::string semantic_verifier;  // /v1/answers with this `brisk fit-verifier` file deciding (implies answer_cache)
+  size_t answer_cache_entries = 10000;  // per tenant
 };
 
 // The API key from --api-key-file (its first line) or BRISK_HTTP_API_KEY; empty for none; nullopt after an error.
@@ -116,6 +121,14 @@ int main(int argc, char** argv) {
   app.add_option("--policy", f.policy, "a serving policy file written by `brisk tune` (batching and threads)");
   app.add_option("--otlp-traces", f.otlp_traces,
                  "append the spans of requests with a sampled traceparent header to this file (OTLP/JSON lines)");
+  app.add_flag("--answer-cache", f.answer_cache,
+               "serve POST /v1/answers and /v1/answers/lookup: answers stored by question, served to a similar one");
+  app.add_option("--semantic-verifier", f.semantic_verifier,
+                 "a verifier file from brisk fit-verifier for this model: the answer cache serves a stored answer "
+                 "only when it accepts the pair (implies --answer-cache)");
+  app.add_option("--answer-cache-entries", f.answer_cache_entries, "answers kept per tenant (least recently used go)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
   app.add_option("--stale-ttl-ms", f.stale_ttl_ms,
                  "keep results this long past their TTL, for requests sending Cache-Control: stale-if-error")
       ->capture_default_str();
@@ -201,6 +214,21 @@ int main(int argc, char** argv) {
                               .keep_alive = std::chrono::seconds(f.keep_alive_s),
                               .scan_interval = std::chrono::milliseconds(250),
                               .listen_port = port};
+  std::unique_ptr<brisk::AnswerCache> answers;
+  if (f.answer_cache || !f.semantic_verifier.empty()) {
+    brisk::AnswerCacheOptions ao;
+    ao.semantic.max_entries = f.answer_cache_entries;
+    ao.verifier_path = f.semantic_verifier;
+    auto created = brisk::AnswerCache::create(**runtime, std::move(ao));
+    if (!created.ok()) {
+      std::fprintf(stderr, "http_server: %s%s\n",
+                   f.semantic_verifier.empty() ? "--answer-cache: " : "--semantic-verifier: ",
+                   std::string(created.status().message()).c_str());
+      return 1;
+    }
+    answers = std::move(*created);
+    service_opts.answers = answers.get();
+  }
   brisk_http::HttpService service(**runtime, service_opts);
   service.install(server);
 

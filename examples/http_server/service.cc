@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "batching.h"
+#include "brisk/cache/cache_metrics.h"
+#include "brisk/metrics/prometheus.h"
 #include "brisk/runtime/tracing.h"
 
 namespace brisk_http {
@@ -190,30 +192,31 @@ void HttpService::install(Transport& server) {
     guard_->response_sent(connection_key(req));
   });
   // httplib's own refusals (a malformed request line or headers, a head over its cap, an unknown endpoint).
-  server.set_error_handler(
-      httplib::Server::HandlerWithResponse([this, &server](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        HttpError err{res.status, "", "validation"};
-        const Transport::OverLimit over = Transport::over_limit();
-        if (over == Transport::OverLimit::kHead) {
-          err = {431, "the request head is over " + std::to_string(server.options().max_head_bytes) +
-                          " bytes; expected at most that"};
-        } else if (over == Transport::OverLimit::kBody || res.status == 413) {
-          err = {413, "the request body is over " + std::to_string(options_.max_body_bytes) +
-                          " bytes; expected at most that (--max-body-bytes)"};
-        } else if (res.status == 404) {
-          err.message = "no endpoint " + req.method + " " + shown(req.path) +
-                        "; expected POST /embed, /v1/embeddings, /predict, /rerank or GET /health, /info, /metrics";
-          err.type = "not_found";
-        } else {
-          err.message = "the request could not be read (HTTP " + std::to_string(res.status) +
-                        "): expected an HTTP/1.1 request line and headers";
-        }
-        // Whatever follows a request httplib could not read is not a request.
-        if (res.status != 404) Transport::close_after_response(res);
-        reply_error(res, err);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  server.set_error_handler(httplib::Server::HandlerWithResponse([this, &server](const httplib::Request& req,
+                                                                                httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    HttpError err{res.status, "", "validation"};
+    const Transport::OverLimit over = Transport::over_limit();
+    if (over == Transport::OverLimit::kHead) {
+      err = {431, "the request head is over " + std::to_string(server.options().max_head_bytes) +
+                      " bytes; expected at most that"};
+    } else if (over == Transport::OverLimit::kBody || res.status == 413) {
+      err = {413, "the request body is over " + std::to_string(options_.max_body_bytes) +
+                      " bytes; expected at most that (--max-body-bytes)"};
+    } else if (res.status == 404) {
+      err.message = "no endpoint " + req.method + " " + shown(req.path) +
+                    "; expected POST /embed, /v1/embeddings, /predict, /rerank, /v1/answers, /v1/answers/lookup or GET "
+                    "/health, /info, /metrics";
+      err.type = "not_found";
+    } else {
+      err.message = "the request could not be read (HTTP " + std::to_string(res.status) +
+                    "): expected an HTTP/1.1 request line and headers";
+    }
+    // Whatever follows a request httplib could not read is not a request.
+    if (res.status != 404) Transport::close_after_response(res);
+    reply_error(res, err);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   server.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
     try {
@@ -229,6 +232,8 @@ void HttpService::install(Transport& server) {
   server.Post("/embeddings", route_with_body(&HttpService::embed_openai));
   server.Post("/predict", route_with_body(&HttpService::predict));
   server.Post("/rerank", route_with_body(&HttpService::rerank));
+  server.Post("/v1/answers/lookup", route_with_body(&HttpService::answers_lookup));
+  server.Post("/v1/answers", route_with_body(&HttpService::answers_insert));
   server.Get("/info", route(&HttpService::info));
   server.Get("/metrics", route(&HttpService::prometheus));
   server.Get("/health", route(&HttpService::health));
@@ -422,6 +427,47 @@ void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
   res.set_content(body.dump(), "application/json");
 }
 
+namespace {
+
+HttpError no_answer_cache() {
+  return {404, "this server has no answer cache; expected http_server --answer-cache or --semantic-verifier FILE",
+          "not_found"};
+}
+
+}  // namespace
+
+void HttpService::answers_lookup(const httplib::Request& req, httplib::Response& res) {
+  if (options_.answers == nullptr) return reply_error(res, no_answer_cache());
+  HttpError err;
+  auto r = parse_answer_request(req.body, /*with_answer=*/false, &err);
+  if (!r) return reply_error(res, err);
+  brisk::StatusOr<brisk::cache::SemanticLookup> found = options_.answers->lookup(r->tenant, r->question);
+  if (!found.ok()) return reply_error(res, error_of_status(found.status(), "question"));
+  std::string reason(brisk::cache::to_string(found->reason));  // "rejected by verifier" -> "rejected_by_verifier"
+  std::replace(reason.begin(), reason.end(), ' ', '_');
+  json body = {{"hit", found->hit},
+               {"answer", found->hit ? json(found->answer) : json(nullptr)},
+               {"similarity", found->similarity},
+               {"cached_question", found->cached_question},
+               {"reason", reason},
+               {"verified", found->verified},
+               {"verifier_score", found->verified ? json(found->verifier_score) : json(nullptr)}};
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void HttpService::answers_insert(const httplib::Request& req, httplib::Response& res) {
+  if (options_.answers == nullptr) return reply_error(res, no_answer_cache());
+  HttpError err;
+  auto r = parse_answer_request(req.body, /*with_answer=*/true, &err);
+  if (!r) return reply_error(res, err);
+  brisk::cache::PutOptions put;
+  put.ttl = std::chrono::seconds(r->ttl_s);
+  if (brisk::Status st = options_.answers->insert(r->tenant, r->question, std::move(r->answer), put); !st.ok()) {
+    return reply_error(res, error_of_status(st, "question"));
+  }
+  res.set_content(R"({"stored":true})", "application/json");
+}
+
 void HttpService::info(const httplib::Request&, httplib::Response& res) {
   const brisk::ModelInfo& m = rt_.info();
   json model_type;
@@ -458,7 +504,13 @@ void HttpService::prometheus(const httplib::Request&, httplib::Response& res) {
   const HttpMetrics::Connections connections{.closed_slow = guard_->closed_slow(),
                                              .idle = transport_ != nullptr ? transport_->parked() : 0,
                                              .closed_idle = transport_ != nullptr ? transport_->closed_idle() : 0};
-  res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(connections), "text/plain; version=0.0.4");
+  std::string answers;
+  if (options_.answers != nullptr) {
+    brisk::metrics::PrometheusWriter w;
+    brisk::cache::write_prometheus(w, options_.answers->stats(), "brisk_answer_cache", {});
+    answers = w.str();
+  }
+  res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(connections) + answers, "text/plain; version=0.0.4");
 }
 
 }  // namespace brisk_http

@@ -1,6 +1,9 @@
 // HttpService: the HTTP example's endpoints over one brisk::Runtime: TEI's /embed, /predict, /rerank, /info,
-// /health and /metrics, and OpenAI's /v1/embeddings. A thin layer: each input of /embed and /v1/embeddings is one
-// Runtime::submit(), of /predict one submit_classify() (raw_scores included), each passage of /rerank one
+// /health and /metrics, OpenAI's /v1/embeddings, and, with a brisk::AnswerCache (--answer-cache or
+// --semantic-verifier), brisk's semantic answer cache: POST /v1/answers/lookup {"question", "tenant"?} answers
+// {"hit", "answer", "similarity", "cached_question", "reason", "verified", "verifier_score"}, and POST /v1/answers
+// {"question", "answer", "tenant"?, "ttl_s"?} stores an answer. A thin layer: each input of /embed and /v1/embeddings
+// is one Runtime::submit(), of /predict one submit_classify() (raw_scores included), each passage of /rerank one
 // submit_rerank(), all with the request's deadline and cancelled when the client leaves (batching.h); the service
 // parses, checks limits, maps statuses to HTTP codes and counts.
 //
@@ -22,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "brisk/runtime/answer_cache.h"
 #include "brisk/runtime/runtime.h"
 #include "connections.h"
 #include "http_metrics.h"
@@ -41,6 +45,8 @@ struct ServiceOptions {
   size_t max_inputs = 256;
   size_t max_body_bytes = size_t{2} << 20;
   ConnectionGuardOptions connections;
+  // The semantic answer cache of /v1/answers (over the same runtime); null: those endpoints answer 404.
+  const brisk::AnswerCache* answers = nullptr;
 };
 
 class HttpService {
@@ -63,6 +69,8 @@ class HttpService {
   void embed_openai(const httplib::Request& req, httplib::Response& res);
   void predict(const httplib::Request& req, httplib::Response& res);
   void rerank(const httplib::Request& req, httplib::Response& res);
+  void answers_lookup(const httplib::Request& req, httplib::Response& res);
+  void answers_insert(const httplib::Request& req, httplib::Response& res);
   void info(const httplib::Request& req, httplib::Response& res);
   void health(const httplib::Request& req, httplib::Response& res);
   void prometheus(const httplib::Request& req, httplib::Response& res);

@@ -59,26 +59,13 @@ Scored score_all(const PairVerifier& v, const std::vector<LabelledPair>& pairs) 
   return s;
 }
 
-// Each category's share of pairs accepted at the threshold, in name order.
-std::map<std::string, std::pair<int64_t, int64_t>> accepted_by_category(const std::vector<LabelledPair>& pairs,
-                                                                        const std::vector<float>& scores, float t) {
-  std::map<std::string, std::pair<int64_t, int64_t>> m;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    auto& [accepted, total] = m[pairs[i].category];
-    ++total;
-    accepted += scores[i] >= t;
-  }
-  return m;
-}
-
 void print_point(const std::string& name, const std::vector<LabelledPair>& pairs, const std::vector<float>& scores,
                  const std::vector<int>& labels, float t) {
   const PrecisionRecall pr = precision_recall(scores, labels, t);
   fmt::print("{}: {} pairs, threshold {:.4f}: precision {:.3f}, recall {:.3f} ({} accepted)\n", name, pairs.size(), t,
              pr.precision, pr.recall, pr.accepted);
   for (const auto& [category, c] : accepted_by_category(pairs, scores, t)) {
-    fmt::print("  {:<18} {:>4} of {:>4} accepted ({:.3f})\n", printable(category), c.first, c.second,
-               double(c.first) / double(c.second));
+    fmt::print("  {:<18} {:>4} of {:>4} accepted ({:.3f})\n", printable(category), c.accepted, c.total, c.share());
   }
 }
 
@@ -101,7 +88,7 @@ Status write_curve(const FitVerifierFlags& f, const std::vector<LabelledPair>& p
       const PrecisionRecall pr = precision_recall(report.out_of_fold_scores, labels, t);
       csv << fmt::format("{:.6f},{:.6f},{:.6f},{}", t, pr.precision, pr.recall, t == report.threshold ? 1 : 0);
       for (const auto& [category, c] : accepted_by_category(pairs, report.out_of_fold_scores, t)) {
-        csv << fmt::format(",{:.6f}", double(c.first) / double(c.second));
+        csv << fmt::format(",{:.6f}", c.share());
       }
       csv << "\n";
     }
@@ -158,7 +145,7 @@ Status fit_verifier(const FitVerifierFlags& f) {
   PairVerifierFitOptions fit;
   fit.target_precision = static_cast<float>(f.target_precision);
   PairVerifierFitReport report;
-  BRISK_ASSIGN_OR_RETURN(PairVerifier v, fit_pair_verifier(train_pairs, rt->cache_model_id(), fit, &report));
+  BRISK_ASSIGN_OR_RETURN(PairVerifier v, fit_pair_verifier(train_pairs, rt->embedding_model_id(), fit, &report));
   BRISK_RETURN_IF_ERROR(v.save(f.out));
   fmt::print("fit on {} pairs ({}): l2 {}, embedding features' weight {}, {}\n", train_pairs.size(),
              has_split ? "split " + f.split : "all", report.l2, report.embedding_weight,
@@ -181,7 +168,7 @@ Status fit_verifier(const FitVerifierFlags& f) {
     print_point(printable(f.evaluate_pairs), other_pairs, s.scores, s.labels, v.threshold());
   }
   fmt::print("wrote {} (model {}, threshold {:.4f} for precision {})\n", printable(f.out),
-             printable(rt->cache_model_id()), v.threshold(), f.target_precision);
+             printable(rt->embedding_model_id()), v.threshold(), f.target_precision);
   return absl::OkStatus();
 }
 

@@ -306,4 +306,15 @@ PrecisionRecall precision_recall(std::span<const float> scores, std::span<const 
   return r;
 }
 
+std::map<std::string, CategoryCount> accepted_by_category(std::span<const LabelledPair> pairs,
+                                                          std::span<const float> scores, float threshold) {
+  std::map<std::string, CategoryCount> m;
+  for (size_t i = 0; i < pairs.size() && i < scores.size(); ++i) {
+    CategoryCount& c = m[pairs[i].category];
+    ++c.total;
+    c.accepted += scores[i] >= threshold;
+  }
+  return m;
+}
+
 }  // namespace brisk

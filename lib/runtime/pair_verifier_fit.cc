@@ -7,60 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "brisk/model/intent_head.h"
 #include "brisk/runtime/pair_verifier.h"
 #include "pair_logistic.h"
 
 namespace brisk {
 namespace {
-
-// Fits on the rows of x (n_features each) listed in `rows`. The standardised features from `first_embedding` on
-// (|u - v| and u * v) enter the fit multiplied by embedding_weight: their L2 penalty is 1 / embedding_weight^2 times
-// the others' (0: the text features alone). The stored weights apply to the plain standardised features.
-StatusOr<PairLogistic> fit_rows(const std::vector<float>& x, size_t n_features, const std::vector<int32_t>& labels,
-                                const std::vector<size_t>& rows, double l2, size_t first_embedding,
-                                double embedding_weight) {
-  PairLogistic m;
-  m.mean.assign(n_features, 0.0f);
-  m.scale.assign(n_features, 1.0f);
-  std::vector<double> sum(n_features, 0.0), sum2(n_features, 0.0);
-  for (size_t r : rows) {
-    for (size_t j = 0; j < n_features; ++j) {
-      const double v = x[r * n_features + j];
-      sum[j] += v;
-      sum2[j] += v * v;
-    }
-  }
-  const double n = static_cast<double>(rows.size());
-  for (size_t j = 0; j < n_features; ++j) {
-    const double mean = sum[j] / n;
-    const double var = std::max(0.0, sum2[j] / n - mean * mean);
-    m.mean[j] = static_cast<float>(mean);
-    m.scale[j] = var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.0f;
-  }
-  std::vector<float> z(rows.size() * n_features);
-  std::vector<int32_t> y(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    for (size_t j = 0; j < n_features; ++j) {
-      const double factor = j >= first_embedding ? embedding_weight : 1.0;
-      z[i * n_features + j] = static_cast<float>(factor * (x[rows[i] * n_features + j] - m.mean[j]) / m.scale[j]);
-    }
-    y[i] = labels[rows[i]];
-  }
-  IntentFitOptions o;
-  o.l2 = l2;
-  BRISK_ASSIGN_OR_RETURN(ClassificationHead head,
-                         fit_intent_head(z, static_cast<int64_t>(n_features), y, {"different", "same"}, o));
-  const float* w = head.layers.front().weight.data<float>();
-  const float* b = head.layers.front().bias.data<float>();
-  m.weight.resize(n_features);
-  for (size_t j = 0; j < n_features; ++j) {
-    const double factor = j >= first_embedding ? embedding_weight : 1.0;
-    m.weight[j] = static_cast<float>(factor * (w[n_features + j] - w[j]));
-  }
-  m.bias = b[1] - b[0];
-  return m;
-}
 
 // FNV-1a: a fold assignment that is the same on every platform.
 uint64_t stable_hash(std::string_view s) {
@@ -158,7 +109,7 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
           return bad(absl::StrCat("fold ", k, " leaves training pairs of one label only; expected more pairs"));
         }
         BRISK_ASSIGN_OR_RETURN(PairLogistic m,
-                               fit_rows(x, n_features, labels, train, l2, first_embedding, embedding_weight));
+                               fit_pair_logistic(x, n_features, labels, train, l2, first_embedding, embedding_weight));
         for (size_t i : held) oof[i] = m.score(&x[i * n_features]);
       }
       const Choice c = choose_threshold(oof, labels_int, options.target_precision);
@@ -179,17 +130,9 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
 
   std::vector<size_t> all(pairs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  BRISK_ASSIGN_OR_RETURN(PairLogistic final_model,
-                         fit_rows(x, n_features, labels, all, best.l2, first_embedding, best.embedding_weight));
+  BRISK_ASSIGN_OR_RETURN(PairLogistic final_model, fit_pair_logistic(x, n_features, labels, all, best.l2,
+                                                                     first_embedding, best.embedding_weight));
 
-  // Per category: the share of its pairs accepted at the threshold (recall for paraphrases, the false-accept rate
-  // for the others), cross-validated.
-  std::map<std::string, std::pair<int64_t, int64_t>> per_category;  // accepted, total
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    auto& [accepted, total] = per_category[pairs[i].category];
-    ++total;
-    accepted += best.out_of_fold_scores[i] >= best.threshold;
-  }
   nlohmann::json j;
   j["pairs"] = pairs.size();
   j["folds"] = options.folds;
@@ -198,8 +141,8 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
   j["cv_precision"] = best.precision;
   j["cv_recall"] = best.recall;
   j["target_met"] = best.target_met;
-  for (const auto& [category, counts] : per_category) {
-    j["cv_accepted_share"][category] = double(counts.first) / double(counts.second);
+  for (const auto& [category, count] : accepted_by_category(pairs, best.out_of_fold_scores, best.threshold)) {
+    j["cv_accepted_share"][category] = count.share();
   }
   if (report != nullptr) *report = best;
   return PairVerifier::create(embedding_model_id, static_cast<int64_t>(dim), std::move(final_model.mean),

@@ -316,6 +316,11 @@ Status finish_create(RuntimeImpl& impl) {
       impl.caches, RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim,
                                          /*unit_norm=*/backend.output == BackendOutput::kEmbedding && info.normalize &&
                                              (backend.name == "native" || backend.name == "torchscript")));
+  if (backend.output == BackendOutput::kEmbedding) {
+    ModelInfo unit = info;
+    unit.normalize = true;
+    impl.embedding_model_id = runtime_model_id(unit, backend);
+  }
   BRISK_RETURN_IF_ERROR(create_fallback(impl));
   return start_batcher(impl);
 }
@@ -384,6 +389,7 @@ int Runtime::embedding_dim() const {
 }
 uint64_t Runtime::forward_passes() const { return impl_->forward_passes.value(); }
 const std::string& Runtime::cache_model_id() const { return impl_->caches->model_id(); }
+const std::string& Runtime::embedding_model_id() const { return impl_->embedding_model_id; }
 StatusOr<size_t> Runtime::cache_invalidate_tag(std::string_view tag) const {
   return impl_->caches->invalidate_tag(tag);
 }

@@ -62,6 +62,7 @@ struct RuntimeImpl {
   metrics::Counter callback_exceptions;                // thrown by single-flight callbacks (the batcher counts its own)
   std::array<metrics::Counter, kAnswerPaths> answers;  // submitted inputs answered, by AnswerPath
   std::unique_ptr<RuntimeCaches> caches;
+  std::string embedding_model_id;                   // Runtime::embedding_model_id()
   std::atomic<uint64_t> next_cached_request_id{0};  // see local_answer_id()
   // Concurrent submits of one uncached input, keyed by result_cache_key: one forward pass answers them all.
   Flights flights;

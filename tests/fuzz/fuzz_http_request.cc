@@ -61,6 +61,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_texts(r->texts, limits.max_inputs);
   else
     check_error(err);
+  for (bool with_answer : {false, true}) {
+    if (auto r = brisk_http::parse_answer_request(body, with_answer, &err)) {
+      check_texts({r->question, r->tenant, with_answer ? r->answer : std::string("-")}, 3);
+      if (r->question.empty() || r->tenant.empty() || (with_answer && r->answer.empty()) || r->ttl_s < 0 ||
+          r->ttl_s > brisk_http::kMaxAnswerTtlSeconds) {
+        brisk_fuzz::invariant_failed("an accepted answer request has an empty field or a ttl out of range");
+      }
+    } else {
+      check_error(err);
+    }
+  }
   (void)brisk_http::error_json(err);
   (void)brisk_http::base64_encode(body);
   return 0;

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "brisk/cache/semantic_guards.h"
 #include "brisk/model/safetensors.h"
 #include "brisk/runtime/pair_verifier.h"
+#include "runtime/pair_logistic.h"
 #include "test_util.h"
 
 using brisk::LabelledPair;
@@ -122,6 +125,47 @@ TEST_CASE("pair verifier text features: overlap, numbers, negation, entities, le
   CHECK(f[t + 1] == Approx(0.2f));
   CHECK(f[t + 2] == Approx(0.48f));
   CHECK(f[t + 3] == Approx(0.48f));
+}
+
+TEST_CASE("pair verifier fit matches scikit-learn's balanced binary logistic regression", "[runtime][verifier]") {
+  std::ifstream in(brisk::testing::test_data_dir() / "pair_logistic_golden.json");
+  REQUIRE(in);
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  const size_t n_features = golden["n_features"].get<size_t>();
+  const size_t first_embedding = golden["first_embedding"].get<size_t>();
+  std::vector<float> train_x, test_x;
+  for (const auto& row : golden["train_x"]) {
+    for (double v : row) train_x.push_back(static_cast<float>(v));
+  }
+  for (const auto& row : golden["test_x"]) {
+    for (double v : row) test_x.push_back(static_cast<float>(v));
+  }
+  const std::vector<int32_t> train_y = golden["train_y"].get<std::vector<int32_t>>();
+  std::vector<size_t> rows(train_y.size());
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  REQUIRE(golden["fits"].size() == 3);
+  for (const auto& fit : golden["fits"]) {
+    brisk::IntentFitOptions o;
+    o.tolerance = 1e-8;
+    o.max_iterations = 10000;
+    auto m = brisk::fit_pair_logistic(train_x, n_features, train_y, rows, fit["l2"].get<double>(), first_embedding,
+                                      fit["embedding_weight"].get<double>(), o);
+    REQUIRE(m.ok());
+    double worst = 0.0;
+    for (auto [x, key] : {std::pair{&train_x, "train_score"}, {&test_x, "test_score"}}) {
+      const auto& want = fit[key];
+      REQUIRE(want.size() * n_features == x->size());
+      for (size_t r = 0; r < want.size(); ++r) {
+        worst = std::max(worst, std::abs(double(m->score(&(*x)[r * n_features])) - want[r].get<double>()));
+      }
+    }
+    INFO("l2 " << fit["l2"] << ", embedding weight " << fit["embedding_weight"] << ": largest score difference "
+               << worst);
+    CHECK(worst < 2e-6);
+    if (fit["embedding_weight"].get<double>() == 0.0) {
+      for (size_t j = first_embedding; j < n_features; ++j) CHECK(m->weight[j] == 0.0f);
+    }
+  }
 }
 
 TEST_CASE("pair verifier calibration holds its target precision on fresh pairs of a known overlap",

@@ -7,7 +7,7 @@
 // features) and its decision threshold are chosen by grouped cross-validation for a target precision and stored with
 // it.
 //
-//   BRISK_ASSIGN_OR_RETURN(PairVerifier v, PairVerifier::load("verifier.safetensors", rt->cache_model_id()));
+//   BRISK_ASSIGN_OR_RETURN(PairVerifier v, PairVerifier::load("verifier.safetensors", rt->embedding_model_id()));
 //   opts.verifier = v.as_semantic_verifier();        // scores P(same question) in [0, 1]
 //   opts.verifier_threshold = v.threshold();         // chosen for the target precision at fit time
 //
@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -49,7 +50,7 @@ class BRISK_API PairVerifier {
                                        std::vector<float> scale, std::vector<float> weight, float bias, float threshold,
                                        float target_precision, std::string fit_report_json = "{}");
   // Reads and checks the file (see the top). `expected_model_id` non-empty: the file must have been fitted for
-  // that embedding model (Runtime::cache_model_id()); FailedPrecondition names both otherwise.
+  // that embedding model (Runtime::embedding_model_id()); FailedPrecondition names both otherwise.
   static StatusOr<PairVerifier> load(const std::string& path, std::string_view expected_model_id = {});
   Status save(const std::string& path) const;
 
@@ -138,5 +139,15 @@ struct BRISK_API PrecisionRecall {
   int64_t accepted = 0;
 };
 BRISK_API PrecisionRecall precision_recall(std::span<const float> scores, std::span<const int> labels, float threshold);
+
+// Per category, in name order: how many of its pairs score >= threshold, and how many it has (the recall of the
+// paraphrases; the false-accept count of every other category). scores has one value per pair.
+struct BRISK_API CategoryCount {
+  int64_t accepted = 0;
+  int64_t total = 0;
+  double share() const { return total > 0 ? double(accepted) / double(total) : 0.0; }
+};
+BRISK_API std::map<std::string, CategoryCount> accepted_by_category(std::span<const LabelledPair> pairs,
+                                                                    std::span<const float> scores, float threshold);
 
 }  // namespace brisk

@@ -378,6 +378,10 @@ class BRISK_API Runtime {
   // The caches' namespace in Redis and the suffix of the model's tag: model directory name, a hash of its
   // config.json and weights, pooling and normalisation.
   const std::string& cache_model_id() const;
+  // The id of the model's embeddings as a semantic cache sees them: cache_model_id() with normalisation on, whatever
+  // this runtime's (a semantic cache and its pair verifier L2-normalise every embedding). A pair verifier file
+  // (`brisk fit-verifier`) records it. Empty for a model that does not embed.
+  const std::string& embedding_model_id() const;
   // Hits, misses, loads, evictions and sizes of the token and result caches (and the Redis tier) as JSON.
   std::string cache_stats_json() const;
 
