@@ -178,8 +178,8 @@ absl::flat_hash_map<std::string, int> polarity_signs(const QuestionText& text, c
 }  // namespace
 
 bool PolarityGuard::accept(std::string_view query, std::string_view cached) const {
-  QuestionText q = internal::analyze(query), c = internal::analyze(cached);
-  auto sq = polarity_signs(q, *lexicon_), sc = polarity_signs(c, *lexicon_);
+  const auto q = internal::analyzed(query), c = internal::analyzed(cached);
+  auto sq = polarity_signs(*q, *lexicon_), sc = polarity_signs(*c, *lexicon_);
   for (const auto& [canon, bits] : sq) {
     auto it = sc.find(canon);
     if (it != sc.end() && (it->second & bits) == 0) return false;
@@ -292,7 +292,7 @@ absl::flat_hash_set<std::string> numbers_of(const QuestionText& text) {
 }  // namespace
 
 bool NumberGuard::accept(std::string_view query, std::string_view cached) const {
-  return numbers_of(internal::analyze(query)) == numbers_of(internal::analyze(cached));
+  return numbers_of(*internal::analyzed(query)) == numbers_of(*internal::analyzed(cached));
 }
 
 // ---------------------------------------------------------------------------------------------- entities
@@ -376,8 +376,8 @@ bool has_unmatched(const std::vector<std::string>& mine, const Entities& other) 
 EntityGuard::EntityGuard(std::function<bool(std::string_view)> known_word) : known_word_(std::move(known_word)) {}
 
 bool EntityGuard::accept(std::string_view query, std::string_view cached) const {
-  Entities q = entities_of(internal::analyze(query), known_word_);
-  Entities c = entities_of(internal::analyze(cached), known_word_);
+  Entities q = entities_of(*internal::analyzed(query), known_word_);
+  Entities c = entities_of(*internal::analyzed(cached), known_word_);
   // (a) the cached answer is about something the query does not name.
   if (has_unmatched(c.strong, q)) return false;
   // (b) each names something the other does not: a substitution.

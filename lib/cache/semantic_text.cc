@@ -1,6 +1,8 @@
 // Question normalisation and the word analysis behind the semantic-cache guards.
 #include <utf8proc.h>
 
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -272,6 +274,29 @@ QuestionText analyze(std::string_view text) {
   }
   finish();
   return out;
+}
+
+std::shared_ptr<const QuestionText> analyzed(std::string_view text) {
+  if (text.size() > kMaxAnalyzedTextBytes) return std::make_shared<const QuestionText>(analyze(text));
+  struct Entry {
+    std::string text;
+    std::shared_ptr<const QuestionText> analysis;
+    uint64_t used = 0;  // 0: empty
+  };
+  thread_local std::array<Entry, kAnalyzedTexts> memo;
+  thread_local uint64_t clock = 0;
+  Entry* oldest = &memo[0];
+  for (Entry& e : memo) {
+    if (e.used != 0 && e.text == text) {
+      e.used = ++clock;
+      return e.analysis;
+    }
+    if (e.used < oldest->used) oldest = &e;
+  }
+  oldest->text.assign(text);
+  oldest->analysis = std::make_shared<const QuestionText>(analyze(text));
+  oldest->used = ++clock;
+  return oldest->analysis;
 }
 
 }  // namespace internal

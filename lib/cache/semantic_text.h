@@ -2,6 +2,7 @@
 // paragraph of brisk/cache/semantic_guards.h for the rules).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,12 @@ struct QuestionText {
 
 // Never fails: bytes that are not valid UTF-8 separate words.
 QuestionText analyze(std::string_view text);
+// analyze(text), remembered for the last kAnalyzedTexts texts (up to kMaxAnalyzedTextBytes each) analysed on this
+// thread: a guard chain (polarity, number, entity) asks for the same two questions once per guard, and a lookup
+// checks several candidates against one query. The pointer stays valid after later calls.
+inline constexpr size_t kAnalyzedTexts = 4;
+inline constexpr size_t kMaxAnalyzedTextBytes = 2048;
+std::shared_ptr<const QuestionText> analyzed(std::string_view text);
 
 // ASCII suffix rules: -ies/-ied -> y, -ing, -ed (not -eed), -es after s/x/z/ch/sh, -s (not -ss/-us/-is);
 // then a doubled final consonant is undoubled ("stopp" -> "stop") and a final e dropped ("close" -> "clos"),
