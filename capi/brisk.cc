@@ -344,8 +344,7 @@ brisk_status brisk_runtime_create(const brisk_runtime_options* options, brisk_ru
     if (brisk_status s = runtime_options("brisk_runtime_create", options, ro); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro);
     if (!rt.ok()) return from_status(rt.status());
-    *out = new brisk_runtime(std::move(*rt));
-    return BRISK_OK;
+    return make_handle("brisk_runtime_create", options, std::move(*rt), out);
   });
 }
 

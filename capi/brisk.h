@@ -195,6 +195,15 @@ typedef struct brisk_runtime_options {
   int32_t redis_allow_unsigned; /* 1: with no redis_signing_key, accept unsigned shared values (anyone who can
                                    write to the server can forge them); 0 (default): redis_host without a signing
                                    key fails brisk_runtime_create with BRISK_INVALID_ARGUMENT naming this field */
+  /* The semantic answer cache (appended in 0.9; a struct from before gets none): answers stored by question and
+   * served to a later question that asks the same thing (brisk_answer_cache_insert / _lookup). An embedding model
+   * only. */
+  int32_t answer_cache;          /* 1: keep one, cosine and the default guards deciding; 0 (default): none */
+  const char* semantic_verifier; /* non-NULL and not "": a verifier file from `brisk fit-verifier` for this model
+                                    decides which stored answer is served (implies answer_cache); a file fitted
+                                    for another model fails brisk_runtime_create with BRISK_FAILED_PRECONDITION
+                                    naming both models */
+  int32_t answer_cache_entries;  /* answers kept per tenant, the least recently used evicted (default 0: 10000) */
 } brisk_runtime_options;
 
 typedef enum brisk_torchscript_output {
@@ -264,6 +273,36 @@ BRISK_C_API brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* bu
 
 /* Per-request options of brisk_submit_embed_ex and brisk_submit_classify. Fields are only ever appended; fill with
  * brisk_request_options_init. Strings are copied before the call returns. */
+/* The semantic answer cache (brisk_runtime_options.answer_cache or .semantic_verifier; C++: brisk::AnswerCache). Each
+ * call embeds the question with the runtime (its result cache in front). tenant: NULL or "" is "default"; tenants
+ * never see each other's answers. Without an answer cache both calls fail with BRISK_FAILED_PRECONDITION. */
+/* Stores answer (UTF-8, NUL-terminated) for question; a question already stored is replaced. ttl_ms > 0: it
+ * expires then; 0: after one hour. */
+BRISK_C_API brisk_status brisk_answer_cache_insert(brisk_runtime* runtime, const char* tenant, const char* question,
+                                                   const char* answer, int64_t ttl_ms);
+typedef enum brisk_lookup_reason {
+  BRISK_LOOKUP_HIT = 0,
+  BRISK_LOOKUP_NO_CANDIDATE = 1,        /* the tenant has no answers */
+  BRISK_LOOKUP_BELOW_THRESHOLD = 2,     /* the nearest stored question is not similar enough */
+  BRISK_LOOKUP_REJECTED_BY_GUARD = 3,   /* a guard (negation, number, entity) refused the nearest one */
+  BRISK_LOOKUP_EXPIRED = 4,             /* the nearest one's answer had expired */
+  BRISK_LOOKUP_INVALID = 5,             /* the question could not be looked up */
+  BRISK_LOOKUP_REJECTED_BY_VERIFIER = 6 /* the verifier refused every candidate */
+} brisk_lookup_reason;
+typedef struct brisk_answer_cache_result {
+  int32_t hit;          /* 1: the stored answer is in the caller's buffer */
+  int32_t reason;       /* a brisk_lookup_reason */
+  float similarity;     /* cosine of the stored question the reason is about (0 when there is none) */
+  int32_t verified;     /* 1: the verifier scored that question */
+  float verifier_score; /* its score, when verified */
+  size_t answer_size;   /* on a hit: the answer's bytes, NUL included */
+} brisk_answer_cache_result;
+/* Looks question up. On a hit the answer is written NUL-terminated into answer (answer_len bytes); when it does not
+ * fit, nothing is written, result->answer_size says what it needs and BRISK_OUT_OF_RANGE is returned (answer may
+ * then be NULL). A miss is BRISK_OK with result->hit 0 and the reason. */
+BRISK_C_API brisk_status brisk_answer_cache_lookup(brisk_runtime* runtime, const char* tenant, const char* question,
+                                                   brisk_answer_cache_result* result, char* answer, size_t answer_len);
+
 typedef struct brisk_request_options {
   size_t struct_size;            /* the caller's sizeof(brisk_request_options) */
   int32_t priority;              /* 0 (most urgent, default) to 2 */

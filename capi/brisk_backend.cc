@@ -139,8 +139,7 @@ brisk_status brisk_runtime_create_with_backend(const brisk_runtime_options* opti
     if (brisk_status s = runtime_options(kFn, options, ro); s != BRISK_OK) return s;
     auto rt = brisk::Runtime::create(ro, std::make_unique<CallbackBackend>(b, std::move(info)));
     if (!rt.ok()) return from_status(rt.status());
-    *out = new brisk_runtime(std::move(*rt));
-    return BRISK_OK;
+    return make_handle(kFn, options, std::move(*rt), out);
   });
 }
 

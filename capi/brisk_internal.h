@@ -12,14 +12,17 @@
 
 #include "absl/status/status.h"
 #include "brisk.h"
+#include "brisk/runtime/answer_cache.h"
 #include "brisk/runtime/runtime.h"
 
 // The C handle: a Runtime, and the label names brisk_label_score points at (NUL-terminated, alive with it).
 // labels is declared first so that it outlives the Runtime, whose destructor still answers pending submits.
+// answers (brisk_answer_cache_*) is declared last: it embeds with the Runtime, so it goes first.
 struct brisk_runtime {
   explicit brisk_runtime(std::unique_ptr<brisk::Runtime> rt) : labels(rt->info().labels), runtime(std::move(rt)) {}
   std::vector<std::string> labels;
   std::unique_ptr<brisk::Runtime> runtime;
+  std::unique_ptr<brisk::AnswerCache> answers;
 };
 
 namespace brisk_capi {
@@ -36,6 +39,10 @@ brisk_status null_argument(const char* function, const char* argument);
 // The C++ options from the C struct (a prefix of it, per struct_size, over the defaults); errors name `function`
 // and the field.
 brisk_status runtime_options(const char* function, const brisk_runtime_options* options, brisk::RuntimeOptions& ro);
+// The C handle over a created Runtime, with the answer cache the options ask for (answer_cache, semantic_verifier,
+// answer_cache_entries; errors name `function` and the field or file).
+brisk_status make_handle(const char* function, const brisk_runtime_options* options,
+                         std::unique_ptr<brisk::Runtime> runtime, brisk_runtime** out);
 // The tracing fields of brisk_runtime_options (span_fn, otlp_trace_path) as RuntimeOptions::span_sink.
 brisk_status tracing_options(const char* function, const brisk_runtime_options& o, brisk::RuntimeOptions& ro);
 

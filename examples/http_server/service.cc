@@ -13,8 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "batching.h"
-#include "brisk/cache/cache_metrics.h"
-#include "brisk/metrics/prometheus.h"
 #include "brisk/runtime/tracing.h"
 
 namespace brisk_http {
@@ -504,12 +502,7 @@ void HttpService::prometheus(const httplib::Request&, httplib::Response& res) {
   const HttpMetrics::Connections connections{.closed_slow = guard_->closed_slow(),
                                              .idle = transport_ != nullptr ? transport_->parked() : 0,
                                              .closed_idle = transport_ != nullptr ? transport_->closed_idle() : 0};
-  std::string answers;
-  if (options_.answers != nullptr) {
-    brisk::metrics::PrometheusWriter w;
-    brisk::cache::write_prometheus(w, options_.answers->stats(), "brisk_answer_cache", {});
-    answers = w.str();
-  }
+  const std::string answers = options_.answers != nullptr ? options_.answers->metrics_prometheus() : "";
   res.set_content(rt_.metrics_prometheus() + metrics_.prometheus(connections) + answers, "text/plain; version=0.0.4");
 }
 

@@ -43,7 +43,20 @@ class RuntimeOptions(ctypes.Structure):
                 # request tracing (appended in 0.7); this client uses the OTLP/JSON file, not a span callback
                 ("span_fn", ctypes.c_void_p), ("span_user_data", ctypes.c_void_p),
                 ("otlp_trace_path", ctypes.c_char_p), ("otlp_service_name", ctypes.c_char_p),
-                ("redis_allow_unsigned", ctypes.c_int32)]
+                ("redis_allow_unsigned", ctypes.c_int32),
+                # the semantic answer cache (appended in 0.9)
+                ("answer_cache", ctypes.c_int32), ("semantic_verifier", ctypes.c_char_p),
+                ("answer_cache_entries", ctypes.c_int32)]
+
+
+class AnswerCacheResult(ctypes.Structure):
+    _fields_ = [("hit", ctypes.c_int32), ("reason", ctypes.c_int32), ("similarity", ctypes.c_float),
+                ("verified", ctypes.c_int32), ("verifier_score", ctypes.c_float), ("answer_size", ctypes.c_size_t)]
+
+
+# brisk_lookup_reason, in order
+LOOKUP_REASONS = ["hit", "no_candidate", "below_threshold", "rejected_by_guard", "expired", "invalid",
+                  "rejected_by_verifier"]
 
 
 class RequestOptions(ctypes.Structure):
@@ -168,14 +181,18 @@ class Brisk:
     (auto, hidden, pooled, logits); backend: a HostBackend, the host's own model (model_dir gives the tokenizer);
     fallback_model: a lighter model (a quantized file, a pruned directory) that answers submits the queue refuses for
     overload; cache_stale_ttl_ms: how long past the result TTL a result is kept for stale-if-error;
-    policy_path: a serving policy file written by `brisk tune` (its batching and thread values override the rest)."""
+    policy_path: a serving policy file written by `brisk tune` (its batching and thread values override the rest);
+    answer_cache: keep a semantic answer cache (answer_insert / answer_lookup), and semantic_verifier: a verifier file
+    from `brisk fit-verifier` for this model that decides which stored answer is served (implies answer_cache);
+    answer_cache_entries: answers kept per tenant (0: 10000)."""
 
     def __init__(self, lib_path: str, model_dir: str, num_threads: int = 0, device: str = "cpu",
                  activation_dtype: str = "default", device_memory_limit: int = 0, classification_head: str = None,
                  torchscript_module: str = None, torchscript_output: str = "auto", backend: HostBackend = None,
                  max_seq_len: int = 0, cache_result_bytes: int = None, fallback_model: str = None,
                  cache_stale_ttl_ms: int = 0, policy_path: str = None, otlp_trace_path: str = None,
-                 otlp_service_name: str = None):
+                 otlp_service_name: str = None, answer_cache: bool = False, semantic_verifier: str = None,
+                 answer_cache_entries: int = 0):
         self._lib = ctypes.CDLL(lib_path)
         lib = self._lib
         lib.brisk_last_error.restype = ctypes.c_char_p
@@ -203,6 +220,10 @@ class Brisk:
                                        ctypes.c_int32, ctypes.POINTER(LabelScore), ctypes.c_size_t]
         lib.brisk_rerank.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                      ctypes.c_int32, ctypes.POINTER(RerankResult), ctypes.c_size_t]
+        lib.brisk_answer_cache_insert.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                  ctypes.c_int64]
+        lib.brisk_answer_cache_lookup.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                  ctypes.POINTER(AnswerCacheResult), ctypes.c_char_p, ctypes.c_size_t]
         lib.brisk_backend_init.argtypes = [ctypes.POINTER(BackendStruct), ctypes.c_size_t]
         lib.brisk_runtime_create_with_backend.argtypes = [ctypes.POINTER(RuntimeOptions), ctypes.POINTER(BackendStruct),
                                                           ctypes.POINTER(ctypes.c_void_p)]
@@ -248,6 +269,10 @@ class Brisk:
         self._otlp_service = otlp_service_name.encode() if otlp_service_name else None
         opts.otlp_trace_path = self._otlp_path
         opts.otlp_service_name = self._otlp_service
+        opts.answer_cache = 1 if answer_cache else 0
+        self._verifier = semantic_verifier.encode() if semantic_verifier else None
+        opts.semantic_verifier = self._verifier
+        opts.answer_cache_entries = answer_cache_entries
         self._rt = ctypes.c_void_p()
         if backend is None:
             self._check(lib.brisk_runtime_create(ctypes.byref(opts), ctypes.byref(self._rt)))
@@ -294,6 +319,28 @@ class Brisk:
         self._check(self._lib.brisk_classify(self._rt, encoded, len(texts), top_k, out, len(out)))
         return [[(out[i * top_k + j].label.decode(errors="replace"), out[i * top_k + j].score) for j in range(top_k)]
                 for i in range(len(texts))]
+
+    def answer_insert(self, question: str, answer: str, tenant: str = None, ttl_ms: int = 0) -> None:
+        """Stores answer for question in tenant (None: "default"); ttl_ms 0: one hour."""
+        self._check(self._lib.brisk_answer_cache_insert(self._rt, tenant.encode() if tenant else None,
+                                                        question.encode(), answer.encode(), ttl_ms))
+
+    def answer_lookup(self, question: str, tenant: str = None) -> dict:
+        """The stored answer for question, or why there is none: {"hit", "answer" (None on a miss), "reason",
+        "similarity", "verified", "verifier_score" (None unless verified)}."""
+        result = AnswerCacheResult()
+        buf = ctypes.create_string_buffer(1024)
+        t = tenant.encode() if tenant else None
+        status = self._lib.brisk_answer_cache_lookup(self._rt, t, question.encode(), ctypes.byref(result), buf,
+                                                     len(buf))
+        if status == 3 and result.answer_size > len(buf):  # BRISK_OUT_OF_RANGE: a longer answer
+            buf = ctypes.create_string_buffer(result.answer_size)
+            status = self._lib.brisk_answer_cache_lookup(self._rt, t, question.encode(), ctypes.byref(result), buf,
+                                                         len(buf))
+        self._check(status)
+        return {"hit": bool(result.hit), "answer": buf.value.decode() if result.hit else None,
+                "reason": LOOKUP_REASONS[result.reason], "similarity": result.similarity,
+                "verified": bool(result.verified), "verifier_score": result.verifier_score if result.verified else None}
 
     def rerank(self, query: str, passages, raw_scores: bool = False):
         """Scores each passage against query with a cross-encoder; returns (index, score) pairs, best first."""

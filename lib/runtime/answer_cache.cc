@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/cache/cache_metrics.h"
+#include "brisk/metrics/prometheus.h"
 
 namespace brisk {
 
@@ -82,6 +84,12 @@ Status AnswerCache::insert(std::string_view tenant, std::string_view question, s
 
 cache::SemanticCache& AnswerCache::semantic_cache() const { return *impl_->cache; }
 cache::SemanticCacheStats AnswerCache::stats() const { return impl_->cache->stats(); }
+
+std::string AnswerCache::metrics_prometheus() const {
+  metrics::PrometheusWriter w;
+  cache::write_prometheus(w, stats(), "brisk_answer_cache", {});
+  return w.str();
+}
 bool AnswerCache::has_verifier() const { return static_cast<bool>(impl_->cache->options().verifier); }
 float AnswerCache::verifier_threshold() const { return impl_->verifier_threshold; }
 float AnswerCache::verifier_target_precision() const { return impl_->verifier_target_precision; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python ctypes client (examples/python/brisk_client.py) on the task surface of the C API: classify against
-tests/data/tasks/bert_cls's (and bert_multilabel's) transformers goldens, rerank with cross_encoder's, and a runtime
-over a Python callback backend (HostBackend): its exact values, its errors and values it leaves unset.
+tests/data/tasks/bert_cls's (and bert_multilabel's) transformers goldens, rerank with cross_encoder's, a runtime
+over a Python callback backend (HostBackend): its exact values, its errors and values it leaves unset, and the
+semantic answer cache (answer_insert / answer_lookup).
 
     python_client_test.py LIBBRISK_SO
 Prints 'N passed, N failed' and exits non-zero on any failure. Expected values come from the golden files (softmax /
@@ -191,6 +192,33 @@ def test_policy_path(lib):
               f"a bad policy file is refused naming the file and the value ({e})")
 
 
+def test_answer_cache(lib):
+    """answer_insert / answer_lookup over all-MiniLM-L6-v2 (cosine and the default guards): a paraphrase served, an
+    answer longer than the client's first buffer, tenants, and a file that is not a verifier refused."""
+    model = os.environ.get("BRISK_MODEL_DIR", os.path.expanduser("~/.cache/brisk/models/all-MiniLM-L6-v2"))
+    with Brisk(lib, model, num_threads=2, answer_cache=True) as b:
+        long_answer = "Visit any branch with your ID. " * 100  # 3,100 bytes: past the client's 1 KiB first try
+        b.answer_insert("How do I close my savings account?", long_answer, tenant="bank")
+        got = b.answer_lookup("how can I close my savings account", tenant="bank")
+        check(got["hit"] and got["answer"] == long_answer and got["reason"] == "hit" and got["similarity"] > 0.9
+              and not got["verified"] and got["verifier_score"] is None, f"a paraphrase gets the long answer ({got})")
+        got = b.answer_lookup("How do I close my savings account?")
+        check(not got["hit"] and got["answer"] is None and got["reason"] == "no_candidate",
+              f"the default tenant does not see the bank's answers ({got})")
+        b.answer_insert("What are your opening hours?", "9 to 5", ttl_ms=60000)
+        check(b.answer_lookup("What are your opening hours?")["answer"] == "9 to 5", "the default tenant's answer")
+        e = raises(lambda: b.answer_insert("q", "a", ttl_ms=-1))
+        check(e is not None and e.status == 1 and "ttl_ms is -1" in str(e), f"a negative ttl is refused ({e})")
+    with Brisk(lib, model, num_threads=2) as b:
+        e = raises(lambda: b.answer_lookup("anything"))
+        check(e is not None and e.status == 6 and "no answer cache" in str(e),
+              f"without an answer cache a lookup fails with FAILED_PRECONDITION ({e})")
+    weights = os.path.join(model, "model.safetensors")
+    e = raises(lambda: Brisk(lib, model, num_threads=2, semantic_verifier=weights))
+    check(e is not None and "model.safetensors" in str(e) and "brisk-pair-verifier" in str(e),
+          f"a semantic_verifier that is not a verifier file is refused naming it ({e})")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -200,6 +228,7 @@ def main():
     test_rerank(lib)
     test_host_backend(lib)
     test_policy_path(lib)
+    test_answer_cache(lib)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

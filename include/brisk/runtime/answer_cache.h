@@ -69,6 +69,9 @@ class BRISK_API AnswerCache {
 
   cache::SemanticCache& semantic_cache() const;  // erase, invalidate_tag, purge_expired, save, size
   cache::SemanticCacheStats stats() const;
+  // stats() as Prometheus text (cache::write_prometheus of a SemanticCacheStats): brisk_answer_cache_lookups_total
+  // {result=...}, _verifier_calls_total{result=...}, the _verifier_seconds summary, _entries, ...
+  std::string metrics_prometheus() const;
   bool has_verifier() const;  // a verifier (file or callback) decides
   // The loaded verifier file's calibrated threshold and target precision; 0 without a verifier file.
   float verifier_threshold() const;
