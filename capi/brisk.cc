@@ -403,7 +403,9 @@ brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, size_t len, siz
 brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required) {
   return guarded("brisk_metrics_prometheus", [&]() -> brisk_status {
     if (runtime == nullptr) return null_argument("brisk_metrics_prometheus", "runtime");
-    return write_string("brisk_metrics_prometheus", runtime->runtime->metrics_prometheus(), buf, len, required);
+    std::string text = runtime->runtime->metrics_prometheus();
+    if (runtime->answers != nullptr) text += runtime->answers->metrics_prometheus();
+    return write_string("brisk_metrics_prometheus", text, buf, len, required);
   });
 }
 

@@ -256,9 +256,10 @@ BRISK_C_API brisk_status brisk_submit_embed(brisk_runtime* runtime, const char* 
  * BRISK_NOT_FOUND when the request has already completed or the id is unknown. */
 BRISK_C_API brisk_status brisk_cancel(brisk_runtime* runtime, uint64_t request_id);
 
-/* The runtime's statistics as a JSON object / as Prometheus text exposition, written NUL-terminated into buf.
- * *required (may be NULL) receives the bytes needed including the NUL; when len is smaller, nothing is written
- * and BRISK_OUT_OF_RANGE is returned (buf may then be NULL, to ask for the size). */
+/* The runtime's statistics as a JSON object / as Prometheus text exposition (with the answer cache's
+ * brisk_answer_cache_* series when it has one), written NUL-terminated into buf. *required (may be NULL) receives the
+ * bytes needed including the NUL; when len is smaller, nothing is written and BRISK_OUT_OF_RANGE is returned (buf may
+ * then be NULL, to ask for the size). */
 BRISK_C_API brisk_status brisk_stats_json(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 BRISK_C_API brisk_status brisk_metrics_prometheus(brisk_runtime* runtime, char* buf, size_t len, size_t* required);
 

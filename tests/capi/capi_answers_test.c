@@ -89,6 +89,12 @@ static void with_verifier(const char* verifier) {
   CHECK(brisk_answer_cache_lookup(rt, "bank", "Can I send 5,000 pounds abroad without a fee?", &r, buf, sizeof buf) ==
         BRISK_OK);
   CHECK(r.hit == 0 && r.reason == BRISK_LOOKUP_REJECTED_BY_VERIFIER && r.verified == 1 && r.similarity > 0.9f);
+  {
+    static char metrics[1 << 17];
+    CHECK(brisk_metrics_prometheus(rt, metrics, sizeof metrics, NULL) == BRISK_OK);
+    CHECK(strstr(metrics, "brisk_answer_cache_lookups_total{result=\"rejected_by_verifier\"} 1") != NULL);
+    CHECK(strstr(metrics, "brisk_answer_cache_verifier_calls_total{result=\"accepted\"} 1") != NULL);
+  }
   brisk_runtime_destroy(rt);
 
   /* A file that is not a verifier (the model's own weights) fails create, naming it. */
