@@ -66,7 +66,7 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
 
 bool int8_attention_preferred() {
   const CpuIsa isa = cpu_isa();
-  return isa >= CpuIsa::kAvx512;
+  return isa >= CpuIsa::kAvxVnni;
 }
 
 Status self_attention_int8(Device device, const float* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,

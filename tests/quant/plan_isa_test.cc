@@ -8,6 +8,7 @@
 //   activations where the CPU has avx512_bf16);
 // - on the kernel each level should pick (the encoder's linear_kernels());
 // and no oneDNN matmul the encoder created runs oneDNN's reference implementation.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -94,7 +95,7 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
       if (isa >= CpuIsa::kAvx512Vnni && std::string(c.plan).find("int8") == 0) {
         CHECK_THAT(kernels, Catch::Contains("i8: avx512_vnni vpdpbusd"));
       }
-      // int8 attention runs on the int8 layers where the level prefers it (the AVX-512 levels), and nowhere else.
+      // int8 attention runs on the int8 layers where the level prefers it (avx_vnni, AVX-512), and nowhere else.
       const bool int8_qkv = std::string(c.plan).find("int8") == 0;
       CHECK((*encoder)->int8_attention_layers() ==
             (int8_qkv && kernels::int8_attention_preferred() ? config.num_hidden_layers : 0));
@@ -111,7 +112,12 @@ TEST_CASE("every plan's model file loads and runs at every ISA level the CPU has
         first = *got;
       } else {
         const Fidelity vs_first = compare_embeddings(first, *got, config.hidden_size);
-        CHECK(vs_first.worst_cosine >= c.min_level_agreement);
+        // Two levels' int8 attention (avx_vnni's ymm and the AVX-512 levels' zmm) each stay within
+        // min_int8_attention_agreement of float attention; their softmaxes differ in the last bits, which can move
+        // a probability's 8-bit code by one (measured: worst cosine 0.997 for int8, 0.992 for int8-static).
+        const bool int8_attention = (*encoder)->int8_attention_layers() > 0;
+        CHECK(vs_first.worst_cosine >= (int8_attention ? std::min(c.min_level_agreement, c.min_int8_attention_agreement)
+                                                       : c.min_level_agreement));
       }
     }
     if (!first_level[0].empty() && !first_level[1].empty()) {

@@ -61,8 +61,8 @@ struct EncoderOptions {
   // longest, as frameworks without it run. Results agree either way; only the speed differs.
   bool remove_padding = true;
   // On the CPU, a layer whose Q, K and V projections all have i8 weights runs int8 self-attention
-  // (self_attention_int8) where int8_attention_preferred() says it is the faster: on the AVX-512 levels. false keeps
-  // float attention everywhere (the int8 plan's accuracy then comes from its linears alone).
+  // (self_attention_int8) where int8_attention_preferred() says it is the faster: avx_vnni and the AVX-512 levels.
+  // false keeps float attention everywhere (the int8 plan's accuracy then comes from its linears alone).
   bool int8_attention = true;
 };
 

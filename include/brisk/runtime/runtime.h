@@ -140,7 +140,7 @@ struct RuntimeOptions {
   // Run the dense layers on the batch's real tokens only, rebuilding the padding for attention alone (EFF-FT's
   // padding removal); false pads every text to the batch's longest, to measure what the removal saves.
   bool remove_padding = true;
-  // CPU, int8 model files: int8 self-attention on the int8 layers where the CPU prefers it (the AVX-512 levels;
+  // CPU, int8 model files: int8 self-attention on the int8 layers where the CPU prefers it (avx_vnni, AVX-512;
   // EncoderOptions::int8_attention); false keeps it in float everywhere.
   bool int8_attention = true;
   // CUDA: the most device memory brisk's caching allocator may hold (weights, activations and its cache), in
