@@ -147,8 +147,10 @@ Status fit_verifier(const FitVerifierFlags& f) {
   PairVerifierFitReport report;
   BRISK_ASSIGN_OR_RETURN(PairVerifier v, fit_pair_verifier(train_pairs, rt->embedding_model_id(), fit, &report));
   BRISK_RETURN_IF_ERROR(v.save(f.out));
-  fmt::print("fit on {} pairs ({}): l2 {}, embedding features' weight {}, {}\n", train_pairs.size(),
-             has_split ? "split " + f.split : "all", report.l2, report.embedding_weight,
+  const std::string chosen = report.model == "trees" ? std::string("gradient-boosted trees over the text features")
+                                                     : fmt::format("logistic, l2 {}, embedding features' weight {}",
+                                                                   report.l2, report.embedding_weight);
+  fmt::print("fit on {} pairs ({}): {}, {}\n", train_pairs.size(), has_split ? "split " + f.split : "all", chosen,
              report.target_met ? "target met" : "TARGET NOT MET (the threshold with the best precision)");
   std::vector<int> labels;
   for (const LabelledPair& p : train_pairs) labels.push_back(p.label);

@@ -5,14 +5,18 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/cache/semantic_guards.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/internal/finite.h"
 #include "brisk/core/utf8.h"
 #include "brisk/model/safetensors.h"
 #include "pair_logistic.h"
+#include "pair_trees.h"
 
 namespace brisk {
 
@@ -20,6 +24,7 @@ struct PairVerifier::State {
   std::string model_id;
   int64_t dim = 0;
   PairLogistic model;
+  std::optional<PairTrees> trees;  // set: the score is the trees', not the logistic model's
   float threshold = 0.5f;
   float target_precision = 0.95f;
   std::string fit_report_json = "{}";
@@ -32,6 +37,12 @@ using json = nlohmann::json;
 constexpr const char* kMeanName = "pair_verifier.mean";
 constexpr const char* kScaleName = "pair_verifier.scale";
 constexpr const char* kWeightName = "pair_verifier.weight";
+constexpr const char* kTreeFeatureName = "pair_verifier.tree_feature";
+constexpr const char* kTreeThresholdName = "pair_verifier.tree_threshold";
+constexpr const char* kTreeLeftName = "pair_verifier.tree_left";
+constexpr const char* kTreeRightName = "pair_verifier.tree_right";
+constexpr const char* kTreeValueName = "pair_verifier.tree_value";
+constexpr const char* kTreeRootsName = "pair_verifier.tree_roots";
 constexpr int64_t kMaxDim = 65536;
 
 Status bad(const std::string& where, const std::string& what) {
@@ -78,21 +89,27 @@ StatusOr<std::vector<float>> read_vector(const SafetensorsFile& file, const char
   return std::vector<float>(t.data<float>(), t.data<float>() + n);
 }
 
-}  // namespace
+// A rank-1 tensor of `dtype` of any length up to kMaxPairTreeNodes.
+template <typename T>
+StatusOr<std::vector<T>> read_array(const SafetensorsFile& file, const char* name, DType dtype,
+                                    const std::string& path) {
+  if (!file.contains(name)) {
+    return bad(path, absl::StrCat("has no tensor ", name, "; expected ", dtype_name(dtype), " [nodes]"));
+  }
+  BRISK_ASSIGN_OR_RETURN(Tensor t, file.get(name));
+  if (t.dtype() != dtype || t.rank() != 1 || t.dim(0) > kMaxPairTreeNodes) {
+    return bad(path, absl::StrCat(name, " is ", dtype_name(t.dtype()), " ", t.shape_string(), "; expected ",
+                                  dtype_name(dtype), " [at most ", kMaxPairTreeNodes, "]"));
+  }
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.dim(0));
+}
 
-StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
-                                            std::vector<float> scale, std::vector<float> weight, float bias,
-                                            float threshold, float target_precision, std::string fit_report_json) {
-  const std::string where = "create";
-  if (embedding_model_id.empty() || !is_valid_utf8(embedding_model_id)) {
+Status check_common(const std::string& where, const std::string& model_id, int64_t dim, float threshold,
+                    float target_precision, const std::string& fit_report_json) {
+  if (model_id.empty() || !is_valid_utf8(model_id)) {
     return bad(where, "embedding_model_id is empty or not UTF-8; expected the embedding model's id");
   }
   if (dim < 1 || dim > kMaxDim) return bad(where, absl::StrCat("dim is ", dim, "; expected 1 to ", kMaxDim));
-  const int64_t n = feature_count(dim);
-  BRISK_RETURN_IF_ERROR(check_values(where, "mean", mean, n, false));
-  BRISK_RETURN_IF_ERROR(check_values(where, "scale", scale, n, true));
-  BRISK_RETURN_IF_ERROR(check_values(where, "weight", weight, n, false));
-  if (!std::isfinite(bias)) return bad(where, absl::StrCat("bias is ", bias, "; expected a finite value"));
   if (!(threshold >= 0.0f && threshold <= 1.0f)) {
     return bad(where, absl::StrCat("threshold is ", threshold, "; expected a probability in [0, 1]"));
   }
@@ -101,6 +118,41 @@ StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int6
   }
   StatusOr<json> report = parse_json_bounded(fit_report_json, "fit_report");
   if (!report.ok() || !report->is_object()) return bad(where, "fit_report is not a JSON object; expected {...}");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<PairVerifier> PairVerifier::create_trees(std::string embedding_model_id, int64_t dim, PairTrees trees,
+                                                  float threshold, float target_precision,
+                                                  std::string fit_report_json) {
+  const std::string where = "create_trees";
+  BRISK_RETURN_IF_ERROR(check_common(where, embedding_model_id, dim, threshold, target_precision, fit_report_json));
+  if (std::string e = pair_trees_error(trees, pair_text_feature_names().size()); !e.empty()) {
+    return bad(where, absl::StrCat("the trees: ", e));
+  }
+  auto s = std::make_shared<State>();
+  s->model_id = std::move(embedding_model_id);
+  s->dim = dim;
+  s->trees = std::move(trees);
+  s->threshold = threshold;
+  s->target_precision = target_precision;
+  s->fit_report_json = std::move(fit_report_json);
+  PairVerifier v;
+  v.state_ = std::move(s);
+  return v;
+}
+
+StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
+                                            std::vector<float> scale, std::vector<float> weight, float bias,
+                                            float threshold, float target_precision, std::string fit_report_json) {
+  const std::string where = "create";
+  BRISK_RETURN_IF_ERROR(check_common(where, embedding_model_id, dim, threshold, target_precision, fit_report_json));
+  const int64_t n = feature_count(dim);
+  BRISK_RETURN_IF_ERROR(check_values(where, "mean", mean, n, false));
+  BRISK_RETURN_IF_ERROR(check_values(where, "scale", scale, n, true));
+  BRISK_RETURN_IF_ERROR(check_values(where, "weight", weight, n, false));
+  if (!std::isfinite(bias)) return bad(where, absl::StrCat("bias is ", bias, "; expected a finite value"));
   auto s = std::make_shared<State>();
   s->model_id = std::move(embedding_model_id);
   s->dim = dim;
@@ -148,6 +200,31 @@ StatusOr<PairVerifier> PairVerifier::load(const std::string& path, std::string_v
     return bad(path, absl::StrCat("its text features are ", names_text.substr(0, 200), "; expected ",
                                   expected_names.dump(), " (a verifier file of another brisk version?)"));
   }
+  BRISK_ASSIGN_OR_RETURN(float threshold, float_field(md, "threshold", path));
+  BRISK_ASSIGN_OR_RETURN(float target, float_field(md, "target_precision", path));
+  BRISK_ASSIGN_OR_RETURN(float bias, float_field(md, "bias", path));
+  BRISK_ASSIGN_OR_RETURN(std::string report, field("fit_report"));
+  const auto model = md.find("model");
+  if (model != md.end() && model->second != "logistic" && model->second != "trees") {
+    return bad(path, absl::StrCat("model is '", model->second.substr(0, 40), "'; expected 'logistic' or 'trees'"));
+  }
+  if (model != md.end() && model->second == "trees") {
+    if (file.tensor_names().size() != 6) {
+      return bad(path, absl::StrCat("has ", file.tensor_names().size(), " tensors; expected the 6 of a trees model"));
+    }
+    PairTrees t;
+    BRISK_ASSIGN_OR_RETURN(t.feature, read_array<int32_t>(file, kTreeFeatureName, DType::kI32, path));
+    BRISK_ASSIGN_OR_RETURN(t.left, read_array<int32_t>(file, kTreeLeftName, DType::kI32, path));
+    BRISK_ASSIGN_OR_RETURN(t.right, read_array<int32_t>(file, kTreeRightName, DType::kI32, path));
+    BRISK_ASSIGN_OR_RETURN(t.roots, read_array<int32_t>(file, kTreeRootsName, DType::kI32, path));
+    BRISK_ASSIGN_OR_RETURN(t.threshold, read_array<float>(file, kTreeThresholdName, DType::kF32, path));
+    BRISK_ASSIGN_OR_RETURN(t.value, read_array<float>(file, kTreeValueName, DType::kF32, path));
+    t.base = bias;
+    StatusOr<PairVerifier> v =
+        create_trees(std::move(model_id), dim, std::move(t), threshold, target, std::move(report));
+    if (!v.ok()) return bad(path, std::string(v.status().message()));
+    return v;
+  }
   const int64_t n = feature_count(dim);
   if (file.tensor_names().size() != 3) {
     return bad(path, absl::StrCat("has ", file.tensor_names().size(), " tensors; expected 3 (", kMeanName, ", ",
@@ -156,10 +233,6 @@ StatusOr<PairVerifier> PairVerifier::load(const std::string& path, std::string_v
   BRISK_ASSIGN_OR_RETURN(std::vector<float> mean, read_vector(file, kMeanName, n, path));
   BRISK_ASSIGN_OR_RETURN(std::vector<float> scale, read_vector(file, kScaleName, n, path));
   BRISK_ASSIGN_OR_RETURN(std::vector<float> weight, read_vector(file, kWeightName, n, path));
-  BRISK_ASSIGN_OR_RETURN(float bias, float_field(md, "bias", path));
-  BRISK_ASSIGN_OR_RETURN(float threshold, float_field(md, "threshold", path));
-  BRISK_ASSIGN_OR_RETURN(float target, float_field(md, "target_precision", path));
-  BRISK_ASSIGN_OR_RETURN(std::string report, field("fit_report"));
   StatusOr<PairVerifier> v = create(std::move(model_id), dim, std::move(mean), std::move(scale), std::move(weight),
                                     bias, threshold, target, std::move(report));
   if (!v.ok()) return bad(path, std::string(v.status().message()));
@@ -174,19 +247,35 @@ Status PairVerifier::save(const std::string& path) const {
   auto tensor = [](const std::vector<float>& v) {
     return Tensor::borrow(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, DType::kF32);
   };
+  auto ints = [](const std::vector<int32_t>& v) {
+    return Tensor::borrow(const_cast<int32_t*>(v.data()), {static_cast<int64_t>(v.size())}, DType::kI32);
+  };
   const json names = pair_text_feature_names();
+  std::map<std::string, std::string> metadata = {{"format", kPairVerifierFormat},
+                                                 {"version", kPairVerifierVersion},
+                                                 {"model", s.trees ? "trees" : "logistic"},
+                                                 {"embedding_model_id", s.model_id},
+                                                 {"dim", std::to_string(s.dim)},
+                                                 {"features", names.dump()},
+                                                 {"bias", fmt::format("{}", s.trees ? s.trees->base : s.model.bias)},
+                                                 {"threshold", fmt::format("{}", s.threshold)},
+                                                 {"target_precision", fmt::format("{}", s.target_precision)},
+                                                 {"fit_report", s.fit_report_json}};
+  if (s.trees) {
+    const PairTrees& t = *s.trees;
+    return write_safetensors(path,
+                             {{kTreeFeatureName, ints(t.feature)},
+                              {kTreeThresholdName, tensor(t.threshold)},
+                              {kTreeLeftName, ints(t.left)},
+                              {kTreeRightName, ints(t.right)},
+                              {kTreeValueName, tensor(t.value)},
+                              {kTreeRootsName, ints(t.roots)}},
+                             metadata);
+  }
   return write_safetensors(
       path,
       {{kMeanName, tensor(s.model.mean)}, {kScaleName, tensor(s.model.scale)}, {kWeightName, tensor(s.model.weight)}},
-      {{"format", kPairVerifierFormat},
-       {"version", kPairVerifierVersion},
-       {"embedding_model_id", s.model_id},
-       {"dim", std::to_string(s.dim)},
-       {"features", names.dump()},
-       {"bias", fmt::format("{}", s.model.bias)},
-       {"threshold", fmt::format("{}", s.threshold)},
-       {"target_precision", fmt::format("{}", s.target_precision)},
-       {"fit_report", s.fit_report_json}});
+      metadata);
 }
 
 StatusOr<float> PairVerifier::score(const cache::SemanticPair& pair) const {
@@ -198,7 +287,12 @@ StatusOr<float> PairVerifier::score(const cache::SemanticPair& pair) const {
                                                    pair.incoming_embedding.size(), " and ",
                                                    pair.cached_embedding.size(), " values; expected ", s.dim));
   }
-  return s.model.score(pair_features(pair).data());
+  // The same question (the cache's identity: case-folded, trailing punctuation dropped) is always the same question,
+  // whatever a model fitted on pairs that never repeat a question would extrapolate to.
+  if (cache::question_key(pair.incoming) == cache::question_key(pair.cached)) return 1.0f;
+  const std::vector<float> x = pair_features(pair);
+  if (s.trees) return static_cast<float>(1.0 / (1.0 + std::exp(-double(pair_trees_margin(*s.trees, x.data())))));
+  return s.model.score(x.data());
 }
 
 cache::SemanticVerifier PairVerifier::as_semantic_verifier() const {
@@ -212,6 +306,7 @@ const std::string& PairVerifier::embedding_model_id() const {
 int64_t PairVerifier::dim() const { return state_ != nullptr ? state_->dim : 0; }
 float PairVerifier::threshold() const { return state_ != nullptr ? state_->threshold : 1.0f; }
 float PairVerifier::target_precision() const { return state_ != nullptr ? state_->target_precision : 0.0f; }
+bool PairVerifier::uses_trees() const { return state_ != nullptr && state_->trees.has_value(); }
 const std::string& PairVerifier::fit_report_json() const {
   static const std::string kNone = "{}";
   return state_ != nullptr ? state_->fit_report_json : kNone;

@@ -413,7 +413,28 @@ def pair_verifier(dim, metadata_overrides=None, scale_value=1.0):
                         "pair_verifier.weight": ("F32", [n], f32s(n, 6))}, metadata)
 
 
+def pair_verifier_trees(feature, left, right, threshold, value, roots, metadata_overrides=None):
+    """A trees verifier (model "trees"): node arrays as brisk::PairTrees holds them."""
+    metadata = {"format": "brisk-pair-verifier", "version": "1", "model": "trees",
+                "embedding_model_id": "all-MiniLM-L6-v2:0123456789abcdef:mean:norm", "dim": "2",
+                "features": json.dumps(PAIR_TEXT_FEATURES, separators=(",", ":")), "bias": "0.25",
+                "threshold": "0.5", "target_precision": "0.95", "fit_report": json.dumps({"model": "trees"})}
+    metadata.update(metadata_overrides or {})
+    ints = lambda v: ("I32", [len(v)], struct.pack(f"<{len(v)}i", *v))
+    floats = lambda v: ("F32", [len(v)], struct.pack(f"<{len(v)}f", *v))
+    return safetensors({"pair_verifier.tree_feature": ints(feature), "pair_verifier.tree_left": ints(left),
+                        "pair_verifier.tree_right": ints(right), "pair_verifier.tree_roots": ints(roots),
+                        "pair_verifier.tree_threshold": floats(threshold),
+                        "pair_verifier.tree_value": floats(value)}, metadata)
+
+
 def pair_verifier_seeds():
+    # Two trees: a split on the cosine (feature 0) with two leaves, and a single leaf.
+    write("fuzz_pair_verifier", "trees.safetensors",
+          pair_verifier_trees([0, -1, -1, -1], [1, -1, -1, -1], [2, -1, -1, -1], [0.8, 0, 0, 0],
+                              [0, -0.5, 0.7, 0.1], [0, 3]))
+    write("fuzz_pair_verifier", "trees_cycle.safetensors",
+          pair_verifier_trees([0, -1, -1], [0, -1, -1], [2, -1, -1], [0.8, 0, 0], [0, -0.5, 0.7], [0]))
     write("fuzz_pair_verifier", "dim4.safetensors", pair_verifier(4))
     write("fuzz_pair_verifier", "dim1.safetensors", pair_verifier(1))
     write("fuzz_pair_verifier", "zero_scale.safetensors", pair_verifier(2, scale_value=0.0))

@@ -1,20 +1,24 @@
 // PairVerifier: a learned semantic-cache verifier that scores a (cached, incoming) question pair from what the cache
 // already has, with no extra forward pass: the two embeddings (their cosine, and a learned weighting of the SBERT
 // pair features |u - v| and u * v) and the two texts (word overlap, numbers, negation words, capitalised or
-// entity-like words, length ratio, and the default guards' verdicts). A class-balanced L2-regularised logistic
-// regression over the standardised features, fitted by fit_intent_head's L-BFGS (the scikit-learn objective,
-// brisk/model/intent_head.h) on labelled pairs; its L2 weights (one for the text features, one for the embedding
-// features) and its decision threshold are chosen by grouped cross-validation for a target precision and stored with
-// it.
+// entity-like words, length ratio, and the default guards' verdicts). Two models, the better one chosen by grouped
+// cross-validation for a target precision (with the decision threshold, stored with it):
+//   - a class-balanced L2-regularised logistic regression over the standardised features, fitted by
+//     fit_intent_head's L-BFGS (the scikit-learn objective, brisk/model/intent_head.h); its L2 weights (one for the
+//     text features, one for the embedding features) are chosen the same way;
+//   - gradient-boosted trees over the text features (PairTrees), which can weigh the cosine by what changed between
+//     the two questions.
 //
 //   BRISK_ASSIGN_OR_RETURN(PairVerifier v, PairVerifier::load("verifier.safetensors", rt->embedding_model_id()));
 //   opts.verifier = v.as_semantic_verifier();        // scores P(same question) in [0, 1]
 //   opts.verifier_threshold = v.threshold();         // chosen for the target precision at fit time
 //
-// The file is safetensors: f32 tensors pair_verifier.mean, pair_verifier.scale and pair_verifier.weight [features],
-// and metadata format "brisk-pair-verifier", version "1", embedding_model_id, dim, features (the feature names, a
-// JSON array), bias, threshold, target_precision and fit_report (a JSON object). load() checks all of it and refuses
-// a file fitted for another embedding model.
+// The file is safetensors with metadata format "brisk-pair-verifier", version "1", model ("logistic", the default
+// when absent, or "trees"), embedding_model_id, dim, features (the text feature names, a JSON array), bias (the
+// trees' base margin), threshold, target_precision and fit_report (a JSON object); and the tensors of its model:
+// f32 pair_verifier.mean, .scale and .weight [features] (logistic), or i32 pair_verifier.tree_feature, .tree_left,
+// .tree_right, .tree_roots and f32 .tree_threshold, .tree_value (trees). load() checks all of it (the trees: every
+// index in range, children after their parents) and refuses a file fitted for another embedding model.
 //
 // Thread safety: a PairVerifier is immutable after construction; score() may run concurrently from any thread.
 #pragma once
@@ -42,6 +46,18 @@ BRISK_API const std::vector<std::string>& pair_text_feature_names();
 // The embeddings must be L2-normalised and of equal length (as SemanticPair gives them).
 BRISK_API std::vector<float> pair_features(const cache::SemanticPair& pair);
 
+// Gradient-boosted regression trees over the text features (the first pair_text_feature_names().size() features):
+// P(same question) = sigmoid(base + the leaf each tree reaches). Node i is internal when feature[i] >= 0: the row
+// goes to left[i] when its feature value is <= threshold[i], else to right[i]; children always come after their
+// parent. A leaf has feature -1 and its value in value[i]. roots holds each tree's first node.
+struct BRISK_API PairTrees {
+  std::vector<int32_t> feature, left, right;
+  std::vector<float> threshold, value;
+  std::vector<int32_t> roots;
+  float base = 0.0f;
+};
+inline constexpr int64_t kMaxPairTreeNodes = 1 << 20;
+
 class BRISK_API PairVerifier {
  public:
   PairVerifier() = default;
@@ -49,12 +65,18 @@ class BRISK_API PairVerifier {
   static StatusOr<PairVerifier> create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
                                        std::vector<float> scale, std::vector<float> weight, float bias, float threshold,
                                        float target_precision, std::string fit_report_json = "{}");
+  // A verifier that scores with `trees` (checked: well formed over the text features) instead of the logistic model.
+  static StatusOr<PairVerifier> create_trees(std::string embedding_model_id, int64_t dim, PairTrees trees,
+                                             float threshold, float target_precision,
+                                             std::string fit_report_json = "{}");
   // Reads and checks the file (see the top). `expected_model_id` non-empty: the file must have been fitted for
   // that embedding model (Runtime::embedding_model_id()); FailedPrecondition names both otherwise.
   static StatusOr<PairVerifier> load(const std::string& path, std::string_view expected_model_id = {});
   Status save(const std::string& path) const;
 
-  // P(the pair asks the same question), in [0, 1]. InvalidArgument when an embedding's length is not dim().
+  // P(the pair asks the same question), in [0, 1]: 1 when the two questions have the same cache::question_key()
+  // (the same question, up to case and trailing punctuation), else the model's. InvalidArgument when an embedding's
+  // length is not dim().
   StatusOr<float> score(const cache::SemanticPair& pair) const;
   // A SemanticCacheOptions::verifier that calls score() (it shares this verifier's state).
   cache::SemanticVerifier as_semantic_verifier() const;
@@ -64,6 +86,7 @@ class BRISK_API PairVerifier {
   float threshold() const;
   float target_precision() const;
   const std::string& fit_report_json() const;
+  bool uses_trees() const;  // scores with PairTrees (create_trees, or a file whose model is "trees")
 
   struct State;
 
@@ -97,11 +120,19 @@ struct BRISK_API PairVerifierFitOptions {
   // ~1000 training pairs, 768 per-dimension weights overfit (on benchmarks/data/verifier_pairs.tsv, 1 gives a
   // cross-validated recall of 0.38 at precision 0.95, 0 gives 0.50). Each >= 0.
   std::vector<double> embedding_weights = {0.0, 0.1, 0.3, 1.0};
+  // The models tried: the logistic regression (each l2 and embedding weight above), and gradient-boosted trees over
+  // the text features (300 trees of 7 leaves, learning rate 0.05, leaf L2 1, 20 pairs a leaf at the least). The one
+  // with the best cross-validated recall at the target precision is kept. Trees express what a linear score cannot
+  // (a high cosine counts only when no number or entity changed): on benchmarks/data/verifier_pairs.tsv they reach
+  // the target with more recall (benchmarks/RESULTS.md, "Learned pair verifier").
+  bool try_logistic = true;
+  bool try_trees = true;
 };
 
 // The fit's cross-validated result: each pair's out-of-fold score (with the chosen l2) and the point chosen on it.
 struct BRISK_API PairVerifierFitReport {
-  double l2 = 0.0;
+  std::string model;  // "logistic" or "trees": the one kept
+  double l2 = 0.0;    // logistic
   double embedding_weight = 0.0;
   std::vector<float> out_of_fold_scores;  // one per training pair
   float threshold = 1.0f;                 // the smallest score with cross-validated precision >= the target
