@@ -172,6 +172,10 @@ float pair_trees_margin(const PairTrees& t, const float* x) {
   return static_cast<float>(m);
 }
 
+float pair_trees_score(const PairTrees& t, const float* x) {
+  return static_cast<float>(1.0 / (1.0 + std::exp(-double(pair_trees_margin(t, x)))));
+}
+
 std::string pair_trees_error(const PairTrees& t, size_t n_features) {
   const size_t n = t.feature.size();
   if (t.threshold.size() != n || t.left.size() != n || t.right.size() != n || t.value.size() != n) {

@@ -28,8 +28,9 @@ StatusOr<PairTrees> fit_pair_trees(std::span<const float> x, size_t n_features, 
                                    std::span<const int32_t> labels, std::span<const size_t> rows,
                                    const PairTreesFitOptions& options = {});
 
-// The trees' margin (base + every tree's leaf) for one row of features; sigmoid of it is the score.
+// The trees' margin (base + every tree's leaf) for one row of features, and the score: sigmoid of it.
 float pair_trees_margin(const PairTrees& trees, const float* x);
+float pair_trees_score(const PairTrees& trees, const float* x);
 
 // Empty when the trees are well formed for `n_features` features: equal lengths; each internal node's feature in
 // [0, n_features), a finite threshold, and children after it; finite leaf values and base; roots in range; at most

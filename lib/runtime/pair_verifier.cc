@@ -104,8 +104,10 @@ StatusOr<std::vector<T>> read_array(const SafetensorsFile& file, const char* nam
   return std::vector<T>(t.data<T>(), t.data<T>() + t.dim(0));
 }
 
-Status check_common(const std::string& where, const std::string& model_id, int64_t dim, float threshold,
-                    float target_precision, const std::string& fit_report_json) {
+// The fields every verifier has, checked, in a new State.
+StatusOr<std::shared_ptr<PairVerifier::State>> common_state(const std::string& where, std::string model_id, int64_t dim,
+                                                            float threshold, float target_precision,
+                                                            std::string fit_report_json) {
   if (model_id.empty() || !is_valid_utf8(model_id)) {
     return bad(where, "embedding_model_id is empty or not UTF-8; expected the embedding model's id");
   }
@@ -118,7 +120,13 @@ Status check_common(const std::string& where, const std::string& model_id, int64
   }
   StatusOr<json> report = parse_json_bounded(fit_report_json, "fit_report");
   if (!report.ok() || !report->is_object()) return bad(where, "fit_report is not a JSON object; expected {...}");
-  return absl::OkStatus();
+  auto s = std::make_shared<PairVerifier::State>();
+  s->model_id = std::move(model_id);
+  s->dim = dim;
+  s->threshold = threshold;
+  s->target_precision = target_precision;
+  s->fit_report_json = std::move(fit_report_json);
+  return s;
 }
 
 }  // namespace
@@ -127,42 +135,28 @@ StatusOr<PairVerifier> PairVerifier::create_trees(std::string embedding_model_id
                                                   float threshold, float target_precision,
                                                   std::string fit_report_json) {
   const std::string where = "create_trees";
-  BRISK_RETURN_IF_ERROR(check_common(where, embedding_model_id, dim, threshold, target_precision, fit_report_json));
+  BRISK_ASSIGN_OR_RETURN(std::shared_ptr<State> s, common_state(where, std::move(embedding_model_id), dim, threshold,
+                                                                target_precision, std::move(fit_report_json)));
   if (std::string e = pair_trees_error(trees, pair_text_feature_names().size()); !e.empty()) {
     return bad(where, absl::StrCat("the trees: ", e));
   }
-  auto s = std::make_shared<State>();
-  s->model_id = std::move(embedding_model_id);
-  s->dim = dim;
   s->trees = std::move(trees);
-  s->threshold = threshold;
-  s->target_precision = target_precision;
-  s->fit_report_json = std::move(fit_report_json);
-  PairVerifier v;
-  v.state_ = std::move(s);
-  return v;
+  return PairVerifier(std::move(s));
 }
 
 StatusOr<PairVerifier> PairVerifier::create(std::string embedding_model_id, int64_t dim, std::vector<float> mean,
                                             std::vector<float> scale, std::vector<float> weight, float bias,
                                             float threshold, float target_precision, std::string fit_report_json) {
   const std::string where = "create";
-  BRISK_RETURN_IF_ERROR(check_common(where, embedding_model_id, dim, threshold, target_precision, fit_report_json));
+  BRISK_ASSIGN_OR_RETURN(std::shared_ptr<State> s, common_state(where, std::move(embedding_model_id), dim, threshold,
+                                                                target_precision, std::move(fit_report_json)));
   const int64_t n = feature_count(dim);
   BRISK_RETURN_IF_ERROR(check_values(where, "mean", mean, n, false));
   BRISK_RETURN_IF_ERROR(check_values(where, "scale", scale, n, true));
   BRISK_RETURN_IF_ERROR(check_values(where, "weight", weight, n, false));
   if (!std::isfinite(bias)) return bad(where, absl::StrCat("bias is ", bias, "; expected a finite value"));
-  auto s = std::make_shared<State>();
-  s->model_id = std::move(embedding_model_id);
-  s->dim = dim;
   s->model = PairLogistic{std::move(mean), std::move(scale), std::move(weight), bias};
-  s->threshold = threshold;
-  s->target_precision = target_precision;
-  s->fit_report_json = std::move(fit_report_json);
-  PairVerifier v;
-  v.state_ = std::move(s);
-  return v;
+  return PairVerifier(std::move(s));
 }
 
 StatusOr<PairVerifier> PairVerifier::load(const std::string& path, std::string_view expected_model_id) {
@@ -291,7 +285,7 @@ StatusOr<float> PairVerifier::score(const cache::SemanticPair& pair) const {
   // whatever a model fitted on pairs that never repeat a question would extrapolate to.
   if (cache::question_key(pair.incoming) == cache::question_key(pair.cached)) return 1.0f;
   const std::vector<float> x = pair_features(pair);
-  if (s.trees) return static_cast<float>(1.0 / (1.0 + std::exp(-double(pair_trees_margin(*s.trees, x.data())))));
+  if (s.trees) return pair_trees_score(*s.trees, x.data());
   return s.model.score(x.data());
 }
 

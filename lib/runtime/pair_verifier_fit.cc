@@ -143,9 +143,8 @@ StatusOr<PairVerifier> fit_pair_verifier(std::span<const LabelledPair> pairs, co
   };
   const auto trees_fit = [&](const std::vector<size_t>& rows) -> StatusOr<std::function<float(const float*)>> {
     BRISK_ASSIGN_OR_RETURN(PairTrees t, fit_pair_trees(x, n_features, first_embedding, labels, rows));
-    return std::function<float(const float*)>([t = std::move(t)](const float* row) {
-      return static_cast<float>(1.0 / (1.0 + std::exp(-double(pair_trees_margin(t, row)))));
-    });
+    return std::function<float(const float*)>(
+        [t = std::move(t)](const float* row) { return pair_trees_score(t, row); });
   };
   if (options.try_logistic) {
     for (double l2 : options.l2) {

@@ -91,6 +91,7 @@ class BRISK_API PairVerifier {
   struct State;
 
  private:
+  explicit PairVerifier(std::shared_ptr<const State> state) : state_(std::move(state)) {}
   std::shared_ptr<const State> state_;
 };
 
