@@ -59,6 +59,12 @@ struct Avx512 {
   static BRISK_SIMD_INLINE V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static BRISK_SIMD_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static BRISK_SIMD_INLINE V div(V a, V b) { return _mm512_div_ps(a, b); }
+  // 1 / b for finite, normal b: vrcp14ps (relative error < 2^-14) and one Newton step, r (2 - b r), to ~2^-23
+  // (a few ulp; ~4x the throughput of vdivps on this width).
+  static BRISK_SIMD_INLINE V recip(V b) {
+    const V r = _mm512_rcp14_ps(b);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(b, r, _mm512_set1_ps(2.0f)));
+  }
   static BRISK_SIMD_INLINE V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }    // a*b + c
   static BRISK_SIMD_INLINE V fnmadd(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
   static BRISK_SIMD_INLINE V max(V a, V b) { return _mm512_max_ps(a, b); }
@@ -127,6 +133,11 @@ struct Avx2 {
   static BRISK_SIMD_INLINE V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static BRISK_SIMD_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static BRISK_SIMD_INLINE V div(V a, V b) { return _mm256_div_ps(a, b); }
+  // 1 / b for finite, normal b: vrcpps (relative error < 1.5 * 2^-12) and one Newton step, to ~2^-22.
+  static BRISK_SIMD_INLINE V recip(V b) {
+    const V r = _mm256_rcp_ps(b);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(b, r, _mm256_set1_ps(2.0f)));
+  }
   static BRISK_SIMD_INLINE V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static BRISK_SIMD_INLINE V fnmadd(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static BRISK_SIMD_INLINE V max(V a, V b) { return _mm256_max_ps(a, b); }
