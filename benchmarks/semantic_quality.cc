@@ -5,10 +5,14 @@
 //      and RedisVL do) and with the guards;
 //   2. a whole-cache run per threshold: every cached question inserted into one SemanticCache, every incoming
 //      one looked up (this also counts hits on the wrong entry); its best F0.5 with guards picks the threshold;
-//   3. per category at that threshold; 4. per guard: negatives caught, positives wrongly rejected;
+//   3. per category, per setup, each at its chosen point: cosine only and cosine + guards at that threshold, and
+//      with --pair-verifier FILE (a `brisk fit-verifier` file) the learned verifier as the answer cache runs it
+//      (brisk::use_pair_verifier: from cosine 0.5, at the verifier's calibrated threshold, no guards);
+//   4. per guard: negatives caught, positives wrongly rejected;
 //   5. lookup/insert latency on a few thousand entries and HNSW top-1 agreement with exact search.
 //
 //   build/release/benchmarks/brisk_semantic_quality [TSV] [--model-dir DIR] [--threshold T] [--entries N]
+//       [--pair-verifier FILE]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,6 +30,8 @@
 #include "brisk/core/stats.h"
 #include "brisk/cache/semantic_cache.h"
 #include "brisk/model/tokenizer.h"
+#include "brisk/runtime/answer_cache.h"
+#include "brisk/runtime/pair_verifier.h"
 #include "brisk/runtime/runtime.h"
 #include "test_util.h"
 
@@ -42,6 +48,7 @@ struct PairRow {
   std::string category, cached, incoming;
   float cosine = 0;
   std::vector<bool> guard_accepts;  // per guard in `guards`
+  bool verifier_hit = false;        // with --pair-verifier: the learned verifier's setup serves the cached answer
 };
 
 using brisk::testing::cosine;
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
   std::string model_dir = brisk::default_model_dir();
   float chosen = -1;
   int entries = 5000;
+  std::string pair_verifier;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--model-dir" && i + 1 < argc)
@@ -71,8 +79,12 @@ int main(int argc, char** argv) {
       chosen = std::stof(argv[++i]);
     else if (a == "--entries" && i + 1 < argc)
       entries = std::stoi(argv[++i]);
+    else if (a == "--pair-verifier" && i + 1 < argc)
+      pair_verifier = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::fprintf(stderr, "usage: brisk_semantic_quality [TSV] [--model-dir DIR] [--threshold T] [--entries N]\n");
+      std::fprintf(stderr,
+                   "usage: brisk_semantic_quality [TSV] [--model-dir DIR] [--threshold T] [--entries N] "
+                   "[--pair-verifier FILE]\n");
       return 0;
     } else
       tsv = a;
@@ -137,6 +149,34 @@ int main(int argc, char** argv) {
     r.cosine = float(cosine(vec(2 * i).data(), vec(2 * i + 1).data(), dim));
     auto q = normalize_question(r.incoming), c = normalize_question(r.cached);
     for (const auto& g : guards) r.guard_accepts.push_back(q.ok() && c.ok() && g->accept(*q, *c));
+  }
+  // The learned verifier, pairwise as the answer cache runs it: one cache, each pair in a tenant of its own.
+  std::string verifier_setup;
+  if (!pair_verifier.empty()) {
+    auto v = brisk::PairVerifier::load(pair_verifier, (*rt)->embedding_model_id());
+    if (!v.ok()) {
+      std::fprintf(stderr, "brisk_semantic_quality: %s\n", std::string(v.status().message()).c_str());
+      return 1;
+    }
+    SemanticCacheOptions o;
+    o.dim = dim;
+    brisk::use_pair_verifier(*v, o);
+    auto cache = SemanticCache::create(o);
+    if (!cache.ok()) {
+      std::fprintf(stderr, "brisk_semantic_quality: %s\n", std::string(cache.status().message()).c_str());
+      return 1;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string tenant = fmt::format("pair{}", i);
+      if (auto st = (*cache)->insert(tenant, rows[i].cached, vec(2 * i), "answer"); !st.ok()) {
+        std::fprintf(stderr, "brisk_semantic_quality: %s\n", std::string(st.message()).c_str());
+        return 1;
+      }
+      rows[i].verifier_hit = (*cache)->lookup(tenant, rows[i].incoming, vec(2 * i + 1)).hit;
+    }
+    verifier_setup =
+        fmt::format("learned verifier from cosine {:.2f} at its threshold {:.4f} (target precision {:.2f})",
+                    o.verifier_cosine_floor.value_or(o.threshold), v->threshold(), v->target_precision());
   }
   // "guards on" = the three defaults (indices 0..2).
   auto guards_pass = [](const PairRow& r) { return r.guard_accepts[0] && r.guard_accepts[1] && r.guard_accepts[2]; };
@@ -266,16 +306,31 @@ int main(int argc, char** argv) {
   for (const auto& r : rows)
     if (std::find(categories.begin(), categories.end(), r.category) == categories.end())
       categories.push_back(r.category);
-  fmt::print("### Per category at threshold {:.2f}\n\n", chosen);
-  fmt::print("| category | pairs | median cosine | hits, cosine only | hits, guards |\n|---|---|---|---|---|\n");
+  fmt::print("### Per category and setup: cosine only and cosine + guards at threshold {:.2f}{}\n\n", chosen,
+             verifier_setup.empty() ? "" : "; " + verifier_setup);
+  fmt::print("| category | pairs | median cosine | hits, cosine only | hits, guards |{}\n|---|---|---|---|---|{}\n",
+             verifier_setup.empty() ? "" : " hits, learned verifier |", verifier_setup.empty() ? "" : "---|");
   for (const auto& cat : categories) {
     std::vector<double> cs;
     for (const auto& r : rows)
       if (r.category == cat) cs.push_back(r.cosine);
     Score a = score(chosen, false, cat), b = score(chosen, true, cat);
     int n = a.positives + a.negatives;
-    fmt::print("| {} ({}) | {} | {:.3f} | {} | {} |\n", cat, a.positives ? "should hit" : "must miss", n,
-               brisk::percentile(cs, 50), a.tp + a.fp, b.tp + b.fp);
+    int verified = 0;
+    for (const auto& r : rows) verified += r.category == cat && r.verifier_hit ? 1 : 0;
+    fmt::print("| {} ({}) | {} | {:.3f} | {} | {} |{}\n", cat, a.positives ? "should hit" : "must miss", n,
+               brisk::percentile(cs, 50), a.tp + a.fp, b.tp + b.fp,
+               verifier_setup.empty() ? "" : fmt::format(" {} |", verified));
+  }
+  {
+    Score a = score(chosen, false), b = score(chosen, true), v;
+    for (const auto& r : rows) {
+      (r.label ? v.positives : v.negatives)++;
+      if (r.verifier_hit) (r.label ? v.tp : v.fp)++;
+    }
+    fmt::print("| **precision / recall** | {} | | {:.3f} / {:.3f} | {:.3f} / {:.3f} |{}\n", rows.size(), a.precision(),
+               a.recall(), b.precision(), b.recall(),
+               verifier_setup.empty() ? "" : fmt::format(" {:.3f} / {:.3f} |", v.precision(), v.recall()));
   }
 
   // ---- 3. per guard
