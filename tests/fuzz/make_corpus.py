@@ -10,6 +10,7 @@ target: NUL bytes between config.json, 1_Pooling/config.json, modules.json and s
 (fuzz_config), between tokenizer.json, vocab.txt and tokenizer_config.json (fuzz_tokenizer_load), between label
 value, help, metric name and label name (fuzz_prometheus); newlines between texts (fuzz_capi_embed).
 """
+import base64
 import collections
 import io
 import json
@@ -307,6 +308,60 @@ def tokenizer_encode_seeds():
     write("fuzz_tokenizer_encode", "truncated_utf8", b"\x08abc \xe6\x97")
 
 
+# ---- tokenizer.json beyond WordPiece: a Unigram pipeline (tokenizer.json NUL text NUL second text) --------------
+def charsmap(pairs):
+    """A SentencePiece precompiled charsmap: a darts-clone double array over single-byte keys, each leaf's value the
+    offset of its NUL-terminated replacement. Root at unit 0 with offset 1; key byte c at unit 1 ^ c, its leaf at
+    (1 ^ c) ^ 1 = c."""
+    strings, units = b"", [0] * 256
+    units[0] = 1 << 10
+    for key, replacement in pairs:
+        c = key[0]
+        units[1 ^ c] = (1 << 10) | (1 << 8) | c
+        units[c] = (1 << 31) | len(strings)
+        strings += replacement.encode("utf-8") + b"\0"
+    trie = b"".join(struct.pack("<I", u) for u in units)
+    return base64.b64encode(struct.pack("<I", len(trie)) + trie + strings).decode("ascii")
+
+
+def unigram_json(blob, prepend="always", extra_normalizers=()):
+    vocab = [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["\u2581", -2.0], ["\u2581hello", -3.0],
+             ["h", -5.0], ["e", -5.0], ["l", -5.0], ["o", -5.0], ["w", -5.0], ["r", -5.0], ["d", -5.0], ["lo", -4.0],
+             ["\u2581w", -4.5], ["or", -4.2], ["\u65e5", -6.0], ["\u672c", -6.0]]
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>"])]
+    added.append({"id": len(vocab), "content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False,
+                  "normalized": True, "special": True})
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled", "precompiled_charsmap": blob}, {"type": "Strip", "strip_left": False,
+                                                                    "strip_right": True},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": "\u2581"}, *extra_normalizers]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": prepend, "split": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                                              "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": prepend, "split": True},
+        "model": {"type": "Unigram", "unk_id": 3, "vocab": vocab, "byte_fallback": False},
+    }, ensure_ascii=False)
+
+
+def hf_tokenizer_seeds():
+    mapped = charsmap([(b"A", "a"), (b"H", "h"), (b"\t", " "), (b"Z", "")])
+    write("fuzz_hf_tokenizer", "unigram_charsmap",
+          "\0".join([unigram_json(mapped), "Hello  World\t<mask> ZZ \u65e5\u672c \U0001F44D\U0001F3FD", "w\u00f6rld"]))
+    write("fuzz_hf_tokenizer", "unigram_empty_trie_first_nfkc",
+          "\0".join([unigram_json(base64.b64encode(b"\0\0\0\0").decode(), "first", [{"type": "NFKC"}]),
+                      "</s>x <s>\u3000\uff48\uff45\uff4c\uff4c\uff4f", ""]))
+    write("fuzz_hf_tokenizer", "invalid_utf8_text", unigram_json(mapped).encode() + b"\0ab\xc3(\0\xff")
+
+
 # ---- semantic cache file (dim 8; payload size and checksum are fixed up by the target) -----------------------------
 def semantic_cache_seeds():
     def entry(tenant, q, a, tags, ttl, emb):
@@ -505,6 +560,7 @@ def main():
     config_seeds()
     tokenizer_load_seeds()
     tokenizer_encode_seeds()
+    hf_tokenizer_seeds()
     semantic_cache_seeds()
     envelope_seeds()
     prometheus_seeds()

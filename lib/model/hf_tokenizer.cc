@@ -1,0 +1,360 @@
+// HfTokenizer: the tokenizer.json pipeline of Hugging Face tokenizers beyond WordPiece (hf_tokenizer.h). Loading
+// here; the stages are in precompiled_charsmap.cc and unigram_model.cc.
+#include "brisk/model/hf_tokenizer.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "brisk/core/internal/bounded_input.h"
+#include "brisk/core/utf8.h"
+#include "hf_tokenizer_impl.h"
+
+namespace brisk {
+
+using detail::AddedToken;
+using detail::NormalizerStep;
+using detail::TemplateItem;
+using nlohmann::json;
+
+namespace {
+
+std::string type_of(const json& j) {
+  if (j.is_object()) {
+    if (auto it = j.find("type"); it != j.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+Status bad(std::string_view source, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
+}
+
+// The Replace regexes that std::regex reads as Oniguruma does: literal characters (ASCII letters, digits, space,
+// a few marks) with the counts *, +, ? and {m,n}.
+bool literal_with_counts(const std::string& r) {
+  for (const char c : r) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) return false;
+    if (std::isalnum(u) != 0 || c == ' ' || c == ',' || c == '{' || c == '}' || c == '*' || c == '+' || c == '?' ||
+        c == '-' || c == '_' || c == ':' || c == ';' || c == '!' || c == '\'' || c == '"') {
+      continue;
+    }
+    return false;
+  }
+  return !r.empty();
+}
+
+StatusOr<NormalizerStep> parse_normalizer_step(const json& j, std::string_view source) {
+  const std::string type = type_of(j);
+  NormalizerStep step{};
+  if (type == "Precompiled") {
+    auto it = j.find("precompiled_charsmap");
+    if (it == j.end() || !it->is_string()) {
+      return bad(source, "the Precompiled normalizer has no precompiled_charsmap string; expected base64 text");
+    }
+    std::string blob;
+    if (!absl::Base64Unescape(it->get<std::string>(), &blob)) {
+      return bad(source, "the Precompiled normalizer's precompiled_charsmap is not base64; expected base64 text");
+    }
+    BRISK_ASSIGN_OR_RETURN(detail::PrecompiledCharsmap map, detail::PrecompiledCharsmap::parse(blob, source));
+    step.kind = NormalizerStep::kPrecompiled;
+    step.charsmap = std::make_shared<const detail::PrecompiledCharsmap>(std::move(map));
+    return step;
+  }
+  if (type == "Replace") {
+    auto pattern = j.find("pattern");
+    auto content = j.find("content");
+    if (pattern == j.end() || !pattern->is_object() || content == j.end() || !content->is_string() ||
+        !is_valid_utf8(content->get<std::string>())) {
+      return bad(source, "the Replace normalizer needs a pattern object and a UTF-8 content string");
+    }
+    step.kind = NormalizerStep::kReplace;
+    step.content = content->get<std::string>();
+    if (auto s = pattern->find("String"); s != pattern->end() && s->is_string()) {
+      step.literal = s->get<std::string>();
+      if (step.literal.empty() || !is_valid_utf8(step.literal)) {
+        return bad(source, "the Replace normalizer's String pattern is empty or not UTF-8; expected text");
+      }
+      return step;
+    }
+    if (auto r = pattern->find("Regex"); r != pattern->end() && r->is_string()) {
+      const std::string regex = r->get<std::string>();
+      if (!literal_with_counts(regex)) {
+        return bad(source,
+                   absl::StrCat("the Replace normalizer's Regex \"", regex,
+                                "\" is not supported; expected literal ASCII characters with counts (\" {2,}\")"));
+      }
+      try {
+        step.pattern = std::make_shared<const std::regex>(regex, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        return bad(source, absl::StrCat("the Replace normalizer's Regex \"", regex, "\" does not compile: ", e.what()));
+      }
+      return step;
+    }
+    return bad(source, "the Replace normalizer's pattern is neither {\"String\": ...} nor {\"Regex\": ...}");
+  }
+  if (type == "Strip") {
+    step.kind = NormalizerStep::kStrip;
+    step.strip_left = j.value("strip_left", false);
+    step.strip_right = j.value("strip_right", false);
+    return step;
+  }
+  if (type == "NFKC" || type == "NFC") {
+    step.kind = type == "NFKC" ? NormalizerStep::kNfkc : NormalizerStep::kNfc;
+    return step;
+  }
+  return bad(source, absl::StrCat("normalizer \"", type.empty() ? j.dump().substr(0, 60) : type,
+                                  "\" is not supported; expected Sequence, Precompiled, Replace, Strip, NFKC or NFC"));
+}
+
+Status parse_normalizer(const json& j, std::string_view source, std::vector<NormalizerStep>& out) {
+  if (j.is_null()) return absl::OkStatus();
+  if (type_of(j) == "Sequence") {
+    auto it = j.find("normalizers");
+    if (it == j.end() || !it->is_array()) return bad(source, "the Sequence normalizer has no normalizers array");
+    for (const json& step : *it) {
+      if (type_of(step) == "Sequence") {
+        BRISK_RETURN_IF_ERROR(parse_normalizer(step, source, out));
+        continue;
+      }
+      BRISK_ASSIGN_OR_RETURN(NormalizerStep s, parse_normalizer_step(step, source));
+      out.push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  }
+  BRISK_ASSIGN_OR_RETURN(NormalizerStep s, parse_normalizer_step(j, source));
+  out.push_back(std::move(s));
+  return absl::OkStatus();
+}
+
+Status parse_pre_tokenizer(const json& j, std::string_view source, HfTokenizer::Impl& t) {
+  const json* m = &j;
+  if (type_of(j) == "Sequence") {
+    auto it = j.find("pretokenizers");
+    if (it == j.end() || !it->is_array() || it->size() != 1) {
+      return bad(source, "a Sequence pre-tokenizer is supported only around one Metaspace");
+    }
+    m = &(*it)[0];
+  }
+  const std::string type = type_of(*m);
+  if (type != "Metaspace") {
+    return bad(source, absl::StrCat("pre-tokenizer \"", type.empty() ? m->dump().substr(0, 60) : type,
+                                    "\" is not supported; expected Metaspace"));
+  }
+  if (auto r = m->find("replacement"); r != m->end()) {
+    if (!r->is_string() || r->get<std::string>().empty() || !is_valid_utf8(r->get<std::string>()) ||
+        decode_utf8(r->get<std::string>(), 0).length != static_cast<int>(r->get<std::string>().size())) {
+      return bad(source, "the Metaspace replacement is not one character; expected \"\u2581\"");
+    }
+    t.replacement = r->get<std::string>();
+  }
+  if (auto p = m->find("prepend_scheme"); p != m->end()) {
+    const std::string scheme = p->is_string() ? p->get<std::string>() : "";
+    if (scheme == "always") {
+      t.prepend = HfTokenizer::Impl::Prepend::kAlways;
+    } else if (scheme == "first") {
+      t.prepend = HfTokenizer::Impl::Prepend::kFirst;
+    } else if (scheme == "never") {
+      t.prepend = HfTokenizer::Impl::Prepend::kNever;
+    } else {
+      return bad(source,
+                 absl::StrCat("the Metaspace prepend_scheme is ", p->dump(), "; expected always, first or never"));
+    }
+  } else if (auto a = m->find("add_prefix_space"); a != m->end() && a->is_boolean()) {
+    t.prepend = a->get<bool>() ? HfTokenizer::Impl::Prepend::kAlways : HfTokenizer::Impl::Prepend::kNever;
+  }
+  if (auto s = m->find("split"); s != m->end()) {
+    if (!s->is_boolean()) return bad(source, "the Metaspace split is not a boolean");
+    t.split = s->get<bool>();
+  }
+  return absl::OkStatus();
+}
+
+Status parse_model(const json& j, std::string_view source, HfTokenizer::Impl& t) {
+  const std::string type = type_of(j);
+  if (type != "Unigram") {
+    return bad(source, absl::StrCat("model \"", type.empty() ? "(no type)" : type,
+                                    "\" is not supported by HfTokenizer; expected Unigram (WordPiece models load "
+                                    "with WordPieceTokenizer)"));
+  }
+  if (auto b = j.find("byte_fallback"); b != j.end() && b->is_boolean() && b->get<bool>()) {
+    return bad(source, "the Unigram model has byte_fallback true, which is not supported; expected false");
+  }
+  auto vocab = j.find("vocab");
+  if (vocab == j.end() || !vocab->is_array()) return bad(source, "the Unigram model has no vocab array");
+  std::vector<std::pair<std::string, double>> pieces;
+  pieces.reserve(vocab->size());
+  for (size_t i = 0; i < vocab->size(); ++i) {
+    const json& e = (*vocab)[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number()) {
+      return bad(source,
+                 absl::StrCat("Unigram vocab entry ", i, " is ", e.dump().substr(0, 60), "; expected [piece, score]"));
+    }
+    pieces.emplace_back(e[0].get<std::string>(), e[1].get<double>());
+  }
+  if (pieces.empty()) return bad(source, "the Unigram vocab is empty; expected pieces");
+  auto unk = j.find("unk_id");
+  if (unk == j.end() || !unk->is_number_integer()) {
+    return bad(source, "the Unigram model has no integer unk_id; expected the unknown piece's id");
+  }
+  const int64_t unk_id = unk->get<int64_t>();
+  if (unk_id < 0 || unk_id >= static_cast<int64_t>(pieces.size())) {
+    return bad(source, absl::StrCat("the Unigram unk_id is ", unk_id, "; expected an id in [0, ", pieces.size(), ")"));
+  }
+  BRISK_ASSIGN_OR_RETURN(t.model,
+                         detail::UnigramModel::create(std::move(pieces), static_cast<int32_t>(unk_id), source));
+  return absl::OkStatus();
+}
+
+Status parse_added_tokens(const json& j, std::string_view source, HfTokenizer::Impl& t) {
+  if (j.is_null()) return absl::OkStatus();
+  if (!j.is_array()) return bad(source, "added_tokens is not an array");
+  for (const json& a : j) {
+    auto content = a.find("content");
+    auto id = a.find("id");
+    if (!a.is_object() || content == a.end() || !content->is_string() || id == a.end() || !id->is_number_integer()) {
+      return bad(source, absl::StrCat("added token ", a.dump().substr(0, 60), " needs a string content and an id"));
+    }
+    AddedToken tok{content->get<std::string>(), 0, a.value("lstrip", false), a.value("rstrip", false)};
+    const int64_t token_id = id->get<int64_t>();
+    if (tok.content.empty() || !is_valid_utf8(tok.content) || token_id < 0 || token_id >= (int64_t{1} << 30)) {
+      return bad(source, absl::StrCat("added token ", a.dump().substr(0, 60),
+                                      " has an empty or non-UTF-8 content or an id out of [0, 2^30)"));
+    }
+    tok.id = static_cast<int32_t>(token_id);
+    if (a.value("single_word", false)) {
+      return bad(source,
+                 absl::StrCat("added token \"", tok.content, "\" has single_word true, which is not supported"));
+    }
+    tok.normalized = a.value("normalized", !a.value("special", false));
+    t.added_by_id[tok.id] = tok.content;
+    t.added.push_back(std::move(tok));
+  }
+  std::stable_sort(t.added.begin(), t.added.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  return absl::OkStatus();
+}
+
+Status parse_post_processor(const json& j, std::string_view source, HfTokenizer::Impl& t) {
+  const std::string type = type_of(j);
+  if (j.is_null()) {
+    t.single = {TemplateItem{}};
+    t.pair = {TemplateItem{}, TemplateItem{{}, true}};
+    return absl::OkStatus();
+  }
+  if (type == "RobertaProcessing") {
+    auto cls = j.find("cls");
+    auto sep = j.find("sep");
+    if (cls == j.end() || sep == j.end() || !cls->is_array() || !sep->is_array() || cls->size() != 2 ||
+        sep->size() != 2 || !(*cls)[1].is_number_integer() || !(*sep)[1].is_number_integer()) {
+      return bad(source, "RobertaProcessing needs cls and sep as [token, id]");
+    }
+    const auto c = static_cast<int32_t>((*cls)[1].get<int64_t>());
+    const auto s = static_cast<int32_t>((*sep)[1].get<int64_t>());
+    t.single = {TemplateItem{{c}}, TemplateItem{}, TemplateItem{{s}}};
+    t.pair = {TemplateItem{{c}}, TemplateItem{},         TemplateItem{{s}},
+              TemplateItem{{s}}, TemplateItem{{}, true}, TemplateItem{{s}}};
+    return absl::OkStatus();
+  }
+  if (type != "TemplateProcessing") {
+    return bad(source, absl::StrCat("post-processor \"", type.empty() ? j.dump().substr(0, 60) : type,
+                                    "\" is not supported; expected TemplateProcessing or RobertaProcessing"));
+  }
+  std::map<std::string, std::vector<int32_t>> specials;
+  if (auto st = j.find("special_tokens"); st != j.end() && st->is_object()) {
+    for (const auto& [name, value] : st->items()) {
+      auto ids = value.find("ids");
+      if (!value.is_object() || ids == value.end() || !ids->is_array()) {
+        return bad(source, absl::StrCat("TemplateProcessing special token \"", name, "\" has no ids array"));
+      }
+      std::vector<int32_t> v;
+      for (const json& id : *ids) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (int64_t{1} << 30)) {
+          return bad(source, absl::StrCat("TemplateProcessing special token \"", name, "\" has an id out of range"));
+        }
+        v.push_back(static_cast<int32_t>(id.get<int64_t>()));
+      }
+      specials[name] = std::move(v);
+    }
+  }
+  auto read = [&](const char* key, std::vector<TemplateItem>& out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array()) return bad(source, absl::StrCat("TemplateProcessing has no ", key, " array"));
+    for (const json& item : *it) {
+      if (auto seq = item.find("Sequence"); item.is_object() && seq != item.end()) {
+        const std::string which = seq->is_object() ? seq->value("id", "") : "";
+        if (which != "A" && which != "B") {
+          return bad(source, absl::StrCat("TemplateProcessing ", key, " has the sequence ", seq->dump().substr(0, 40),
+                                          "; expected id A or B"));
+        }
+        out.push_back(TemplateItem{{}, which == "B"});
+      } else if (auto sp = item.find("SpecialToken"); item.is_object() && sp != item.end()) {
+        const std::string name = sp->is_object() ? sp->value("id", "") : "";
+        auto found = specials.find(name);
+        if (found == specials.end() || found->second.empty()) {
+          return bad(source, absl::StrCat("TemplateProcessing ", key, " names the special token \"", name,
+                                          "\", which special_tokens does not define"));
+        }
+        out.push_back(TemplateItem{found->second});
+      } else {
+        return bad(source, absl::StrCat("TemplateProcessing ", key, " has the item ", item.dump().substr(0, 40),
+                                        "; expected Sequence or SpecialToken"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  BRISK_RETURN_IF_ERROR(read("single", t.single));
+  BRISK_RETURN_IF_ERROR(read("pair", t.pair));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<HfTokenizer> HfTokenizer::from_json(std::string_view text, std::string_view source) {
+  BRISK_ASSIGN_OR_RETURN(const json j, parse_json_bounded(text, source));
+  if (!j.is_object()) return bad(source, "tokenizer.json is not a JSON object; expected one");
+  auto t = std::make_shared<Impl>();
+  auto field = [&](const char* key) -> const json& {
+    static const json null_value;
+    auto it = j.find(key);
+    return it == j.end() ? null_value : *it;
+  };
+  if (field("model").is_null())
+    return bad(source, "tokenizer.json has no model; expected {\"type\": \"Unigram\", ...}");
+  BRISK_RETURN_IF_ERROR(parse_model(field("model"), source, *t));
+  BRISK_RETURN_IF_ERROR(parse_normalizer(field("normalizer"), source, t->normalizer));
+  if (field("pre_tokenizer").is_null()) return bad(source, "tokenizer.json has no pre_tokenizer; expected Metaspace");
+  BRISK_RETURN_IF_ERROR(parse_pre_tokenizer(field("pre_tokenizer"), source, *t));
+  BRISK_RETURN_IF_ERROR(parse_added_tokens(field("added_tokens"), source, *t));
+  BRISK_RETURN_IF_ERROR(parse_post_processor(field("post_processor"), source, *t));
+  t->vocab_size = t->model.size();
+  for (const auto& [id, content] : t->added_by_id) t->vocab_size = std::max(t->vocab_size, id + 1);
+  for (const auto* tmpl : {&t->single, &t->pair}) {
+    for (const TemplateItem& item : *tmpl) {
+      for (const int32_t id : item.special) {
+        if (id >= t->vocab_size) {
+          return bad(source, absl::StrCat("the post-processor's token id ", id, " is past the vocabulary (",
+                                          t->vocab_size, " ids)"));
+        }
+      }
+    }
+  }
+  return HfTokenizer(std::move(t));
+}
+
+StatusOr<HfTokenizer> HfTokenizer::from_file(const std::string& path) {
+  BRISK_ASSIGN_OR_RETURN(const std::string text, read_text_file_bounded(path, int64_t{256} << 20, "tokenizer.json"));
+  return from_json(text, absl::StrCat("\"", path, "\""));
+}
+
+}  // namespace brisk

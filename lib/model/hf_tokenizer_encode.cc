@@ -1,0 +1,253 @@
+// HfTokenizer's pipeline (hf_tokenizer.h): added tokens, normalizer, Metaspace, the model and the template.
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/utf8.h"
+#include "hf_tokenizer_impl.h"
+
+namespace brisk {
+namespace {
+
+Status check_utf8(std::string_view text, std::string_view what) {
+  if (const size_t bad = first_invalid_utf8(text); bad != text.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), " is not UTF-8 at byte ", bad, " (",
+                                                   decode_utf8(text, bad).error, "); expected UTF-8 text"));
+  }
+  return absl::OkStatus();
+}
+
+std::string utf8proc_form(std::string_view text, utf8proc_option_t options) {
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                          static_cast<utf8proc_ssize_t>(text.size()), &out, options);
+  if (n < 0) return std::string(text);  // valid UTF-8 in: not reached
+  std::string result(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+  std::free(out);
+  return result;
+}
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
+    out.append(text.substr(pos, hit - pos)).append(to);
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
+// A piece of the text: an added token's id, or a stretch [begin, end) for the normalizer.
+struct Segment {
+  size_t begin, end;
+  int32_t added_id;  // -1: text
+};
+
+// Splits text around the added tokens whose `normalized` is `normalized`, leftmost-longest; lstrip takes the
+// whitespace before a token (not past the previous match), rstrip the whitespace after it.
+std::vector<Segment> split_added(std::string_view text, const std::vector<detail::AddedToken>& added, bool normalized) {
+  std::vector<Segment> segments;
+  size_t done = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const detail::AddedToken* match = nullptr;
+    for (const detail::AddedToken& a : added) {
+      if (a.normalized == normalized && text.compare(pos, a.content.size(), a.content) == 0) {
+        match = &a;
+        break;
+      }
+    }
+    if (match == nullptr) {
+      pos += static_cast<size_t>(decode_utf8(text, pos).length);
+      continue;
+    }
+    size_t begin = pos, end = pos + match->content.size();
+    if (match->lstrip) {
+      while (begin > done) {
+        size_t prev = begin - 1;
+        while (prev > done && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
+        if (!detail::is_white_space(decode_utf8(text, prev).code_point)) break;
+        begin = prev;
+      }
+    }
+    if (match->rstrip) {
+      while (end < text.size()) {
+        const Utf8Char c = decode_utf8(text, end);
+        if (!detail::is_white_space(c.code_point)) break;
+        end += static_cast<size_t>(c.length);
+      }
+    }
+    if (done < begin) segments.push_back({done, begin, -1});
+    segments.push_back({begin, end, match->id});
+    done = pos = end;
+  }
+  if (done < text.size()) segments.push_back({done, text.size(), -1});
+  return segments;
+}
+
+}  // namespace
+
+std::string HfTokenizer::Impl::normalize(std::string_view text) const {
+  std::string s(text);
+  for (const detail::NormalizerStep& step : normalizer) {
+    switch (step.kind) {
+      case detail::NormalizerStep::kPrecompiled: s = step.charsmap->normalize(s); break;
+      case detail::NormalizerStep::kReplace:
+        s = step.pattern ? std::regex_replace(s, *step.pattern, step.content)
+                         : replace_all(s, step.literal, step.content);
+        break;
+      case detail::NormalizerStep::kStrip: {
+        size_t begin = 0, end = s.size();
+        if (step.strip_left) {
+          while (begin < end) {
+            const Utf8Char c = decode_utf8(s, begin);
+            if (!detail::is_white_space(c.code_point)) break;
+            begin += static_cast<size_t>(c.length);
+          }
+        }
+        if (step.strip_right) {
+          while (end > begin) {
+            size_t prev = end - 1;
+            while (prev > begin && (static_cast<unsigned char>(s[prev]) & 0xC0) == 0x80) --prev;
+            if (!detail::is_white_space(decode_utf8(s, prev).code_point)) break;
+            end = prev;
+          }
+        }
+        s = s.substr(begin, end - begin);
+        break;
+      }
+      case detail::NormalizerStep::kNfkc:
+        s = utf8proc_form(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+        break;
+      case detail::NormalizerStep::kNfc:
+        s = utf8proc_form(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        break;
+    }
+  }
+  return s;
+}
+
+void HfTokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>& ids,
+                                    std::vector<std::string>* pieces) const {
+  // An added token's piece is the text it matched, the whitespace that lstrip / rstrip took included.
+  auto emit_added = [&](int32_t id, std::string_view matched) {
+    ids.push_back(id);
+    if (pieces != nullptr) pieces->emplace_back(matched);
+  };
+  // 3. Metaspace (spaces become the replacement, prepended per the scheme, a piece before each replacement
+  //    character), then 4. the model.
+  auto emit_text = [&](std::string_view normalized, bool at_start) {
+    std::string s = replace_all(normalized, " ", replacement);
+    if (s.empty()) return;
+    if ((prepend == Prepend::kAlways || (prepend == Prepend::kFirst && at_start)) &&
+        s.compare(0, replacement.size(), replacement) != 0) {
+      s.insert(0, replacement);
+    }
+    const std::string_view all(s);
+    auto emit = [&](std::string_view piece) {
+      if (piece.empty()) return;
+      model.encode(piece, ids);
+      if (pieces != nullptr) model.tokenize(piece, *pieces);
+    };
+    size_t start = 0;
+    if (split) {
+      for (size_t hit = all.find(replacement, 1); hit != std::string_view::npos; hit = all.find(replacement, hit + 1)) {
+        emit(all.substr(start, hit - start));
+        start = hit;
+      }
+    }
+    emit(all.substr(start));
+  };
+  // 1. The added tokens matched in the raw text; 2. the rest through the normalizer, then the added tokens matched
+  //    in its output.
+  for (const Segment& raw : split_added(text, added, false)) {
+    if (raw.added_id >= 0) {
+      emit_added(raw.added_id, text.substr(raw.begin, raw.end - raw.begin));
+      continue;
+    }
+    const std::string normalized = normalize(text.substr(raw.begin, raw.end - raw.begin));
+    for (const Segment& seg : split_added(normalized, added, true)) {
+      const std::string_view part = std::string_view(normalized).substr(seg.begin, seg.end - seg.begin);
+      if (seg.added_id >= 0) {
+        emit_added(seg.added_id, part);
+      } else {
+        emit_text(part, raw.begin == 0 && seg.begin == 0);
+      }
+    }
+  }
+}
+
+StatusOr<std::string> HfTokenizer::normalize(std::string_view text) const {
+  BRISK_RETURN_IF_ERROR(check_utf8(text, "the text"));
+  return impl_->normalize(text);
+}
+
+StatusOr<std::vector<std::string>> HfTokenizer::tokenize(std::string_view text) const {
+  BRISK_RETURN_IF_ERROR(check_utf8(text, "the text"));
+  std::vector<int32_t> ids;
+  std::vector<std::string> pieces;
+  impl_->encode_text(text, ids, &pieces);
+  return pieces;
+}
+
+StatusOr<std::vector<int32_t>> HfTokenizer::encode(std::string_view text, int max_seq_len) const {
+  BRISK_RETURN_IF_ERROR(check_utf8(text, "the text"));
+  const size_t specials = impl_->special_count(impl_->single);
+  if (max_seq_len < 0 || static_cast<size_t>(max_seq_len) <= specials) {
+    return absl::InvalidArgumentError(absl::StrCat("max_seq_len is ", max_seq_len, "; expected more than the ",
+                                                   specials, " special tokens of the template"));
+  }
+  std::vector<int32_t> own;
+  impl_->encode_text(text, own, nullptr);
+  own.resize(std::min(own.size(), static_cast<size_t>(max_seq_len) - specials));
+  std::vector<int32_t> ids;
+  ids.reserve(own.size() + specials);
+  impl_->apply(impl_->single, own, {}, ids, nullptr);
+  return ids;
+}
+
+StatusOr<EncodedPair> HfTokenizer::encode_pair(std::string_view first, std::string_view second, int max_seq_len) const {
+  BRISK_RETURN_IF_ERROR(check_utf8(first, "encode_pair: the first text"));
+  BRISK_RETURN_IF_ERROR(check_utf8(second, "encode_pair: the second text"));
+  const size_t specials = impl_->special_count(impl_->pair);
+  if (max_seq_len < 0 || static_cast<size_t>(max_seq_len) <= specials) {
+    return absl::InvalidArgumentError(absl::StrCat("max_seq_len is ", max_seq_len, "; expected more than the ",
+                                                   specials, " special tokens of the pair template"));
+  }
+  std::vector<int32_t> a, b;
+  impl_->encode_text(first, a, nullptr);
+  impl_->encode_text(second, b, nullptr);
+  const PairLengths keep = longest_first_lengths(a.size(), b.size(), static_cast<size_t>(max_seq_len) - specials);
+  a.resize(keep.first);
+  b.resize(keep.second);
+  EncodedPair out;
+  out.second_start = -1;
+  impl_->apply(impl_->pair, a, b, out.ids, &out.second_start);
+  return out;
+}
+
+int32_t HfTokenizer::token_to_id(std::string_view token) const {
+  for (const detail::AddedToken& a : impl_->added) {
+    if (a.content == token) return a.id;
+  }
+  const int32_t id = impl_->model.piece_to_id(token);
+  return id < 0 ? impl_->model.unk_id() : id;
+}
+
+std::string_view HfTokenizer::id_to_token(int32_t id) const {
+  if (auto it = impl_->added_by_id.find(id); it != impl_->added_by_id.end()) return it->second;
+  if (id < 0 || id >= impl_->model.size()) return "";
+  return impl_->model.piece(id);
+}
+
+int HfTokenizer::vocab_size() const { return impl_->vocab_size; }
+int32_t HfTokenizer::unk_id() const { return impl_->model.unk_id(); }
+int32_t HfTokenizer::added_token_id(std::string_view content) const {
+  for (const detail::AddedToken& a : impl_->added) {
+    if (a.content == content) return a.id;
+  }
+  return -1;
+}
+std::string_view HfTokenizer::model_type() const { return "Unigram"; }
+
+}  // namespace brisk

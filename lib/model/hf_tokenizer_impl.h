@@ -1,0 +1,86 @@
+// Internal to lib/model/hf_tokenizer*.cc: HfTokenizer's tables, shared by loading (hf_tokenizer.cc) and encoding
+// (hf_tokenizer_encode.cc).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <regex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brisk/model/hf_tokenizer.h"
+#include "precompiled_charsmap.h"
+#include "unigram_model.h"
+
+namespace brisk {
+namespace detail {
+
+// Rust's char::is_whitespace (the White_Space property), which lstrip / rstrip take.
+inline bool is_white_space(int32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+struct NormalizerStep {
+  enum Kind { kPrecompiled, kReplace, kStrip, kNfkc, kNfc } kind;
+  std::shared_ptr<const detail::PrecompiledCharsmap> charsmap;
+  std::string literal;                        // Replace with a String pattern
+  std::shared_ptr<const std::regex> pattern;  // Replace with a Regex pattern
+  std::string content;
+  bool strip_left = false, strip_right = false;  // Strip
+};
+
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool lstrip = false, rstrip = false;
+  bool normalized = false;  // matched in the normalizer's output rather than in the raw text
+};
+
+// One item of a post-processor template: a special token's ids, or the text's (A: first, B: second).
+struct TemplateItem {
+  std::vector<int32_t> special;  // empty: a sequence
+  bool second = false;
+};
+
+}  // namespace detail
+
+struct HfTokenizer::Impl {
+  std::vector<detail::NormalizerStep> normalizer;
+  std::string replacement = "\xE2\x96\x81";  // U+2581
+  enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
+  bool split = true;
+  detail::UnigramModel model;
+  // Longest first, so that the first match at a position is the leftmost-longest.
+  std::vector<detail::AddedToken> added;
+  std::map<int32_t, std::string> added_by_id;
+  std::vector<detail::TemplateItem> single, pair;
+  int vocab_size = 0;
+
+  std::string normalize(std::string_view text) const;
+  // Appends the ids (and, when pieces != nullptr, the pieces) of text without the template.
+  void encode_text(std::string_view text, std::vector<int32_t>& ids, std::vector<std::string>* pieces) const;
+  size_t special_count(const std::vector<detail::TemplateItem>& t) const {
+    size_t n = 0;
+    for (const detail::TemplateItem& item : t) n += item.special.size();
+    return n;
+  }
+  void apply(const std::vector<detail::TemplateItem>& t, std::span<const int32_t> a, std::span<const int32_t> b,
+             std::vector<int32_t>& out, int32_t* second_start) const {
+    for (const detail::TemplateItem& item : t) {
+      if (!item.special.empty()) {
+        out.insert(out.end(), item.special.begin(), item.special.end());
+      } else if (item.second) {
+        if (second_start != nullptr) *second_start = static_cast<int32_t>(out.size());
+        out.insert(out.end(), b.begin(), b.end());
+      } else {
+        out.insert(out.end(), a.begin(), a.end());
+      }
+    }
+  }
+};
+
+}  // namespace brisk
