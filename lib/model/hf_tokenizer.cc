@@ -1,5 +1,6 @@
 // HfTokenizer: the tokenizer.json pipeline of Hugging Face tokenizers beyond WordPiece (hf_tokenizer.h). Loading
-// here; the stages are in precompiled_charsmap.cc and unigram_model.cc.
+// here; the pipeline in hf_tokenizer_encode.cc, its stages in precompiled_charsmap.cc, byte_level.cc,
+// unigram_model.cc and bpe_model.cc.
 #include "brisk/model/hf_tokenizer.h"
 
 #include <utf8proc.h>
@@ -137,55 +138,133 @@ Status parse_normalizer(const json& j, std::string_view source, std::vector<Norm
   return absl::OkStatus();
 }
 
-Status parse_pre_tokenizer(const json& j, std::string_view source, HfTokenizer::Impl& t) {
-  const json* m = &j;
-  if (type_of(j) == "Sequence") {
-    auto it = j.find("pretokenizers");
-    if (it == j.end() || !it->is_array() || it->size() != 1) {
-      return bad(source, "a Sequence pre-tokenizer is supported only around one Metaspace");
-    }
-    m = &(*it)[0];
-  }
-  const std::string type = type_of(*m);
-  if (type != "Metaspace") {
-    return bad(source, absl::StrCat("pre-tokenizer \"", type.empty() ? m->dump().substr(0, 60) : type,
-                                    "\" is not supported; expected Metaspace"));
-  }
-  if (auto r = m->find("replacement"); r != m->end()) {
+Status parse_metaspace(const json& m, std::string_view source, detail::PreTokenizerStep& step) {
+  using Prepend = detail::PreTokenizerStep::Prepend;
+  if (auto r = m.find("replacement"); r != m.end()) {
     if (!r->is_string() || r->get<std::string>().empty() || !is_valid_utf8(r->get<std::string>()) ||
         decode_utf8(r->get<std::string>(), 0).length != static_cast<int>(r->get<std::string>().size())) {
       return bad(source, "the Metaspace replacement is not one character; expected \"\u2581\"");
     }
-    t.replacement = r->get<std::string>();
+    step.replacement = r->get<std::string>();
   }
-  if (auto p = m->find("prepend_scheme"); p != m->end()) {
+  if (auto p = m.find("prepend_scheme"); p != m.end()) {
     const std::string scheme = p->is_string() ? p->get<std::string>() : "";
     if (scheme == "always") {
-      t.prepend = HfTokenizer::Impl::Prepend::kAlways;
+      step.prepend = Prepend::kAlways;
     } else if (scheme == "first") {
-      t.prepend = HfTokenizer::Impl::Prepend::kFirst;
+      step.prepend = Prepend::kFirst;
     } else if (scheme == "never") {
-      t.prepend = HfTokenizer::Impl::Prepend::kNever;
+      step.prepend = Prepend::kNever;
     } else {
       return bad(source,
                  absl::StrCat("the Metaspace prepend_scheme is ", p->dump(), "; expected always, first or never"));
     }
-  } else if (auto a = m->find("add_prefix_space"); a != m->end() && a->is_boolean()) {
-    t.prepend = a->get<bool>() ? HfTokenizer::Impl::Prepend::kAlways : HfTokenizer::Impl::Prepend::kNever;
+  } else if (auto a = m.find("add_prefix_space"); a != m.end() && a->is_boolean()) {
+    step.prepend = a->get<bool>() ? Prepend::kAlways : Prepend::kNever;
   }
-  if (auto s = m->find("split"); s != m->end()) {
-    if (!s->is_boolean()) return bad(source, "the Metaspace split is not a boolean");
-    t.split = s->get<bool>();
+  if (auto sp = m.find("split"); sp != m.end()) {
+    if (!sp->is_boolean()) return bad(source, "the Metaspace split is not a boolean");
+    step.split = sp->get<bool>();
   }
+  return absl::OkStatus();
+}
+
+Status parse_pre_tokenizer(const json& j, std::string_view source, std::vector<detail::PreTokenizerStep>& out) {
+  if (j.is_null()) return absl::OkStatus();
+  const std::string type = type_of(j);
+  if (type == "Sequence") {
+    auto it = j.find("pretokenizers");
+    if (it == j.end() || !it->is_array()) return bad(source, "the Sequence pre-tokenizer has no pretokenizers array");
+    for (const json& step : *it) BRISK_RETURN_IF_ERROR(parse_pre_tokenizer(step, source, out));
+    return absl::OkStatus();
+  }
+  detail::PreTokenizerStep step;
+  if (type == "Metaspace") {
+    step.kind = detail::PreTokenizerStep::kMetaspace;
+    BRISK_RETURN_IF_ERROR(parse_metaspace(j, source, step));
+  } else if (type == "Split") {
+    step.kind = detail::PreTokenizerStep::kSplit;
+    const json& pattern = j.contains("pattern") ? j["pattern"] : json();
+    const std::string regex = pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()
+                                  ? pattern["Regex"].get<std::string>()
+                                  : "";
+    const std::optional<detail::SplitPattern> known = detail::split_pattern_of(regex);
+    if (!known) {
+      return bad(source, absl::StrCat("the Split pre-tokenizer's pattern ", pattern.dump().substr(0, 80),
+                                      " is not supported; expected the Regex of GPT-2, Qwen2 or Llama 3"));
+    }
+    step.pattern = *known;
+    if (j.value("behavior", "") != "Isolated" || j.value("invert", false)) {
+      return bad(source,
+                 absl::StrCat("the Split pre-tokenizer has behavior ", j.value("behavior", "(none)"),
+                              j.value("invert", false) ? " inverted" : "", "; expected Isolated, not inverted"));
+    }
+  } else if (type == "ByteLevel") {
+    step.kind = detail::PreTokenizerStep::kByteLevel;
+    step.add_prefix_space = j.value("add_prefix_space", true);
+    step.use_regex = j.value("use_regex", true);
+  } else {
+    return bad(source, absl::StrCat("pre-tokenizer \"", type.empty() ? j.dump().substr(0, 60) : type,
+                                    "\" is not supported; expected Metaspace, Split, ByteLevel or a Sequence of them"));
+  }
+  out.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+Status parse_bpe(const json& j, std::string_view source, HfTokenizer::Impl& t) {
+  auto is_unset = [&](const char* key) {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty()) ||
+           (it->is_number() && it->get<double>() == 0.0) || (it->is_boolean() && !it->get<bool>());
+  };
+  for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"}) {
+    if (!is_unset(key)) {
+      return bad(source, absl::StrCat("the BPE model sets ", key, " to ", j[key].dump().substr(0, 40),
+                                      ", which is not supported; expected the byte-level BPE of GPT-2, Qwen or Llama 3 "
+                                      "(null)"));
+    }
+  }
+  auto vocab = j.find("vocab");
+  auto merges = j.find("merges");
+  if (vocab == j.end() || !vocab->is_object()) return bad(source, "the BPE model has no vocab object");
+  if (merges == j.end() || !merges->is_array()) return bad(source, "the BPE model has no merges array");
+  std::vector<std::pair<std::string, int32_t>> tokens;
+  tokens.reserve(vocab->size());
+  for (const auto& [token, id] : vocab->items()) {
+    if (!id.is_number_integer()) return bad(source, absl::StrCat("BPE vocab entry \"", token, "\" has no integer id"));
+    const int64_t v = id.get<int64_t>();
+    tokens.emplace_back(token, v < 0 || v >= (int64_t{1} << 30) ? -1 : static_cast<int32_t>(v));
+  }
+  std::vector<std::pair<std::string, std::string>> pairs;
+  pairs.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& m = (*merges)[i];
+    if (m.is_string()) {  // tokenizers 0.19: "left right"
+      const std::string line = m.get<std::string>();
+      const size_t space = line.find(' ');
+      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
+        return bad(source, absl::StrCat("BPE merge ", i, " is \"", line, "\"; expected \"left right\""));
+      }
+      pairs.emplace_back(line.substr(0, space), line.substr(space + 1));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {  // 0.20: [left, right]
+      pairs.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      return bad(source, absl::StrCat("BPE merge ", i, " is ", m.dump().substr(0, 40), "; expected \"left right\""));
+    }
+  }
+  BRISK_ASSIGN_OR_RETURN(t.bpe,
+                         detail::BpeModel::create(std::move(tokens), pairs, j.value("ignore_merges", false), source));
+  t.model_kind = HfTokenizer::Impl::Model::kBpe;
   return absl::OkStatus();
 }
 
 Status parse_model(const json& j, std::string_view source, HfTokenizer::Impl& t) {
   const std::string type = type_of(j);
+  if (type == "BPE") return parse_bpe(j, source, t);
   if (type != "Unigram") {
     return bad(source, absl::StrCat("model \"", type.empty() ? "(no type)" : type,
-                                    "\" is not supported by HfTokenizer; expected Unigram (WordPiece models load "
-                                    "with WordPieceTokenizer)"));
+                                    "\" is not supported by HfTokenizer; expected Unigram or BPE (WordPiece models "
+                                    "load with WordPieceTokenizer)"));
   }
   if (auto b = j.find("byte_fallback"); b != j.end() && b->is_boolean() && b->get<bool>()) {
     return bad(source, "the Unigram model has byte_fallback true, which is not supported; expected false");
@@ -211,8 +290,9 @@ Status parse_model(const json& j, std::string_view source, HfTokenizer::Impl& t)
   if (unk_id < 0 || unk_id >= static_cast<int64_t>(pieces.size())) {
     return bad(source, absl::StrCat("the Unigram unk_id is ", unk_id, "; expected an id in [0, ", pieces.size(), ")"));
   }
-  BRISK_ASSIGN_OR_RETURN(t.model,
+  BRISK_ASSIGN_OR_RETURN(t.unigram,
                          detail::UnigramModel::create(std::move(pieces), static_cast<int32_t>(unk_id), source));
+  t.model_kind = HfTokenizer::Impl::Model::kUnigram;
   return absl::OkStatus();
 }
 
@@ -247,7 +327,7 @@ Status parse_added_tokens(const json& j, std::string_view source, HfTokenizer::I
 
 Status parse_post_processor(const json& j, std::string_view source, HfTokenizer::Impl& t) {
   const std::string type = type_of(j);
-  if (j.is_null()) {
+  if (j.is_null() || type == "ByteLevel") {  // ByteLevel post-processing changes offsets only
     t.single = {TemplateItem{}};
     t.pair = {TemplateItem{}, TemplateItem{{}, true}};
     return absl::OkStatus();
@@ -267,8 +347,9 @@ Status parse_post_processor(const json& j, std::string_view source, HfTokenizer:
     return absl::OkStatus();
   }
   if (type != "TemplateProcessing") {
-    return bad(source, absl::StrCat("post-processor \"", type.empty() ? j.dump().substr(0, 60) : type,
-                                    "\" is not supported; expected TemplateProcessing or RobertaProcessing"));
+    return bad(source,
+               absl::StrCat("post-processor \"", type.empty() ? j.dump().substr(0, 60) : type,
+                            "\" is not supported; expected TemplateProcessing, RobertaProcessing or ByteLevel"));
   }
   std::map<std::string, std::vector<int32_t>> specials;
   if (auto st = j.find("special_tokens"); st != j.end() && st->is_object()) {
@@ -333,11 +414,10 @@ StatusOr<HfTokenizer> HfTokenizer::from_json(std::string_view text, std::string_
     return bad(source, "tokenizer.json has no model; expected {\"type\": \"Unigram\", ...}");
   BRISK_RETURN_IF_ERROR(parse_model(field("model"), source, *t));
   BRISK_RETURN_IF_ERROR(parse_normalizer(field("normalizer"), source, t->normalizer));
-  if (field("pre_tokenizer").is_null()) return bad(source, "tokenizer.json has no pre_tokenizer; expected Metaspace");
-  BRISK_RETURN_IF_ERROR(parse_pre_tokenizer(field("pre_tokenizer"), source, *t));
+  BRISK_RETURN_IF_ERROR(parse_pre_tokenizer(field("pre_tokenizer"), source, t->pre_tokenizer));
   BRISK_RETURN_IF_ERROR(parse_added_tokens(field("added_tokens"), source, *t));
   BRISK_RETURN_IF_ERROR(parse_post_processor(field("post_processor"), source, *t));
-  t->vocab_size = t->model.size();
+  t->vocab_size = t->model_kind == Impl::Model::kBpe ? t->bpe.max_id() + 1 : t->unigram.size();
   for (const auto& [id, content] : t->added_by_id) t->vocab_size = std::max(t->vocab_size, id + 1);
   for (const auto* tmpl : {&t->single, &t->pair}) {
     for (const TemplateItem& item : *tmpl) {

@@ -1,4 +1,4 @@
-// HfTokenizer's pipeline (hf_tokenizer.h): added tokens, normalizer, Metaspace, the model and the template.
+// HfTokenizer's pipeline (hf_tokenizer.h): added tokens, normalizer, pre-tokenizers, the model and the template.
 #include <utf8proc.h>
 
 #include <cstdlib>
@@ -127,6 +127,54 @@ std::string HfTokenizer::Impl::normalize(std::string_view text) const {
   return s;
 }
 
+void HfTokenizer::Impl::pre_tokenize(const detail::PreTokenizerStep& step, std::string_view word, bool at_start,
+                                     std::vector<std::pair<std::string, bool>>& out) {
+  using Step = detail::PreTokenizerStep;
+  if (word.empty()) return;
+  switch (step.kind) {
+    case Step::kMetaspace: {
+      // Spaces become the replacement, prepended per the scheme; a piece starts at each replacement character.
+      std::string s = replace_all(word, " ", step.replacement);
+      if ((step.prepend == Step::Prepend::kAlways || (step.prepend == Step::Prepend::kFirst && at_start)) &&
+          s.compare(0, step.replacement.size(), step.replacement) != 0) {
+        s.insert(0, step.replacement);
+      }
+      const std::string_view all(s);
+      size_t start = 0;
+      if (step.split) {
+        for (size_t hit = all.find(step.replacement, 1); hit != std::string_view::npos;
+             hit = all.find(step.replacement, hit + 1)) {
+          out.emplace_back(std::string(all.substr(start, hit - start)), at_start && start == 0);
+          start = hit;
+        }
+      }
+      out.emplace_back(std::string(all.substr(start)), at_start && start == 0);
+      return;
+    }
+    case Step::kSplit: {
+      std::vector<std::string_view> parts;
+      detail::split_words(step.pattern, word, parts);
+      for (size_t i = 0; i < parts.size(); ++i) out.emplace_back(std::string(parts[i]), at_start && i == 0);
+      return;
+    }
+    case Step::kByteLevel: {
+      // A space before the piece unless it has one, the GPT-2 split when use_regex, then each byte as a character.
+      std::string spaced;
+      if (step.add_prefix_space && word.front() != ' ') spaced.push_back(' ');
+      spaced.append(word);
+      std::vector<std::string_view> parts;
+      if (step.use_regex) {
+        detail::split_words(detail::SplitPattern::kGpt2, spaced, parts);
+      } else {
+        parts.push_back(spaced);
+      }
+      for (size_t i = 0; i < parts.size(); ++i)
+        out.emplace_back(detail::byte_level_encode(parts[i]), at_start && i == 0);
+      return;
+    }
+  }
+}
+
 void HfTokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>& ids,
                                     std::vector<std::string>* pieces) const {
   // An added token's piece is the text it matched, the whitespace that lstrip / rstrip took included.
@@ -134,29 +182,25 @@ void HfTokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>&
     ids.push_back(id);
     if (pieces != nullptr) pieces->emplace_back(matched);
   };
-  // 3. Metaspace (spaces become the replacement, prepended per the scheme, a piece before each replacement
-  //    character), then 4. the model.
+  // 3. The pre-tokenizers, each over the pieces of the one before (at_start: the piece begins the text), then 4.
+  //    the model on each piece.
   auto emit_text = [&](std::string_view normalized, bool at_start) {
-    std::string s = replace_all(normalized, " ", replacement);
-    if (s.empty()) return;
-    if ((prepend == Prepend::kAlways || (prepend == Prepend::kFirst && at_start)) &&
-        s.compare(0, replacement.size(), replacement) != 0) {
-      s.insert(0, replacement);
+    thread_local std::vector<std::pair<std::string, bool>> words, next;
+    words.assign(1, {std::string(normalized), at_start});
+    for (const detail::PreTokenizerStep& step : pre_tokenizer) {
+      next.clear();
+      for (auto& [word, first] : words) pre_tokenize(step, word, first, next);
+      std::swap(words, next);
     }
-    const std::string_view all(s);
-    auto emit = [&](std::string_view piece) {
-      if (piece.empty()) return;
-      model.encode(piece, ids);
-      if (pieces != nullptr) model.tokenize(piece, *pieces);
-    };
-    size_t start = 0;
-    if (split) {
-      for (size_t hit = all.find(replacement, 1); hit != std::string_view::npos; hit = all.find(replacement, hit + 1)) {
-        emit(all.substr(start, hit - start));
-        start = hit;
+    for (const auto& [word, first] : words) {
+      if (word.empty()) continue;
+      if (model_kind == Model::kBpe) {
+        bpe.encode(word, ids, pieces);
+      } else {
+        unigram.encode(word, ids);
+        if (pieces != nullptr) unigram.tokenize(word, *pieces);
       }
     }
-    emit(all.substr(start));
   };
   // 1. The added tokens matched in the raw text; 2. the rest through the normalizer, then the added tokens matched
   //    in its output.
@@ -230,24 +274,26 @@ int32_t HfTokenizer::token_to_id(std::string_view token) const {
   for (const detail::AddedToken& a : impl_->added) {
     if (a.content == token) return a.id;
   }
-  const int32_t id = impl_->model.piece_to_id(token);
-  return id < 0 ? impl_->model.unk_id() : id;
+  const int32_t id =
+      impl_->model_kind == Impl::Model::kBpe ? impl_->bpe.token_to_id(token) : impl_->unigram.piece_to_id(token);
+  return id < 0 ? unk_id() : id;
 }
 
 std::string_view HfTokenizer::id_to_token(int32_t id) const {
   if (auto it = impl_->added_by_id.find(id); it != impl_->added_by_id.end()) return it->second;
-  if (id < 0 || id >= impl_->model.size()) return "";
-  return impl_->model.piece(id);
+  if (impl_->model_kind == Impl::Model::kBpe) return impl_->bpe.id_to_token(id);
+  if (id < 0 || id >= impl_->unigram.size()) return "";
+  return impl_->unigram.piece(id);
 }
 
 int HfTokenizer::vocab_size() const { return impl_->vocab_size; }
-int32_t HfTokenizer::unk_id() const { return impl_->model.unk_id(); }
+int32_t HfTokenizer::unk_id() const { return impl_->model_kind == Impl::Model::kBpe ? -1 : impl_->unigram.unk_id(); }
 int32_t HfTokenizer::added_token_id(std::string_view content) const {
   for (const detail::AddedToken& a : impl_->added) {
     if (a.content == content) return a.id;
   }
   return -1;
 }
-std::string_view HfTokenizer::model_type() const { return "Unigram"; }
+std::string_view HfTokenizer::model_type() const { return impl_->model_kind == Impl::Model::kBpe ? "BPE" : "Unigram"; }
 
 }  // namespace brisk

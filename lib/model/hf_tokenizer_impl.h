@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "brisk/model/hf_tokenizer.h"
+#include "bpe_model.h"
+#include "byte_level.h"
 #include "precompiled_charsmap.h"
 #include "unigram_model.h"
 
@@ -40,6 +42,16 @@ struct AddedToken {
   bool normalized = false;  // matched in the normalizer's output rather than in the raw text
 };
 
+// One pre-tokenizer: Metaspace, Split (Isolated, a known pattern) or ByteLevel.
+struct PreTokenizerStep {
+  enum Kind { kMetaspace, kSplit, kByteLevel } kind = kMetaspace;
+  enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;  // Metaspace
+  std::string replacement = "\xE2\x96\x81";                                   // Metaspace: U+2581
+  bool split = true;                                                          // Metaspace
+  SplitPattern pattern = SplitPattern::kGpt2;                                 // Split
+  bool add_prefix_space = false, use_regex = true;                            // ByteLevel
+};
+
 // One item of a post-processor template: a special token's ids, or the text's (A: first, B: second).
 struct TemplateItem {
   std::vector<int32_t> special;  // empty: a sequence
@@ -50,10 +62,10 @@ struct TemplateItem {
 
 struct HfTokenizer::Impl {
   std::vector<detail::NormalizerStep> normalizer;
-  std::string replacement = "\xE2\x96\x81";  // U+2581
-  enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
-  bool split = true;
-  detail::UnigramModel model;
+  std::vector<detail::PreTokenizerStep> pre_tokenizer;
+  enum class Model { kUnigram, kBpe } model_kind = Model::kUnigram;
+  detail::UnigramModel unigram;
+  detail::BpeModel bpe;
   // Longest first, so that the first match at a position is the leftmost-longest.
   std::vector<detail::AddedToken> added;
   std::map<int32_t, std::string> added_by_id;
@@ -61,6 +73,9 @@ struct HfTokenizer::Impl {
   int vocab_size = 0;
 
   std::string normalize(std::string_view text) const;
+  // Appends the pieces `step` makes of word; at_start: word begins the text (Metaspace's "first" scheme).
+  static void pre_tokenize(const detail::PreTokenizerStep& step, std::string_view word, bool at_start,
+                           std::vector<std::pair<std::string, bool>>& out);
   // Appends the ids (and, when pieces != nullptr, the pieces) of text without the template.
   void encode_text(std::string_view text, std::vector<int32_t>& ids, std::vector<std::string>* pieces) const;
   size_t special_count(const std::vector<detail::TemplateItem>& t) const {

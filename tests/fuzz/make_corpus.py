@@ -352,7 +352,50 @@ def unigram_json(blob, prepend="always", extra_normalizers=()):
     }, ensure_ascii=False)
 
 
+def byte_level_bpe_json(pre_tokenizer, post_processor):
+    """A byte-level BPE: the 256 characters of GPT-2's bytes_to_unicode, a few merges, Qwen-style specials."""
+    printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars, extra = {}, 256
+    for b in range(256):
+        chars[b] = chr(b) if b in printable else chr(extra)
+        extra += 0 if b in printable else 1
+    vocab = {chars[b]: b for b in range(256)}
+    merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("i", "n"), ("\u0120", "w")]
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
+    added = [{"id": len(vocab) + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, t in enumerate(["<|endoftext|>", "<|im_start|>"])]
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"}, "pre_tokenizer": pre_tokenizer, "post_processor": post_processor,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [a + " " + b for a, b in merges]},
+    }, ensure_ascii=False)
+
+
+QWEN_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
 def hf_tokenizer_seeds():
+    qwen = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": QWEN_PATTERN}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]}
+    end = {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                                    {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}],
+           "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+           "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [261], "tokens": ["<|endoftext|>"]}}}
+    write("fuzz_hf_tokenizer", "bpe_qwen",
+          "\0".join([byte_level_bpe_json(qwen, end), "<|im_start|>user\nthe WINE's 12345  in\r\n\tthe end  ",
+                      "I'M fine \U0001F44D"]))
+    write("fuzz_hf_tokenizer", "bpe_gpt2",
+          "\0".join([byte_level_bpe_json({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                                           "use_regex": True},
+                                          {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                                           "use_regex": True}),
+                      "they're here,   the 3 tinned\n", ""]))
     mapped = charsmap([(b"A", "a"), (b"H", "h"), (b"\t", " "), (b"Z", "")])
     write("fuzz_hf_tokenizer", "unigram_charsmap",
           "\0".join([unigram_json(mapped), "Hello  World\t<mask> ZZ \u65e5\u672c \U0001F44D\U0001F3FD", "w\u00f6rld"]))

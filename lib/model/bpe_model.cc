@@ -1,0 +1,103 @@
+// The byte-level BPE model, as Hugging Face tokenizers computes it (bpe_model.h).
+#include "bpe_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/utf8.h"
+
+namespace brisk::detail {
+namespace {
+
+uint64_t pair_key(int32_t left, int32_t right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
+}  // namespace
+
+StatusOr<BpeModel> BpeModel::create(std::vector<std::pair<std::string, int32_t>> vocab,
+                                    const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
+                                    std::string_view source) {
+  const std::string where(source);
+  if (vocab.empty())
+    return absl::InvalidArgumentError(absl::StrCat(where, ": the BPE vocab is empty; expected tokens"));
+  BpeModel m;
+  m.ignore_merges_ = ignore_merges;
+  for (auto& [token, id] : vocab) {
+    if (id < 0 || id >= (1 << 30) || token.empty() || !is_valid_utf8(token)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": BPE vocab entry \"", is_valid_utf8(token) ? token : "?",
+                                                     "\" has the id ", id,
+                                                     "; expected a non-empty UTF-8 token and an id in [0, 2^30)"));
+    }
+    m.max_id_ = std::max(m.max_id_, id);
+    if (!m.ids_.emplace(token, id).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": BPE token \"", token, "\" appears twice"));
+    }
+  }
+  m.tokens_.resize(static_cast<size_t>(m.max_id_) + 1);
+  for (const auto& [token, id] : m.ids_) {
+    if (!m.tokens_[static_cast<size_t>(id)].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": BPE id ", id, " has two tokens"));
+    }
+    m.tokens_[static_cast<size_t>(id)] = token;
+  }
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [left, right] = merges[rank];
+    const int32_t l = m.token_to_id(left), r = m.token_to_id(right), merged = m.token_to_id(left + right);
+    if (l < 0 || r < 0 || merged < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": BPE merge ", rank, " (\"", left, "\" \"", right,
+                                                     "\") names a token not in the vocabulary"));
+    }
+    m.merges_.emplace(pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), merged));  // the first rank wins
+  }
+  return m;
+}
+
+int32_t BpeModel::token_to_id(std::string_view token) const {
+  auto it = ids_.find(token);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+std::string_view BpeModel::id_to_token(int32_t id) const {
+  return id >= 0 && id <= max_id_ ? std::string_view(tokens_[static_cast<size_t>(id)]) : std::string_view();
+}
+
+void BpeModel::encode(std::string_view word, std::vector<int32_t>& ids, std::vector<std::string>* pieces) const {
+  if (ignore_merges_) {
+    if (const int32_t id = token_to_id(word); id >= 0) {
+      ids.push_back(id);
+      if (pieces != nullptr) pieces->emplace_back(word);
+      return;
+    }
+  }
+  thread_local std::vector<int32_t> parts;
+  parts.clear();
+  for (size_t pos = 0; pos < word.size();) {
+    const auto n = static_cast<size_t>(decode_utf8(word, pos).length);
+    // A character outside the vocabulary is left out before the merges, as tokenizers does without an unk_token.
+    if (const int32_t id = token_to_id(word.substr(pos, n)); id >= 0) parts.push_back(id);
+    pos += n;
+  }
+  while (parts.size() > 1) {
+    int32_t best_rank = std::numeric_limits<int32_t>::max(), best_id = -1;
+    size_t best = 0;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      auto it = merges_.find(pair_key(parts[i], parts[i + 1]));
+      if (it != merges_.end() && it->second.first < best_rank) {
+        best_rank = it->second.first;
+        best_id = it->second.second;
+        best = i;
+      }
+    }
+    if (best_id < 0) break;
+    parts[best] = best_id;
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  for (const int32_t id : parts) {
+    ids.push_back(id);
+    if (pieces != nullptr) pieces->emplace_back(tokens_[static_cast<size_t>(id)]);
+  }
+}
+
+}  // namespace brisk::detail

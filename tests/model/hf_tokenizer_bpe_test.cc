@@ -1,0 +1,166 @@
+// HfTokenizer on byte-level BPE (the Qwen2 / Qwen3-Embedding tokenizer.json pipeline: NFC, Split on Qwen2's
+// pattern, ByteLevel, BPE; a TemplateProcessing that appends <|endoftext|> in tokenizer_eos.json) against Hugging
+// Face tokenizers 0.19: tests/data/bpe_golden.json, made by tests/data/make_bpe_golden.py from a tiny BPE trained
+// with tokenizers on local text (tests/data/tiny_qwen_tokenizer/); the same vocabulary under GPT-2's and Llama 3's
+// pre-tokenizers; and the errors for what is not supported.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "brisk/model/hf_tokenizer.h"
+#include "test_util.h"
+
+using brisk::HfTokenizer;
+using nlohmann::json;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) FAIL("cannot open " << path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const json& golden() {
+  static const json g = json::parse(read_text((brisk::testing::test_data_dir() / "bpe_golden.json").string()));
+  return g;
+}
+
+std::string tokenizer_text(const char* file) {
+  return read_text((brisk::testing::test_data_dir() / "tiny_qwen_tokenizer" / file).string());
+}
+
+HfTokenizer load(const char* file) {
+  auto t = HfTokenizer::from_json(tokenizer_text(file), file);
+  if (!t.ok()) FAIL(t.status().message());
+  return *t;
+}
+
+}  // namespace
+
+TEST_CASE("hf tokenizer bpe: the tiny Qwen tokenizer loads as BPE with its special ids", "[tokenizer][bpe]") {
+  const HfTokenizer tok = load("tokenizer.json");
+  const json& g = golden();
+  CHECK(tok.model_type() == "BPE");
+  CHECK(tok.vocab_size() == g["vocab_size"].get<int>());
+  CHECK(tok.unk_id() == -1);
+  for (const auto& [name, id] : g["special_ids"].items()) CHECK(tok.added_token_id(name) == id.get<int>());
+  CHECK(tok.token_to_id("\xC4\xA0") >= 0);  // "Ġ", the byte-level space
+  CHECK(tok.token_to_id("no such token") == -1);
+  CHECK(tok.id_to_token(tok.token_to_id("\xC4\xA0")) == "\xC4\xA0");
+}
+
+TEST_CASE("hf tokenizer bpe: ids and pieces equal tokenizers' on every multilingual line and edge case",
+          "[tokenizer][bpe]") {
+  const HfTokenizer tok = load("tokenizer.json");
+  size_t n = 0;
+  for (const json& c : golden()["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    INFO("text: " << text);
+    auto ids = tok.encode(text, 100000);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+    auto pieces = tok.tokenize(text);
+    REQUIRE(pieces.ok());
+    CHECK(*pieces == c["tokens"].get<std::vector<std::string>>());
+    ++n;
+  }
+  CHECK(n >= 650);
+}
+
+TEST_CASE("hf tokenizer bpe: the end token is appended and pairs follow the template", "[tokenizer][bpe]") {
+  const HfTokenizer tok = load("tokenizer_eos.json");
+  for (const json& c : golden()["eos_cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    INFO("text: " << text);
+    auto ids = tok.encode(text, 100000);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+  }
+  for (const json& c : golden()["pairs"]) {
+    INFO(c["first"].get<std::string>() << " | " << c["second"].get<std::string>());
+    auto pair = tok.encode_pair(c["first"].get<std::string>(), c["second"].get<std::string>(), 100000);
+    REQUIRE(pair.ok());
+    CHECK(pair->ids == c["ids"].get<std::vector<int32_t>>());
+  }
+  // Truncation keeps the end token.
+  auto cut = tok.encode("a sentence long enough to be cut before its end token", 4);
+  REQUIRE(cut.ok());
+  CHECK(cut->size() == 4);
+  CHECK(cut->back() == tok.added_token_id("<|endoftext|>"));
+}
+
+TEST_CASE("hf tokenizer bpe: special tokens written in the text and their look-alikes", "[tokenizer][bpe]") {
+  const HfTokenizer plain = load("tokenizer.json");
+  const HfTokenizer eos = load("tokenizer_eos.json");
+  for (const json& c : golden()["special_in_text"]) {
+    const std::string text = c["text"].get<std::string>();
+    INFO("text: " << text);
+    auto ids = plain.encode(text, 512);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+    auto with_end = eos.encode(text, 512);
+    REQUIRE(with_end.ok());
+    CHECK(*with_end == c["eos_ids"].get<std::vector<int32_t>>());
+  }
+}
+
+TEST_CASE("hf tokenizer bpe: GPT-2's and Llama 3's pre-tokenizers on the same vocabulary equal tokenizers'",
+          "[tokenizer][bpe]") {
+  for (const char* name : {"gpt2", "llama3"}) {
+    const json& v = golden()["variants"][name];
+    json j = json::parse(tokenizer_text("tokenizer.json"));
+    j["pre_tokenizer"] = v["pre_tokenizer"];
+    auto tok = HfTokenizer::from_json(j.dump(), name);
+    REQUIRE(tok.ok());
+    size_t n = 0;
+    for (const json& c : v["cases"]) {
+      const std::string text = c["text"].get<std::string>();
+      INFO(name << " text: " << text);
+      auto ids = tok->encode(text, 100000);
+      REQUIRE(ids.ok());
+      CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+      ++n;
+    }
+    CHECK(n >= 200);
+  }
+}
+
+TEST_CASE("hf tokenizer bpe: unsupported BPE options and patterns are refused by name", "[tokenizer][bpe]") {
+  const json base = json::parse(tokenizer_text("tokenizer.json"));
+  auto patched = [&](const std::string& path, const json& value) {
+    json j = base;
+    j[json::json_pointer(path)] = value;
+    return j.dump();
+  };
+  struct Case {
+    std::string json_text, message;
+  };
+  const std::vector<Case> cases = {
+      {patched("/model/dropout", 0.1), "dropout"},
+      {patched("/model/unk_token", "<unk>"), "unk_token"},
+      {patched("/model/continuing_subword_prefix", "##"), "continuing_subword_prefix"},
+      {patched("/model/byte_fallback", true), "byte_fallback"},
+      {patched("/model/vocab", json::array()), "no vocab object"},
+      {patched("/model/vocab", json::object()), "vocab is empty"},
+      {patched("/model/merges/0", "a b c"), "expected \"left right\""},
+      {patched("/model/merges/0", "zz\xC4\xA0 qq"), "not in the vocabulary"},
+      {patched("/model/vocab/\xC4\xA0", -3), "id -1"},
+      {patched("/pre_tokenizer/pretokenizers/0/pattern", json{{"Regex", "\\w+"}}), "pattern {\"Regex\":\"\\\\w+\"}"},
+      {patched("/pre_tokenizer/pretokenizers/0/behavior", "Removed"), "behavior Removed"},
+      {patched("/pre_tokenizer/pretokenizers/0/invert", true), "inverted"},
+  };
+  for (const Case& c : cases) {
+    INFO("expect: " << c.message);
+    auto t = HfTokenizer::from_json(c.json_text, "t.json");
+    REQUIRE_FALSE(t.ok());
+    CHECK_THAT(std::string(t.status().message()), Catch::Contains(c.message));
+  }
+}
