@@ -16,7 +16,7 @@
 #include "brisk/core/text_lines.h"
 #include "brisk/kernels/vector_math.h"
 #include "brisk/model/encoder.h"
-#include "brisk/model/tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 #include "brisk/quant/quantizer.h"
 
 namespace brisk::bench {
@@ -29,7 +29,7 @@ inline std::vector<std::string> read_lines(const std::string& path) {
 }
 
 // The texts tokenized (at most 128 tokens each) into batches of per_batch sequences, in order.
-inline std::vector<PackedSequences> pack(const WordPieceTokenizer& tok, const std::vector<std::string>& texts,
+inline std::vector<PackedSequences> pack(const TextTokenizer& tok, const std::vector<std::string>& texts,
                                          int per_batch) {
   std::vector<PackedSequences> batches;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -83,7 +83,7 @@ struct FaqSet {
 };
 
 // Loads the FAQ set from the source tree; nullopt (with a message on stderr) when the labels do not match.
-inline std::optional<FaqSet> load_faq(const std::string& source_dir, const WordPieceTokenizer& tok) {
+inline std::optional<FaqSet> load_faq(const std::string& source_dir, const TextTokenizer& tok) {
   FaqSet s;
   const std::string faq_dir = source_dir + "/examples/faq_assistant";
   s.entries = read_lines(faq_dir + "/faq.tsv");

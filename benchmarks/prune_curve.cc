@@ -63,7 +63,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kSpeedBatch = 32, kSpeedTokens = 128;
 
 // 32 sequences of exactly 128 tokens from consecutive held-out sentences.
-PackedSequences speed_batch(const WordPieceTokenizer& tok, const std::vector<std::string>& sentences) {
+PackedSequences speed_batch(const TextTokenizer& tok, const std::vector<std::string>& sentences) {
   PackedSequences batch;
   size_t next = 0;
   for (int64_t s = 0; s < kSpeedBatch; ++s) {
@@ -327,7 +327,7 @@ int run(const Args& a) {
   LoadedModel loaded = load_model(a.model, {.fp32_directory_only = true}).value();
   b.config = loaded.config;
   b.pooling = loaded.pooling.mode;
-  const WordPieceTokenizer& tok = loaded.tokenizer;
+  const TextTokenizer& tok = loaded.tokenizer;
   b.weights = std::move(loaded.weights);
   const std::vector<std::string> calib = read_lines(a.calib), heldout = read_lines(a.heldout);
   std::optional<FaqSet> faq = load_faq(BRISK_SOURCE_DIR, tok);

@@ -113,7 +113,7 @@ int run(int argc, char** argv) {
   const LoadedModel loaded = load_model(model, {.fp32_directory_only = true}).value();
   const BertConfig& config = loaded.config;
   const Pooling pooling = loaded.pooling.mode;
-  const WordPieceTokenizer& tok = loaded.tokenizer;
+  const TextTokenizer& tok = loaded.tokenizer;
   const EncoderWeights& fp32 = loaded.weights;
   const int64_t h = config.hidden_size;
 

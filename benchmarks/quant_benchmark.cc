@@ -35,7 +35,7 @@ const BertEncoder* encoder_for(int plan_index) {
   static const LoadedModel model = load_model(dir, {.fp32_directory_only = true}).value();
   const BertConfig& config = model.config;
   const EncoderWeights& fp32 = model.weights;
-  const WordPieceTokenizer& tok = model.tokenizer;
+  const TextTokenizer& tok = model.tokenizer;
   std::ifstream in(std::string(BRISK_TEST_DATA_DIR) + "/../../benchmarks/data/calibration_texts.txt");
   std::vector<PackedSequences> batches(1);
   for (std::string line; std::getline(in, line) && batches[0].size() < 64;)

@@ -149,7 +149,7 @@ brisk::Status run(const Request& r) {
                                           .fp32_directory_only = true}));
   const BertConfig& config = model.config;
   const PoolingConfig& pooling = model.pooling;
-  const WordPieceTokenizer& tok = model.tokenizer;
+  const TextTokenizer& tok = model.tokenizer;
   const EncoderWeights& weights = model.weights;
   const int max_seq_len = model.max_seq_len;
 

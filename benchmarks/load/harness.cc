@@ -33,7 +33,11 @@ StatusOr<std::unique_ptr<Model>> load_model(const std::string& dir, int threads)
   model->config = loaded.config;
   model->pooling = loaded.pooling.mode;
   model->max_seq_len = loaded.max_seq_len;
-  model->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(loaded.tokenizer));
+  if (loaded.tokenizer.wordpiece() == nullptr) {  // the synthetic requests are BERT vocabulary ids
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the load harness needs a WordPiece model; its tokenizer is ",
+                                                   std::string(loaded.tokenizer.kind())));
+  }
+  model->tokenizer = std::make_unique<WordPieceTokenizer>(*loaded.tokenizer.wordpiece());
   EncoderWeights weights = std::move(loaded.weights);
   ScopedNumThreads scoped(threads);  // weights are packed for the thread count the batches run with
   BRISK_ASSIGN_OR_RETURN(model->encoder, BertEncoder::create(model->config, std::move(weights), Device::kCPU));

@@ -223,7 +223,7 @@ std::vector<int> bench_lengths(int batch, int seq, bool mixed) {
 
 // A text that tokenizes to exactly `seq` tokens ([CLS] + seq-2 copies of a one-token word + [SEP]),
 // verified with the model's own tokenizer.
-StatusOr<std::string> synthetic_text(const brisk::WordPieceTokenizer& tok, const std::string& model_dir,
+StatusOr<std::string> synthetic_text(const brisk::TextTokenizer& tok, const std::string& model_dir,
                                      const std::string& word, int seq) {
   std::string text;
   for (int i = 0; i < seq - 2; ++i) {

@@ -43,7 +43,7 @@ std::string now_string() {
 
 // "[CLS] w w ... w [SEP]" of exactly `seq` tokens, checked with the model's tokenizer.
 StatusOr<std::string> synthetic_text(const std::string& model, int seq) {
-  BRISK_ASSIGN_OR_RETURN(const WordPieceTokenizer tok, load_model_tokenizer(model));
+  BRISK_ASSIGN_OR_RETURN(const TextTokenizer tok, load_model_tokenizer(model));
   std::string text;
   for (int i = 0; i < seq - 2; ++i) text += i ? " hello" : "hello";
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));

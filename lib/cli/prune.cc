@@ -66,7 +66,7 @@ void print_summary(const SensitivityTable& t) {
 Status torchscript_sensitivity_cli(const SensitivityFlags& f, const std::vector<double>& levels, ProgressBar& bar) {
   BRISK_ASSIGN_OR_RETURN(TorchScriptModel model, TorchScriptModel::load(f.model));
   const std::string tok_dir = f.tokenizer.empty() ? std::filesystem::path(f.model).parent_path().string() : f.tokenizer;
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(tok_dir.empty() ? "." : tok_dir));
+  BRISK_ASSIGN_OR_RETURN(TextTokenizer tok, TextTokenizer::from_model_dir(tok_dir.empty() ? "." : tok_dir));
   BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.texts, tok, f.max_seq_len, "texts", f.max_texts));
   BRISK_ASSIGN_OR_RETURN(auto inputs, token_inputs(model, batches));
   TorchSensitivityOptions o;

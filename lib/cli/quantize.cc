@@ -39,7 +39,7 @@ Status quantize(const QuantizeFlags& f) {
   BRISK_ASSIGN_OR_RETURN(const LoadedModel source, load_model(dir, {.fp32_directory_only = true}));
   const BertConfig& config = source.config;
   const PoolingConfig& pooling = source.pooling;
-  const WordPieceTokenizer& tok = source.tokenizer;
+  const TextTokenizer& tok = source.tokenizer;
   const EncoderWeights& fp32 = source.weights;
   BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
                          read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "brisk/model/encoder.h"
-#include "brisk/model/tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 
 namespace brisk::cli {
 
 // Empty lines are skipped; `max_texts` > 0 keeps only the first ones. `what` names the file's role in errors.
-inline StatusOr<std::vector<PackedSequences>> read_text_batches(const std::string& path, const WordPieceTokenizer& tok,
+inline StatusOr<std::vector<PackedSequences>> read_text_batches(const std::string& path, const TextTokenizer& tok,
                                                                 int max_seq_len, const char* what,
                                                                 int64_t max_texts = 0) {
   constexpr int kTextsPerBatch = 32;

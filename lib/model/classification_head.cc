@@ -135,18 +135,23 @@ StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(co
                                                                               const std::string& config_json,
                                                                               ModelFamily family,
                                                                               const std::string& source) {
-  if (!tensors.contains("classifier.weight")) return std::optional<ClassificationHead>();
+  const bool roberta = tensors.contains("classifier.out_proj.weight");  // dense + tanh + out_proj on <s>
+  if (!tensors.contains("classifier.weight") && !roberta) return std::optional<ClassificationHead>();
   BRISK_ASSIGN_OR_RETURN(LabelConfig labels, read_label_config(config_json, source));
   ClassificationHead head;
   head.input = ClassificationHead::Input::kFirstToken;
-  if (family == ModelFamily::kDistilBert) {
+  if (roberta) {
+    BRISK_ASSIGN_OR_RETURN(DenseLayer dense, read_dense(tensors, "classifier.dense", HeadActivation::kTanh, source));
+    head.layers.push_back(std::move(dense));
+  } else if (family == ModelFamily::kDistilBert) {
     BRISK_ASSIGN_OR_RETURN(DenseLayer pre, read_dense(tensors, "pre_classifier", HeadActivation::kRelu, source));
     head.layers.push_back(std::move(pre));
   } else {
     BRISK_ASSIGN_OR_RETURN(DenseLayer pooler, read_dense(tensors, "bert.pooler.dense", HeadActivation::kTanh, source));
     head.layers.push_back(std::move(pooler));
   }
-  BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, "classifier", HeadActivation::kNone, source));
+  BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, roberta ? "classifier.out_proj" : "classifier",
+                                                           HeadActivation::kNone, source));
   const int64_t num_logits = classifier.weight.rank() == 2 ? classifier.weight.dim(0) : 0;
   head.layers.push_back(std::move(classifier));
   head.multi_label = labels.multi_label;
@@ -164,8 +169,9 @@ StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(co
 
 NamedTensors sequence_classification_head_tensors(const NamedTensors& tensors) {
   NamedTensors head;
-  if (!tensors.contains("classifier.weight")) return head;
-  for (const char* layer : {"bert.pooler.dense", "pre_classifier", "classifier"}) {
+  if (!tensors.contains("classifier.weight") && !tensors.contains("classifier.out_proj.weight")) return head;
+  for (const char* layer :
+       {"bert.pooler.dense", "pre_classifier", "classifier", "classifier.dense", "classifier.out_proj"}) {
     for (const char* part : {".weight", ".bias"}) {
       const std::string name = absl::StrCat(layer, part);
       if (auto it = tensors.find(name); it != tensors.end()) {

@@ -183,19 +183,21 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
   BRISK_ASSIGN_OR_RETURN(json j, parse_object(text, source));
   BertConfig c;
   BRISK_ASSIGN_OR_RETURN(c.model_type, get_string(j, "model_type", source, "bert"));
-  if (c.model_type == "bert") {
-    c.family = ModelFamily::kBert;
+  const bool roberta = c.model_type == "roberta" || c.model_type == "xlm-roberta";
+  if (c.model_type == "bert" || roberta) {
+    c.family = roberta ? ModelFamily::kRoberta : ModelFamily::kBert;
     BRISK_ASSIGN_OR_RETURN(c.vocab_size, get_int(j, "vocab_size", source, true));
     BRISK_ASSIGN_OR_RETURN(c.hidden_size, get_int(j, "hidden_size", source, true));
     BRISK_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(j, "num_hidden_layers", source, true));
     BRISK_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(j, "num_attention_heads", source, true));
     BRISK_ASSIGN_OR_RETURN(c.intermediate_size, get_int(j, "intermediate_size", source, true));
     BRISK_ASSIGN_OR_RETURN(c.max_position_embeddings, get_int(j, "max_position_embeddings", source, false, 512));
-    BRISK_ASSIGN_OR_RETURN(c.type_vocab_size, get_int(j, "type_vocab_size", source, false, 2));
+    BRISK_ASSIGN_OR_RETURN(c.type_vocab_size, get_int(j, "type_vocab_size", source, false, roberta ? 1 : 2));
     BRISK_ASSIGN_OR_RETURN(c.layer_norm_eps, get_double(j, "layer_norm_eps", source, 1e-12));
     BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "hidden_act", source, "gelu"));
     BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "hidden_act", source));
-    BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
+    BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, roberta ? 1 : 0));
+    if (roberta) c.position_offset = c.pad_token_id + 1;
     BRISK_ASSIGN_OR_RETURN(std::string pos, get_string(j, "position_embedding_type", source, "absolute"));
     if (pos != "absolute") {
       return bad(source, absl::StrCat("key \"position_embedding_type\" is \"", pos,
@@ -215,8 +217,10 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
     BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "activation", source));
     BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
   } else {
-    return bad(source, absl::StrCat("key \"model_type\" is \"", c.model_type,
-                                    "\"; brisk supports \"bert\" (BERT, MiniLM) and \"distilbert\""));
+    return bad(
+        source,
+        absl::StrCat("key \"model_type\" is \"", c.model_type,
+                     "\"; brisk supports \"bert\" (BERT, MiniLM), \"distilbert\", \"roberta\" and \"xlm-roberta\""));
   }
   BRISK_RETURN_IF_ERROR(c.validate(source));
   BRISK_RETURN_IF_ERROR(parse_pruned_heads(j, source, c));
@@ -264,6 +268,11 @@ Status BertConfig::validate(const std::string& source) const {
   if (!(layer_norm_eps > 0.0) || layer_norm_eps > 1.0) {
     return bad(source,
                absl::StrCat("key \"layer_norm_eps\" is ", layer_norm_eps, "; expected a small positive number"));
+  }
+  if (position_offset < 0 || position_offset >= max_position_embeddings) {
+    return bad(source, absl::StrCat("the first position (pad_token_id + 1 = ", position_offset,
+                                    ") is past max_position_embeddings ", max_position_embeddings,
+                                    "; expected room for at least one token"));
   }
   if (pad_token_id < 0 || pad_token_id >= vocab_size) {
     return bad(source, absl::StrCat("key \"pad_token_id\" is ", pad_token_id, "; expected 0 <= pad_token_id < ",

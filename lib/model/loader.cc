@@ -39,7 +39,7 @@ StatusOr<LoadedModel> load_directory(const std::string& dir, bool replace_invali
   BRISK_ASSIGN_OR_RETURN(const std::string config_text, read_text_file(dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(BertConfig config, BertConfig::from_json_string(config_text, dir + "/config.json"));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
+  BRISK_ASSIGN_OR_RETURN(TextTokenizer tokenizer, TextTokenizer::from_model_dir(dir, replace_invalid_utf8));
   BRISK_ASSIGN_OR_RETURN(WeightsWithTensors loaded, load_weights_with_tensors(dir, config));
   NamedTensors head_tensors = sequence_classification_head_tensors(loaded.tensors);
   BRISK_ASSIGN_OR_RETURN(
@@ -59,8 +59,8 @@ StatusOr<LoadedModel> load_directory(const std::string& dir, bool replace_invali
 StatusOr<LoadedModel> load_file(const std::string& path, bool replace_invalid_utf8) {
   BRISK_ASSIGN_OR_RETURN(QuantizedModel q, load_quantized_model(path));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config_from_files(q.model_files, path));
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
-                         WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
+  BRISK_ASSIGN_OR_RETURN(TextTokenizer tokenizer,
+                         TextTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path));
   BRISK_ASSIGN_OR_RETURN(
       std::optional<ClassificationHead> head,
       read_sequence_classification_head(q.head_tensors, q.model_files.at("config.json"), q.config.family, path));
@@ -79,7 +79,7 @@ StatusOr<LoadedModel> load_file(const std::string& path, bool replace_invalid_ut
 }  // namespace
 
 int resolve_max_seq_len(const BertConfig& config, const PoolingConfig& pooling, int requested) {
-  const int model_max = static_cast<int>(config.max_position_embeddings);
+  const int model_max = static_cast<int>(config.max_position_embeddings - config.position_offset);
   if (requested > 0) return std::min(requested, model_max);
   return pooling.max_seq_length > 0 ? static_cast<int>(std::min<int64_t>(pooling.max_seq_length, model_max))
                                     : model_max;
@@ -108,11 +108,11 @@ StatusOr<LoadedModel> load_model(const std::string& path, const ModelLoadOptions
   return m;
 }
 
-StatusOr<WordPieceTokenizer> load_model_tokenizer(const std::string& path, bool replace_invalid_utf8) {
+StatusOr<TextTokenizer> load_model_tokenizer(const std::string& path, bool replace_invalid_utf8) {
   BRISK_ASSIGN_OR_RETURN(const ModelSource source, model_source(path));
-  if (source == ModelSource::kDirectory) return WordPieceTokenizer::from_model_dir(path, replace_invalid_utf8);
+  if (source == ModelSource::kDirectory) return TextTokenizer::from_model_dir(path, replace_invalid_utf8);
   BRISK_ASSIGN_OR_RETURN(QuantizedModel q, load_quantized_model(path));
-  return WordPieceTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path);
+  return TextTokenizer::from_model_files(q.model_files, replace_invalid_utf8, path);
 }
 
 }  // namespace brisk

@@ -6,7 +6,8 @@
 
 namespace brisk {
 
-StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remove_padding, int32_t pad_id) {
+StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remove_padding, int32_t pad_id,
+                                        int32_t position_offset) {
   const std::vector<int64_t>& offsets = batch.offsets;
   if (offsets.empty() || offsets.front() != 0 || batch.total_tokens() != static_cast<int64_t>(batch.input_ids.size()) ||
       !std::is_sorted(offsets.begin(), offsets.end())) {
@@ -40,7 +41,7 @@ StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remov
     const int64_t slots = remove_padding ? len : layout.max_len;
     for (int64_t i = 0; i < slots; ++i) {
       const auto r = static_cast<size_t>(start + i);
-      layout.positions[r] = static_cast<int32_t>(i);
+      layout.positions[r] = position_offset + static_cast<int32_t>(i);
       if (i < len) {
         const int64_t t = offsets[b] + i;
         layout.source_rows[r] = static_cast<int32_t>(t);

@@ -34,6 +34,8 @@ struct NameScheme {
 const NameScheme& scheme_for(ModelFamily family) {
   static const NameScheme bert{"embeddings.word_embeddings.weight", {"", "bert."}};
   static const NameScheme distil{"embeddings.word_embeddings.weight", {"", "distilbert."}};
+  static const NameScheme roberta{"embeddings.word_embeddings.weight", {"", "roberta."}};
+  if (family == ModelFamily::kRoberta) return roberta;
   return family == ModelFamily::kDistilBert ? distil : bert;
 }
 

@@ -236,7 +236,8 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   info.weights_file = model.weights.weights_file;
   info.num_parameters = model.weights.num_parameters;
   info.quantization = model.quantization;
-  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(model.tokenizer));
+  impl->tokenizer = std::make_unique<TextTokenizer>(std::move(model.tokenizer));
+  impl->pair_token_types = config.type_vocab_size >= 2;
   // Packing the weights runs OpenMP regions. On the caller's thread they would leave it an OpenMP pool of its own
   // for the rest of its life, and once libgomp manages more threads than there are cores it stops spinning between
   // regions, which made every forward pass on the batcher's thread 2.5x slower. A thread that exits takes its pool
@@ -280,8 +281,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
                                             "' does not exist; expected a directory with the backend's tokenizer "
                                             "(vocab.txt or tokenizer.json)"));
   }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tokenizer,
-                         WordPieceTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
+  BRISK_ASSIGN_OR_RETURN(TextTokenizer tokenizer, TextTokenizer::from_model_dir(dir, options.replace_invalid_utf8));
   BRISK_ASSIGN_OR_RETURN(PoolingConfig pooling, read_pooling_config(dir));
   // config.json is optional: without one, BERT's 512 positions bound the sequence length.
   BertConfig config;
@@ -296,7 +296,7 @@ StatusOr<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.torchscript) impl->info.weights_file = options.torchscript->module;
   impl->info.device = backend->info().device;
   impl->info.activation_dtype = backend->info().activation_dtype;
-  impl->tokenizer = std::make_unique<WordPieceTokenizer>(std::move(tokenizer));
+  impl->tokenizer = std::make_unique<TextTokenizer>(std::move(tokenizer));
   impl->backend = std::move(backend);
   BRISK_RETURN_IF_ERROR(finish_create(*impl));
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));

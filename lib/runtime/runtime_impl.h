@@ -14,7 +14,7 @@
 #include "brisk/metrics/counter.h"
 #include "brisk/metrics/histogram.h"
 #include "brisk/model/encoder.h"
-#include "brisk/model/tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 #include "brisk/runtime/backend.h"
 #include "brisk/runtime/runtime.h"
 #include "request_trace.h"
@@ -53,7 +53,10 @@ namespace internal {
 struct RuntimeImpl {
   RuntimeOptions options;
   ModelInfo info;
-  std::unique_ptr<WordPieceTokenizer> tokenizer;
+  std::unique_ptr<TextTokenizer> tokenizer;
+  // A pair's second text gets token type 1 (BERT); false for a model with one token type or none (RoBERTa,
+  // XLM-R, DistilBERT), whose pairs keep type 0 throughout.
+  bool pair_token_types = true;
   std::unique_ptr<Backend> backend;
   size_t output_dim = 0;                               // backend->info().output_dim: floats per row
   metrics::Histogram tokenize_ns;                      // per text, both paths, token-cache hits excluded
@@ -76,7 +79,7 @@ struct RuntimeImpl {
   // Tokenizes one text with the runtime's truncation through the token cache, recording the tokenizer's time.
   StatusOr<std::vector<int32_t>> tokenize(std::string_view text);
   // One (query, passage) pair for a cross-encoder: [CLS] query [SEP] passage [SEP] with the runtime's longest-first
-  // truncation (WordPieceTokenizer::encode_pair), recording the tokenizer's time; not through the token cache.
+  // truncation (TextTokenizer::encode_pair), recording the tokenizer's time; not through the token cache.
   StatusOr<TokenizedInput> tokenize_pair(std::string_view query, std::string_view passage);
   // Each text through tokenize(); an error names the text's index.
   StatusOr<std::vector<TokenizedInput>> tokenize_texts(std::span<const std::string_view> texts);

@@ -30,8 +30,8 @@ Status RuntimeImpl::compute(std::span<const TokenizedInput> inputs, float* out,
   {
     ScopedNumThreads threads(options.num_threads);
     PackedSequences packed;
-    const bool pairs =
-        std::any_of(inputs.begin(), inputs.end(), [](const TokenizedInput& in) { return in.second_start > 0; });
+    const bool pairs = pair_token_types && std::any_of(inputs.begin(), inputs.end(),
+                                                       [](const TokenizedInput& in) { return in.second_start > 0; });
     for (const TokenizedInput& in : inputs) {
       packed.add(in.ids);
       if (!pairs) continue;

@@ -107,8 +107,16 @@ TEST_CASE("config errors name the key and the file", "[loading][config]") {
   }
   SECTION("unknown model type") {
     auto j = minilm_like();
-    j["model_type"] = "roberta";
-    CHECK(contains(parse_error(j), "\"model_type\" is \"roberta\""));
+    j["model_type"] = "qwen3";
+    CHECK(contains(parse_error(j), "\"model_type\" is \"qwen3\""));
+    CHECK(contains(parse_error(j), "\"xlm-roberta\""));  // the families brisk reads are listed
+  }
+  SECTION("a RoBERTa position offset past the positions") {
+    auto j = minilm_like();
+    j["model_type"] = "xlm-roberta";
+    j["pad_token_id"] = 600;
+    j["vocab_size"] = 1000;
+    CHECK(contains(parse_error(j), "the first position (pad_token_id + 1 = 601) is past max_position_embeddings"));
   }
   SECTION("unknown activation") {
     auto j = minilm_like();

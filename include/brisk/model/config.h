@@ -35,7 +35,9 @@
 
 namespace brisk {
 
-enum class ModelFamily : uint8_t { kBert, kDistilBert };
+// kRoberta: RoBERTa and XLM-RoBERTa ("roberta", "xlm-roberta"): BERT's layers with positions that start after the
+// padding id and one token type.
+enum class ModelFamily : uint8_t { kBert, kDistilBert, kRoberta };
 
 // The feed-forward activation.
 //   kGelu      exact erf GELU ("gelu")
@@ -59,6 +61,9 @@ struct BRISK_API BertConfig {
   Activation hidden_act = Activation::kGelu;
   std::string hidden_act_name = "gelu";  // as written in config.json
   int64_t pad_token_id = 0;
+  // The first position id: 0 for BERT; pad_token_id + 1 for RoBERTa (transformers' create_position_ids_from_input_ids),
+  // so a sequence holds at most max_position_embeddings - position_offset tokens.
+  int64_t position_offset = 0;
   std::map<int64_t, std::vector<int64_t>> pruned_heads;  // layer -> removed heads (sorted); empty when none
   std::vector<int64_t> intermediate_sizes;               // per layer; empty when all are intermediate_size
 

@@ -22,7 +22,7 @@
 #include "brisk/core/status.h"
 #include "brisk/model/classification_head.h"
 #include "brisk/model/config.h"
-#include "brisk/model/tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 #include "brisk/model/weights.h"
 
 namespace brisk {
@@ -40,7 +40,7 @@ struct BRISK_API LoadedModel {
   ModelSource source = ModelSource::kDirectory;
   BertConfig config;
   PoolingConfig pooling;
-  WordPieceTokenizer tokenizer;
+  TextTokenizer tokenizer;    // WordPiece, or tokenizer.json's Unigram / BPE
   EncoderWeights weights;     // f32 from a directory; as quantized from a model file
   NamedTensors head_tensors;  // a sequence-classification head's tensors under their Hugging Face names, or empty
   std::optional<ClassificationHead> head;  // the same head, read (nullopt for an embedding model)
@@ -57,7 +57,7 @@ BRISK_API StatusOr<ModelSource> model_source(const std::string& path);
 BRISK_API StatusOr<LoadedModel> load_model(const std::string& path, const ModelLoadOptions& options = {});
 
 // The tokenizer alone, from a model directory or a model file.
-BRISK_API StatusOr<WordPieceTokenizer> load_model_tokenizer(const std::string& path, bool replace_invalid_utf8 = false);
+BRISK_API StatusOr<TextTokenizer> load_model_tokenizer(const std::string& path, bool replace_invalid_utf8 = false);
 
 // The maximum sequence length: `requested` capped at config.max_position_embeddings; for 0, the Pooling module's
 // max_seq_length (sentence_bert_config.json) when the model has one, else max_position_embeddings.

@@ -1,0 +1,149 @@
+// XLM-RoBERTa: the tiny random models made by tests/data/make_tiny_xlmr.py with transformers 4.44.2 (an
+// XLMRobertaModel with the sentence-transformers mean-pooling files, and an XLMRobertaForSequenceClassification),
+// tokenized by their SentencePiece Unigram tokenizer.json. Checked: the family and its position offset, the token
+// ids, the last hidden states of each text alone and inside one packed batch, the runtime's mean-pooled embeddings
+// and the classifier's logits, all against transformers.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "brisk/model/encoder.h"
+#include "brisk/model/loader.h"
+#include "brisk/runtime/runtime.h"
+#include "test_util.h"
+
+using nlohmann::json;
+
+namespace {
+
+std::string folder(const char* name) { return (brisk::testing::test_data_dir() / name).string(); }
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) FAIL("cannot open " << path << "; expected the file tests/data/make_tiny_xlmr.py writes");
+  return json::parse(in);
+}
+
+double max_abs_diff(const float* got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+  return worst;
+}
+
+std::vector<float> flat(const json& rows) {
+  std::vector<float> out;
+  for (const json& row : rows) {
+    for (float v : row.get<std::vector<float>>()) out.push_back(v);
+  }
+  return out;
+}
+
+constexpr double kTolerance = 2e-5;  // f32 against f32: the order of summation alone (as for tiny BERT)
+
+}  // namespace
+
+TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenizer load", "[encoder][model][xlmr]") {
+  auto m = brisk::load_model(folder("tiny_xlmr"));
+  INFO(m.status().message());
+  REQUIRE(m.ok());
+  CHECK(m->config.family == brisk::ModelFamily::kRoberta);
+  CHECK(m->config.model_type == "xlm-roberta");
+  CHECK(m->config.position_offset == 2);  // pad_token_id 1 + 1
+  CHECK(m->config.type_vocab_size == 1);
+  CHECK(m->tokenizer.kind() == "Unigram");
+  CHECK(m->max_seq_len == 64);  // sentence_bert_config's 64 = 66 positions less the offset
+  for (const json& item : read_json(folder("tiny_xlmr") + "/golden_xlmr.json")["items"]) {
+    INFO("text: " << item["text"].get<std::string>());
+    auto ids = m->tokenizer.encode(item["text"].get<std::string>(), m->max_seq_len);
+    REQUIRE(ids.ok());
+    CHECK(*ids == item["ids"].get<std::vector<int32_t>>());
+  }
+}
+
+TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed batch", "[encoder][model][xlmr]") {
+  auto m = brisk::load_model(folder("tiny_xlmr"));
+  REQUIRE(m.ok());
+  auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), brisk::Device::kCPU);
+  INFO(encoder.status().message());
+  REQUIRE(encoder.ok());
+  const int64_t h = (*encoder)->hidden_size();
+  const json golden = read_json(folder("tiny_xlmr") + "/golden_xlmr.json");
+  brisk::PackedSequences all;
+  std::vector<std::vector<float>> want;
+  for (const json& item : golden["items"]) {
+    const auto ids = item["ids"].get<std::vector<int32_t>>();
+    want.push_back(flat(item["hidden"]));
+    brisk::PackedSequences one;
+    one.add(ids);
+    all.add(ids);
+    std::vector<float> hidden(static_cast<size_t>(one.total_tokens() * h));
+    REQUIRE((*encoder)->forward(one, hidden.data()).ok());
+    INFO("alone: " << item["text"].get<std::string>());
+    CHECK(max_abs_diff(hidden.data(), want.back()) <= kTolerance);
+  }
+  REQUIRE(want.size() >= 8);
+  std::vector<float> hidden(static_cast<size_t>(all.total_tokens() * h));
+  REQUIRE((*encoder)->forward(all, hidden.data()).ok());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("sequence " << i << " inside the packed batch");
+    CHECK(max_abs_diff(hidden.data() + all.offsets[i] * h, want[i]) <= kTolerance);
+  }
+  // Positions start at 2: a sequence may hold 66 - 2 tokens, not 66.
+  brisk::PackedSequences too_long;
+  too_long.add(std::vector<int32_t>(65, 5));
+  auto refused = (*encoder)->forward(too_long, std::vector<float>(65 * h).data());
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.message()), Catch::Contains("less the position offset"));
+}
+
+TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier's logits match transformers",
+          "[model][xlmr]") {
+  std::vector<std::string> texts;
+  std::vector<std::vector<float>> pooled;
+  for (const json& item : read_json(folder("tiny_xlmr") + "/golden_xlmr.json")["items"]) {
+    texts.push_back(item["text"].get<std::string>());
+    pooled.push_back(item["mean_pooled"].get<std::vector<float>>());
+  }
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  brisk::RuntimeOptions o;
+  o.model_dir = folder("tiny_xlmr");
+  o.num_threads = 1;
+  auto rt = brisk::Runtime::create(o);
+  INFO(rt.status().message());
+  REQUIRE(rt.ok());
+  auto emb = (*rt)->embed(views);
+  REQUIRE(emb.ok());
+  const size_t dim = static_cast<size_t>((*rt)->embedding_dim());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    INFO("text: " << texts[i]);
+    CHECK(max_abs_diff(emb->data() + i * dim, pooled[i]) <= kTolerance);
+  }
+
+  const json logits_golden = read_json(folder("tiny_xlmr_cls") + "/golden_logits.json");
+  brisk::RuntimeOptions c;
+  c.model_dir = folder("tiny_xlmr_cls");
+  c.num_threads = 1;
+  auto cls = brisk::Runtime::create(c);
+  INFO(cls.status().message());
+  REQUIRE(cls.ok());
+  std::vector<std::string> cls_texts;
+  for (const json& item : logits_golden["items"]) cls_texts.push_back(item["text"].get<std::string>());
+  std::vector<std::string_view> cls_views(cls_texts.begin(), cls_texts.end());
+  auto logits = (*cls)->logits(cls_views);
+  INFO(logits.status().message());
+  REQUIRE(logits.ok());
+  size_t i = 0;
+  for (const json& item : logits_golden["items"]) {
+    INFO("text: " << item["text"].get<std::string>());
+    CHECK(max_abs_diff(logits->data() + 3 * i, item["logits"].get<std::vector<float>>()) <= kTolerance);
+    ++i;
+  }
+  auto labels = (*cls)->classify(cls_views, 1);
+  REQUIRE(labels.ok());
+  CHECK((*labels)[0][0].label.size() > 0);
+}

@@ -1,0 +1,87 @@
+// XLM-RoBERTa through the quantizer: the tiny model of tests/data/make_tiny_xlmr.py, calibrated on its multilingual
+// texts, written as int8 (with and without SmoothQuant), bf16 and mixed model files and loaded back: each plan's
+// embeddings stay within its precision's bound of fp32's, through the encoder and through a Runtime that reads the
+// file's own Unigram tokenizer.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "brisk/model/encoder.h"
+#include "brisk/model/fidelity.h"
+#include "brisk/model/loader.h"
+#include "brisk/runtime/runtime.h"
+#include "minilm_plans.h"
+
+namespace brisk {
+namespace {
+
+struct PlanBound {
+  const char* plan;
+  bool smoothquant;
+  double min_worst_cosine;  // against fp32, mean pooling
+};
+// int8's bound is the one the MiniLM plans meet (quant.each preset stays close to fp32); bf16 rounds 8 bits of
+// mantissa per activation; mixed puts its most sensitive layers in bf16 and the rest in int8 or int4 groups.
+constexpr PlanBound kPlans[] = {
+    {"int8", false, 0.99}, {"int8", true, 0.99}, {"bf16", false, 0.999}, {"mixed", false, 0.99}};
+
+}  // namespace
+
+TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][xlmr]") {
+  const std::string dir = (testing::test_data_dir() / "tiny_xlmr").string();
+  std::ifstream golden_file(dir + "/golden_xlmr.json");
+  REQUIRE(golden_file);
+  const nlohmann::json golden = nlohmann::json::parse(golden_file);
+  std::vector<PackedSequences> batches(2);
+  std::vector<std::string> texts;
+  size_t i = 0;
+  for (const auto& item : golden["items"]) {
+    batches[i++ % 2].add(item["ids"].get<std::vector<int32_t>>());
+    texts.push_back(item["text"].get<std::string>());
+  }
+  auto loaded = load_model(dir);
+  REQUIRE(loaded.ok());
+  const BertConfig config = loaded->config;
+  const EncoderWeights fp32 = loaded->weights;
+  auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
+  const std::vector<float> want = embed_all(*reference, batches, Pooling::kMean).value();
+  const quant::ActivationRanges ranges = quant::calibrate(*reference, batches, {}, nullptr).value();
+  quant::SmoothQuantOptions smooth;
+  smooth.absmax = quant::channel_absmax(*reference, batches).value();
+
+  RuntimeOptions fp32_options;
+  fp32_options.model_dir = dir;
+  fp32_options.num_threads = 1;
+  auto fp32_runtime = Runtime::create(fp32_options);
+  REQUIRE(fp32_runtime.ok());
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  const std::vector<float> want_runtime = (*fp32_runtime)->embed(views).value();
+  const int64_t dim = (*fp32_runtime)->embedding_dim();
+
+  testing::TempDir tmp;
+  for (const PlanBound& p : kPlans) {
+    INFO("plan " << p.plan << (p.smoothquant ? " +smoothquant" : ""));
+    const quant::QuantizedModel m =
+        testing::write_plan_file(dir, config, fp32, p.plan, ranges, p.smoothquant ? &smooth : nullptr, tmp);
+    auto encoder = BertEncoder::create(m.config, m.weights, Device::kCPU);
+    REQUIRE(encoder.ok());
+    const Fidelity f = compare_embeddings(want, embed_all(**encoder, batches, Pooling::kMean).value(), dim);
+    CHECK(f.worst_cosine >= p.min_worst_cosine);
+    // The file alone: its config (positions after the padding id) and its tokenizer.json (Unigram).
+    RuntimeOptions o;
+    o.model_dir = tmp.file(std::string(p.plan) + (p.smoothquant ? "-sq" : "") + ".safetensors");
+    o.num_threads = 1;
+    auto rt = Runtime::create(o);
+    INFO(rt.status().message());
+    REQUIRE(rt.ok());
+    auto got = (*rt)->embed(views);
+    REQUIRE(got.ok());
+    CHECK(compare_embeddings(want_runtime, *got, dim).worst_cosine >= p.min_worst_cosine);
+  }
+}
+
+}  // namespace brisk
