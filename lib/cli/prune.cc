@@ -86,8 +86,10 @@ Status sensitivity(const SensitivityFlags& f) {
   BRISK_ASSIGN_OR_RETURN(std::vector<double> levels, parse_levels(f.levels));
   ProgressBar bar;
   if (!std::filesystem::is_directory(f.model)) return torchscript_sensitivity_cli(f, levels, bar);
-  BRISK_ASSIGN_OR_RETURN(LoadedModel m, load_model(f.model, {.fp32_directory_only = true}));
-  BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.texts, m.tokenizer, f.max_seq_len, "texts", f.max_texts));
+  // --max-seq-len is capped at what the model's positions hold (load_model resolves it into m.max_seq_len).
+  BRISK_ASSIGN_OR_RETURN(LoadedModel m,
+                         load_model(f.model, {.max_seq_len = f.max_seq_len, .fp32_directory_only = true}));
+  BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.texts, m.tokenizer, m.max_seq_len, "texts", f.max_texts));
   SensitivityOptions o;
   o.mode = f.mode;
   o.granularity = f.granularity;
@@ -172,8 +174,9 @@ Status prune_cmd(const PruneFlags& f) {
   if (f.guided && !f.schedule && (f.target_params > 0) == (f.target_flops > 0)) {
     return absl::InvalidArgumentError("--guided needs exactly one of --target-params and --target-flops");
   }
-  BRISK_ASSIGN_OR_RETURN(LoadedModel m, load_model(f.model, {.fp32_directory_only = true}));
-  BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.calib, m.tokenizer, f.max_seq_len, "calibration"));
+  BRISK_ASSIGN_OR_RETURN(LoadedModel m,
+                         load_model(f.model, {.max_seq_len = f.max_seq_len, .fp32_directory_only = true}));
+  BRISK_ASSIGN_OR_RETURN(auto batches, read_text_batches(f.calib, m.tokenizer, m.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(Importance importance, parse_importance(f.importance));
   BRISK_ASSIGN_OR_RETURN(auto unpruned, BertEncoder::create(m.config, m.weights, Device::kCPU));
   BRISK_ASSIGN_OR_RETURN(ActivationStats stats, collect_activations(*unpruned, batches));

@@ -36,13 +36,15 @@ Status write_text(const std::string& path, const std::string& text) {
 Status quantize(const QuantizeFlags& f) {
   ScopedNumThreads threads(f.threads);
   const std::string& dir = f.model_dir;
-  BRISK_ASSIGN_OR_RETURN(const LoadedModel source, load_model(dir, {.fp32_directory_only = true}));
+  // --max-seq-len is capped at what the model's positions hold (load_model resolves it into max_seq_len).
+  BRISK_ASSIGN_OR_RETURN(const LoadedModel source,
+                         load_model(dir, {.max_seq_len = f.max_seq_len, .fp32_directory_only = true}));
   const BertConfig& config = source.config;
   const PoolingConfig& pooling = source.pooling;
   const TextTokenizer& tok = source.tokenizer;
   const EncoderWeights& fp32 = source.weights;
   BRISK_ASSIGN_OR_RETURN(std::vector<PackedSequences> batches,
-                         read_text_batches(f.calib, tok, f.max_seq_len, "calibration"));
+                         read_text_batches(f.calib, tok, source.max_seq_len, "calibration"));
   BRISK_ASSIGN_OR_RETURN(CalibrationMethod method, parse_calibration_method(f.calibrator));
   CalibrationOptions calibration;
   calibration.method = method;

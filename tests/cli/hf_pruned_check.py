@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A model directory written by `brisk prune` loads in Hugging Face transformers 4.x (config.pruned_heads, a uniform
-feed-forward width as intermediate_size) and gives the same sentence embeddings as brisk.
+feed-forward width as intermediate_size) and gives the same sentence embeddings as brisk: all-MiniLM-L6-v2, and the
+tiny XLM-RoBERTa of tests/data/make_tiny_xlmr.py (positions after the padding id, its Unigram tokenizer.json).
 
     ~/.cache/brisk/pyref/bin/python tests/cli/hf_pruned_check.py BRISK_BINARY
 Needs torch and transformers (the reference venv); exits non-zero on any mismatch."""
@@ -51,8 +52,36 @@ def main():
         ok = (len(heads) == 6 and all(len(h) == 3 for l, h in heads.items() if l != 5) and 0 in heads[5]
               and tuple(q.shape) == (32 * len([h for h in range(12) if h not in heads[5]]), 384)
               and model.config.intermediate_size == 1229 and diff < 1e-4)
+        ok = ok and check_xlmr(brisk, calib, tmp)
         print("PASS" if ok else "FAIL")
         return 0 if ok else 1
+
+
+def check_xlmr(brisk, calib, tmp):
+    here = os.path.dirname(os.path.abspath(__file__))
+    model = os.path.join(here, "../data/tiny_xlmr")
+    texts = ["How do I block my card?", "Как заблокировать карту?", "如何冻结我的银行卡？", "Wie sperre ich meine Karte?"]
+    out = os.path.join(tmp, "pruned_xlmr")
+    r = subprocess.run([brisk, "prune", "--model", model, "--calib", calib, "--heads", "0.25", "--ffn", "0.25",
+                        "--out", out, "--threads", "2"], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print("brisk prune (xlm-roberta) failed:", r.stderr)
+        return False
+    r = subprocess.run([brisk, "embed", "--model", out, "--threads", "2"] + texts, capture_output=True, text=True,
+                       timeout=600)
+    ours = torch.tensor([json.loads(line)["embedding"] for line in r.stdout.splitlines()])
+    m = transformers.XLMRobertaModel.from_pretrained(out, add_pooling_layer=False).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    with torch.no_grad():
+        batch = tok(texts, padding=True, truncation=True, max_length=64, return_tensors="pt")
+        hidden = m(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        theirs = (hidden * mask).sum(1) / mask.sum(1)  # the tiny model's pooling: mean, no Normalize module
+    diff = (ours - theirs).abs().max().item()
+    heads = {int(k): sorted(v) for k, v in m.config.pruned_heads.items()}
+    print(f"xlm-roberta: pruned_heads {heads}; intermediate {m.config.intermediate_size}; "
+          f"max |brisk - transformers| = {diff:.2e}")
+    return len(heads) == 2 and m.config.intermediate_size == 48 and diff < 1e-4
 
 
 if __name__ == "__main__":
