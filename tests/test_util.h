@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <string>
 #include <thread>
@@ -62,6 +63,12 @@ inline std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t s
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+// The bytes of a file under tests/data (relative to test_data_dir()), or "" when it cannot be read.
+inline std::string read_test_file(const std::filesystem::path& relative) {
+  std::ifstream in(test_data_dir() / relative, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // Cosine similarity of two n-vectors, accumulated in double.

@@ -3,14 +3,11 @@
 // unigram_model.cc and bpe_model.cc.
 #include "brisk/model/hf_tokenizer.h"
 
-#include <utf8proc.h>
-
 #include <algorithm>
-#include <cstdlib>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -40,19 +37,50 @@ Status bad(std::string_view source, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
 }
 
-// The Replace regexes that std::regex reads as Oniguruma does: literal characters (ASCII letters, digits, space,
-// a few marks) with the counts *, +, ? and {m,n}.
-bool literal_with_counts(const std::string& r) {
-  for (const char c : r) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x80) return false;
-    if (std::isalnum(u) != 0 || c == ' ' || c == ',' || c == '{' || c == '}' || c == '*' || c == '+' || c == '?' ||
-        c == '-' || c == '_' || c == ':' || c == ';' || c == '!' || c == '\'' || c == '"') {
-      continue;
+// A Replace regex of the one shape tokenizer.json files use: one ASCII character repeated, "c{m,}", "c{m,n}",
+// "c{m}" or "c+" (XLM-R's " {2,}"); a plain run of ASCII letters, digits and spaces is a literal. Matched by hand
+// (replace_runs in hf_tokenizer_encode.cc), leftmost and greedy as Oniguruma matches it, in linear time.
+bool parse_char_run(const std::string& r, NormalizerStep& step) {
+  if (r.size() >= 2 && static_cast<unsigned char>(r[0]) < 0x80 && std::isprint(static_cast<unsigned char>(r[0])) != 0 &&
+      std::string_view("\\.[](){}|^$*+?").find(r[0]) == std::string_view::npos) {
+    const std::string_view count = std::string_view(r).substr(1);
+    auto number = [](std::string_view digits, int64_t& out) {
+      if (digits.empty() || digits.size() > 4) return false;
+      out = 0;
+      for (const char d : digits) {
+        if (d < '0' || d > '9') return false;
+        out = out * 10 + (d - '0');
+      }
+      return true;
+    };
+    int64_t lo = 0, hi = 0;
+    bool ok = false;
+    if (count == "+") {
+      lo = 1, hi = -1, ok = true;
+    } else if (count.size() >= 3 && count.front() == '{' && count.back() == '}') {
+      const std::string_view inner = count.substr(1, count.size() - 2);
+      const size_t comma = inner.find(',');
+      if (comma == std::string_view::npos) {
+        ok = number(inner, lo), hi = lo;
+      } else {
+        ok = number(inner.substr(0, comma), lo);
+        hi = -1;
+        if (ok && comma + 1 < inner.size()) ok = number(inner.substr(comma + 1), hi) && hi >= lo;
+      }
     }
-    return false;
+    if (ok && lo >= 1) {
+      step.run_char = r[0];
+      step.run_min = lo;
+      step.run_max = hi;
+      return true;
+    }
   }
-  return !r.empty();
+  if (r.empty()) return false;
+  for (const char c : r) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != ' ') return false;
+  }
+  step.literal = r;
+  return true;
 }
 
 StatusOr<NormalizerStep> parse_normalizer_step(const json& j, std::string_view source) {
@@ -90,15 +118,10 @@ StatusOr<NormalizerStep> parse_normalizer_step(const json& j, std::string_view s
     }
     if (auto r = pattern->find("Regex"); r != pattern->end() && r->is_string()) {
       const std::string regex = r->get<std::string>();
-      if (!literal_with_counts(regex)) {
-        return bad(source,
-                   absl::StrCat("the Replace normalizer's Regex \"", regex,
-                                "\" is not supported; expected literal ASCII characters with counts (\" {2,}\")"));
-      }
-      try {
-        step.pattern = std::make_shared<const std::regex>(regex, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        return bad(source, absl::StrCat("the Replace normalizer's Regex \"", regex, "\" does not compile: ", e.what()));
+      if (!parse_char_run(regex, step)) {
+        return bad(source, absl::StrCat("the Replace normalizer's Regex \"", regex,
+                                        "\" is not supported; expected one character with a count (\" {2,}\", \"a+\") "
+                                        "or ASCII letters, digits and spaces"));
       }
       return step;
     }

@@ -1,6 +1,7 @@
 // HfTokenizer's pipeline (hf_tokenizer.h): added tokens, normalizer, pre-tokenizers, the model and the template.
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,30 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
     out.append(text.substr(pos, hit - pos)).append(to);
   }
   out.append(text.substr(pos));
+  return out;
+}
+
+// Every leftmost, greedy match of c{lo,hi} (hi -1: unbounded) replaced by `to`, as a regex engine replaces them:
+// a run of c shorter than lo stays; a longer one is taken hi at a time while lo remain.
+std::string replace_runs(std::string_view text, char c, int64_t lo, int64_t hi, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    if (text[pos] != c) {
+      out.push_back(text[pos++]);
+      continue;
+    }
+    size_t end = pos;
+    while (end < text.size() && text[end] == c) ++end;
+    auto run = static_cast<int64_t>(end - pos);
+    while (run >= lo) {
+      const int64_t take = hi < 0 ? run : std::min(run, hi);
+      out.append(to);
+      run -= take;
+    }
+    out.append(static_cast<size_t>(run), c);
+    pos = end;
+  }
   return out;
 }
 
@@ -93,8 +118,8 @@ std::string HfTokenizer::Impl::normalize(std::string_view text) const {
     switch (step.kind) {
       case detail::NormalizerStep::kPrecompiled: s = step.charsmap->normalize(s); break;
       case detail::NormalizerStep::kReplace:
-        s = step.pattern ? std::regex_replace(s, *step.pattern, step.content)
-                         : replace_all(s, step.literal, step.content);
+        s = step.run_char != 0 ? replace_runs(s, step.run_char, step.run_min, step.run_max, step.content)
+                               : replace_all(s, step.literal, step.content);
         break;
       case detail::NormalizerStep::kStrip: {
         size_t begin = 0, end = s.size();

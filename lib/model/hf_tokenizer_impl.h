@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,8 +28,9 @@ inline bool is_white_space(int32_t c) {
 struct NormalizerStep {
   enum Kind { kPrecompiled, kReplace, kStrip, kNfkc, kNfc } kind;
   std::shared_ptr<const detail::PrecompiledCharsmap> charsmap;
-  std::string literal;                        // Replace with a String pattern
-  std::shared_ptr<const std::regex> pattern;  // Replace with a Regex pattern
+  std::string literal;  // Replace: a String pattern (or a Regex of plain characters)
+  char run_char = 0;    // Replace: a Regex "c{m,n}": run_char repeated run_min to run_max (-1: unbounded) times
+  int64_t run_min = 0, run_max = 0;
   std::string content;
   bool strip_left = false, strip_right = false;  // Strip
 };

@@ -5,8 +5,6 @@
 // pre-tokenizers; and the errors for what is not supported.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,21 +18,15 @@ using nlohmann::json;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) FAIL("cannot open " << path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 const json& golden() {
-  static const json g = json::parse(read_text((brisk::testing::test_data_dir() / "bpe_golden.json").string()));
+  static const json g = json::parse(brisk::testing::read_test_file("bpe_golden.json"));
   return g;
 }
 
 std::string tokenizer_text(const char* file) {
-  return read_text((brisk::testing::test_data_dir() / "tiny_qwen_tokenizer" / file).string());
+  std::string path = "tiny_qwen_tokenizer/";
+  path += file;
+  return brisk::testing::read_test_file(path);
 }
 
 HfTokenizer load(const char* file) {

@@ -5,14 +5,13 @@
 // hostile tokenizer.json files and bad arguments.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "brisk/model/hf_tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 #include "test_util.h"
 
 using brisk::HfTokenizer;
@@ -20,22 +19,12 @@ using nlohmann::json;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) FAIL("cannot open " << path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 const json& golden() {
-  static const json g = json::parse(read_text((brisk::testing::test_data_dir() / "unigram_golden.json").string()));
+  static const json g = json::parse(brisk::testing::read_test_file("unigram_golden.json"));
   return g;
 }
 
-std::string tokenizer_json() {
-  return read_text((brisk::testing::test_data_dir() / "tiny_xlmr_tokenizer" / "tokenizer.json").string());
-}
+std::string tokenizer_json() { return brisk::testing::read_test_file("tiny_xlmr_tokenizer/tokenizer.json"); }
 
 const HfTokenizer& tiny() {
   static const HfTokenizer tok = [] {
@@ -161,6 +150,40 @@ TEST_CASE("hf tokenizer: bad text and arguments are clear errors", "[tokenizer][
   CHECK_FALSE(tok.encode_pair("a", "b", 4).ok());
 }
 
+TEST_CASE("hf tokenizer: a model directory's tokenizer.json picks it, and invalid UTF-8 can be replaced",
+          "[tokenizer][unigram]") {
+  auto from_dir = brisk::TextTokenizer::from_model_dir((brisk::testing::test_data_dir() / "tiny_xlmr").string());
+  REQUIRE(from_dir.ok());
+  CHECK(from_dir->kind() == "Unigram");
+  CHECK(from_dir->wordpiece() == nullptr);
+  CHECK(from_dir->pad_id() == 1);  // "<pad>"
+  CHECK(from_dir->vocab_size() == tiny().vocab_size());
+  CHECK_FALSE(from_dir->encode("ab\xC3 cd", 32).ok());  // refused by default, as WordPiece does
+  const brisk::TextTokenizer replacing(tiny(), /*replace_invalid_utf8=*/true);
+  auto replaced = replacing.encode("ab\xC3 cd\xFF", 32);
+  REQUIRE(replaced.ok());
+  CHECK(*replaced == tiny().encode("ab\xEF\xBF\xBD cd\xEF\xBF\xBD", 32).value());  // each bad byte is U+FFFD
+  auto wordpiece = brisk::TextTokenizer::from_model_dir(brisk::testing::model_dir().string());  // all-MiniLM-L6-v2
+  REQUIRE(wordpiece.ok());
+  CHECK(wordpiece->kind() == "WordPiece");
+}
+
+TEST_CASE("hf tokenizer: a million spaces are one Replace match and no deep recursion", "[tokenizer][unigram]") {
+  // XLM-R's Replace(" {2,}" -> U+2581) matched by hand: a regex engine that recurses per character would overflow the
+  // stack here.
+  std::string text(1000002, ' ');
+  text.front() = 'a';
+  text.back() = 'b';
+  auto normalized = tiny().normalize(text);
+  REQUIRE(normalized.ok());
+  CHECK(*normalized ==
+        "a\xE2\x96\x81"
+        "b");
+  auto ids = tiny().encode(text, 16);
+  REQUIRE(ids.ok());
+  CHECK(ids->size() <= 16);
+}
+
 TEST_CASE("hf tokenizer: unsupported stages and hostile files are refused with what is wrong named",
           "[tokenizer][unigram]") {
   struct Case {
@@ -181,6 +204,8 @@ TEST_CASE("hf tokenizer: unsupported stages and hostile files are refused with w
       {patched("/normalizer/normalizers/0/precompiled_charsmap", "AQ=="), "at least 4"},
       {patched("/normalizer/normalizers/0/precompiled_charsmap", "/////w=="), "trie size"},
       {patched("/normalizer/normalizers/2/pattern", json{{"Regex", "\\s+"}}), "Regex \"\\s+\" is not supported"},
+      {patched("/normalizer/normalizers/2/pattern", json{{"Regex", " {3,2}"}}), "Regex \" {3,2}\" is not supported"},
+      {patched("/normalizer/normalizers/2/pattern", json{{"Regex", " *"}}), "Regex \" *\" is not supported"},
       {patched("/pre_tokenizer", json{{"type", "CharDelimiterSplit"}}), "pre-tokenizer \"CharDelimiterSplit\" is not"},
       {patched("/pre_tokenizer/prepend_scheme", "sometimes"), "prepend_scheme"},
       {patched("/post_processor", json{{"type", "BertProcessing"}}), "post-processor \"BertProcessing\""},

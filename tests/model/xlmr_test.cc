@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,11 +22,7 @@ namespace {
 
 std::string folder(const char* name) { return (brisk::testing::test_data_dir() / name).string(); }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) FAIL("cannot open " << path << "; expected the file tests/data/make_tiny_xlmr.py writes");
-  return json::parse(in);
-}
+json read_json(const std::string& relative) { return json::parse(brisk::testing::read_test_file(relative)); }
 
 double max_abs_diff(const float* got, const std::vector<float>& want) {
   double worst = 0;
@@ -57,7 +52,7 @@ TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenize
   CHECK(m->config.type_vocab_size == 1);
   CHECK(m->tokenizer.kind() == "Unigram");
   CHECK(m->max_seq_len == 64);  // sentence_bert_config's 64 = 66 positions less the offset
-  for (const json& item : read_json(folder("tiny_xlmr") + "/golden_xlmr.json")["items"]) {
+  for (const json& item : read_json("tiny_xlmr/golden_xlmr.json")["items"]) {
     INFO("text: " << item["text"].get<std::string>());
     auto ids = m->tokenizer.encode(item["text"].get<std::string>(), m->max_seq_len);
     REQUIRE(ids.ok());
@@ -72,7 +67,7 @@ TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed
   INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   const int64_t h = (*encoder)->hidden_size();
-  const json golden = read_json(folder("tiny_xlmr") + "/golden_xlmr.json");
+  const json golden = read_json("tiny_xlmr/golden_xlmr.json");
   brisk::PackedSequences all;
   std::vector<std::vector<float>> want;
   for (const json& item : golden["items"]) {
@@ -105,7 +100,7 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
           "[model][xlmr]") {
   std::vector<std::string> texts;
   std::vector<std::vector<float>> pooled;
-  for (const json& item : read_json(folder("tiny_xlmr") + "/golden_xlmr.json")["items"]) {
+  for (const json& item : read_json("tiny_xlmr/golden_xlmr.json")["items"]) {
     texts.push_back(item["text"].get<std::string>());
     pooled.push_back(item["mean_pooled"].get<std::vector<float>>());
   }
@@ -124,7 +119,7 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
     CHECK(max_abs_diff(emb->data() + i * dim, pooled[i]) <= kTolerance);
   }
 
-  const json logits_golden = read_json(folder("tiny_xlmr_cls") + "/golden_logits.json");
+  const json logits_golden = read_json("tiny_xlmr_cls/golden_logits.json");
   brisk::RuntimeOptions c;
   c.model_dir = folder("tiny_xlmr_cls");
   c.num_threads = 1;

@@ -4,7 +4,6 @@
 // file's own Unigram tokenizer.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,9 +32,7 @@ constexpr PlanBound kPlans[] = {
 
 TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][xlmr]") {
   const std::string dir = (testing::test_data_dir() / "tiny_xlmr").string();
-  std::ifstream golden_file(dir + "/golden_xlmr.json");
-  REQUIRE(golden_file);
-  const nlohmann::json golden = nlohmann::json::parse(golden_file);
+  const nlohmann::json golden = nlohmann::json::parse(testing::read_test_file("tiny_xlmr/golden_xlmr.json"));
   std::vector<PackedSequences> batches(2);
   std::vector<std::string> texts;
   size_t i = 0;
