@@ -52,7 +52,8 @@ TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenize
   CHECK(m->config.type_vocab_size == 1);
   CHECK(m->tokenizer.kind() == "Unigram");
   CHECK(m->max_seq_len == 64);  // sentence_bert_config's 64 = 66 positions less the offset
-  for (const json& item : read_json("tiny_xlmr/golden_xlmr.json")["items"]) {
+  const json golden = read_json("tiny_xlmr/golden_xlmr.json");  // alive through the loop
+  for (const json& item : golden["items"]) {
     INFO("text: " << item["text"].get<std::string>());
     auto ids = m->tokenizer.encode(item["text"].get<std::string>(), m->max_seq_len);
     REQUIRE(ids.ok());
@@ -100,7 +101,8 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
           "[model][xlmr]") {
   std::vector<std::string> texts;
   std::vector<std::vector<float>> pooled;
-  for (const json& item : read_json("tiny_xlmr/golden_xlmr.json")["items"]) {
+  const json golden = read_json("tiny_xlmr/golden_xlmr.json");  // alive through the loop
+  for (const json& item : golden["items"]) {
     texts.push_back(item["text"].get<std::string>());
     pooled.push_back(item["mean_pooled"].get<std::vector<float>>());
   }

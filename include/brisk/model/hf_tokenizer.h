@@ -11,7 +11,7 @@
 //   1. added tokens (tokenizer.json "added_tokens"): those with normalized false matched in the raw text,
 //      leftmost-longest, lstrip / rstrip taking the whitespace beside them; the others in the normalizer's output;
 //   2. the rest through the normalizer: Sequence, Precompiled (SentencePiece's charsmap, e.g. nmt_nfkc), Strip,
-//      Replace (a string, or a regex of literal characters and counts such as " {2,}"), NFKC, NFC;
+//      Replace (a string, or a regex of one character with a count, such as " {2,}", matched by hand), NFKC, NFC;
 //   3. the pre-tokenizers, in order: Metaspace (spaces become U+2581, prepended per prepend_scheme always / first /
 //      never, split before each U+2581); Split with behavior Isolated on the pattern of GPT-2, Qwen2 or Llama 3
 //      (hand-written, byte_level.h: another regex is refused); ByteLevel (prefix space, GPT-2's split when
