@@ -6,6 +6,7 @@
 #include <array>
 
 #include "brisk/core/utf8.h"
+#include "tokenizer_unicode.h"
 
 namespace brisk::detail {
 namespace {
@@ -17,11 +18,6 @@ constexpr std::string_view kLlama3 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 enum class Kind { kLetter, kNumber, kSpace, kOther };
-
-bool is_white_space(int32_t c) {  // the White_Space property: Oniguruma's \s
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
 
 Kind kind_of(int32_t c) {
   if (is_white_space(c)) return Kind::kSpace;

@@ -197,7 +197,6 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
     BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "hidden_act", source, "gelu"));
     BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "hidden_act", source));
     BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, roberta ? 1 : 0));
-    if (roberta) c.position_offset = c.pad_token_id + 1;
     BRISK_ASSIGN_OR_RETURN(std::string pos, get_string(j, "position_embedding_type", source, "absolute"));
     if (pos != "absolute") {
       return bad(source, absl::StrCat("key \"position_embedding_type\" is \"", pos,
@@ -269,8 +268,8 @@ Status BertConfig::validate(const std::string& source) const {
     return bad(source,
                absl::StrCat("key \"layer_norm_eps\" is ", layer_norm_eps, "; expected a small positive number"));
   }
-  if (position_offset < 0 || position_offset >= max_position_embeddings) {
-    return bad(source, absl::StrCat("the first position (pad_token_id + 1 = ", position_offset,
+  if (position_offset() >= max_position_embeddings) {
+    return bad(source, absl::StrCat("the first position (pad_token_id + 1 = ", position_offset(),
                                     ") is past max_position_embeddings ", max_position_embeddings,
                                     "; expected room for at least one token"));
   }

@@ -366,11 +366,11 @@ Status BertEncoder::Impl::check_input(const PackedSequences& batch) const {
   }
   for (int64_t i = 0; i < batch.size(); ++i) {
     const int64_t len = batch.length(i);
-    const int64_t max_len = config.max_position_embeddings - config.position_offset;
+    const int64_t max_len = config.max_position_embeddings - config.position_offset();
     if (len < 0 || len > max_len) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sequence ", i, " has ", len, " tokens; expected between 0 and ", max_len, " (max_position_embeddings ",
-          config.max_position_embeddings, config.position_offset > 0 ? " less the position offset" : "", ")"));
+          config.max_position_embeddings, config.position_offset() > 0 ? " less the position offset" : "", ")"));
     }
   }
   for (size_t t = 0; t < batch.input_ids.size(); ++t) {

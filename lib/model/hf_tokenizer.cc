@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/utf8.h"
+#include "brisk/model/config.h"
 #include "hf_tokenizer_impl.h"
 
 namespace brisk {
@@ -426,6 +427,10 @@ Status parse_post_processor(const json& j, std::string_view source, HfTokenizer:
 
 StatusOr<HfTokenizer> HfTokenizer::from_json(std::string_view text, std::string_view source) {
   BRISK_ASSIGN_OR_RETURN(const json j, parse_json_bounded(text, source));
+  return from_parsed(j, source);
+}
+
+StatusOr<HfTokenizer> HfTokenizer::from_parsed(const json& j, std::string_view source) {
   if (!j.is_object()) return bad(source, "tokenizer.json is not a JSON object; expected one");
   auto t = std::make_shared<Impl>();
   auto field = [&](const char* key) -> const json& {
@@ -456,7 +461,7 @@ StatusOr<HfTokenizer> HfTokenizer::from_json(std::string_view text, std::string_
 }
 
 StatusOr<HfTokenizer> HfTokenizer::from_file(const std::string& path) {
-  BRISK_ASSIGN_OR_RETURN(const std::string text, read_text_file_bounded(path, int64_t{256} << 20, "tokenizer.json"));
+  BRISK_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
   return from_json(text, absl::StrCat("\"", path, "\""));
 }
 

@@ -69,6 +69,27 @@ struct Segment {
   int32_t added_id;  // -1: text
 };
 
+// The end of the whitespace (White_Space) that starts at pos.
+size_t white_space_after(std::string_view text, size_t pos) {
+  while (pos < text.size()) {
+    const Utf8Char c = decode_utf8(text, pos);
+    if (!detail::is_white_space(c.code_point)) break;
+    pos += static_cast<size_t>(c.length);
+  }
+  return pos;
+}
+
+// The start of the whitespace that ends at pos, not before `floor` (a character boundary).
+size_t white_space_before(std::string_view text, size_t pos, size_t floor) {
+  while (pos > floor) {
+    size_t prev = pos - 1;
+    while (prev > floor && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
+    if (!detail::is_white_space(decode_utf8(text, prev).code_point)) break;
+    pos = prev;
+  }
+  return pos;
+}
+
 // Splits text around the added tokens whose `normalized` is `normalized`, leftmost-longest; lstrip takes the
 // whitespace before a token (not past the previous match), rstrip the whitespace after it.
 std::vector<Segment> split_added(std::string_view text, const std::vector<detail::AddedToken>& added, bool normalized) {
@@ -86,22 +107,9 @@ std::vector<Segment> split_added(std::string_view text, const std::vector<detail
       pos += static_cast<size_t>(decode_utf8(text, pos).length);
       continue;
     }
-    size_t begin = pos, end = pos + match->content.size();
-    if (match->lstrip) {
-      while (begin > done) {
-        size_t prev = begin - 1;
-        while (prev > done && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
-        if (!detail::is_white_space(decode_utf8(text, prev).code_point)) break;
-        begin = prev;
-      }
-    }
-    if (match->rstrip) {
-      while (end < text.size()) {
-        const Utf8Char c = decode_utf8(text, end);
-        if (!detail::is_white_space(c.code_point)) break;
-        end += static_cast<size_t>(c.length);
-      }
-    }
+    const size_t begin = match->lstrip ? white_space_before(text, pos, done) : pos;
+    const size_t end =
+        match->rstrip ? white_space_after(text, pos + match->content.size()) : pos + match->content.size();
     if (done < begin) segments.push_back({done, begin, -1});
     segments.push_back({begin, end, match->id});
     done = pos = end;
@@ -122,22 +130,8 @@ std::string HfTokenizer::Impl::normalize(std::string_view text) const {
                                : replace_all(s, step.literal, step.content);
         break;
       case detail::NormalizerStep::kStrip: {
-        size_t begin = 0, end = s.size();
-        if (step.strip_left) {
-          while (begin < end) {
-            const Utf8Char c = decode_utf8(s, begin);
-            if (!detail::is_white_space(c.code_point)) break;
-            begin += static_cast<size_t>(c.length);
-          }
-        }
-        if (step.strip_right) {
-          while (end > begin) {
-            size_t prev = end - 1;
-            while (prev > begin && (static_cast<unsigned char>(s[prev]) & 0xC0) == 0x80) --prev;
-            if (!detail::is_white_space(decode_utf8(s, prev).code_point)) break;
-            end = prev;
-          }
-        }
+        const size_t begin = step.strip_left ? white_space_after(s, 0) : 0;
+        const size_t end = step.strip_right ? white_space_before(s, s.size(), begin) : s.size();
         s = s.substr(begin, end - begin);
         break;
       }
@@ -296,9 +290,7 @@ StatusOr<EncodedPair> HfTokenizer::encode_pair(std::string_view first, std::stri
 }
 
 int32_t HfTokenizer::token_to_id(std::string_view token) const {
-  for (const detail::AddedToken& a : impl_->added) {
-    if (a.content == token) return a.id;
-  }
+  if (const int32_t added = added_token_id(token); added >= 0) return added;
   const int32_t id =
       impl_->model_kind == Impl::Model::kBpe ? impl_->bpe.token_to_id(token) : impl_->unigram.piece_to_id(token);
   return id < 0 ? unk_id() : id;

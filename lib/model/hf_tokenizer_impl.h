@@ -14,16 +14,11 @@
 #include "bpe_model.h"
 #include "byte_level.h"
 #include "precompiled_charsmap.h"
+#include "tokenizer_unicode.h"
 #include "unigram_model.h"
 
 namespace brisk {
 namespace detail {
-
-// Rust's char::is_whitespace (the White_Space property), which lstrip / rstrip take.
-inline bool is_white_space(int32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
 
 struct NormalizerStep {
   enum Kind { kPrecompiled, kReplace, kStrip, kNfkc, kNfc } kind;

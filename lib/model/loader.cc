@@ -79,7 +79,7 @@ StatusOr<LoadedModel> load_file(const std::string& path, bool replace_invalid_ut
 }  // namespace
 
 int resolve_max_seq_len(const BertConfig& config, const PoolingConfig& pooling, int requested) {
-  const int model_max = static_cast<int>(config.max_position_embeddings - config.position_offset);
+  const int model_max = static_cast<int>(config.max_position_embeddings - config.position_offset());
   if (requested > 0) return std::min(requested, model_max);
   return pooling.max_seq_length > 0 ? static_cast<int>(std::min<int64_t>(pooling.max_seq_length, model_max))
                                     : model_max;

@@ -109,8 +109,7 @@ bool same_config(const BertConfig& a, const BertConfig& b) {
          a.max_position_embeddings == b.max_position_embeddings && a.type_vocab_size == b.type_vocab_size &&
          a.layer_norm_eps == b.layer_norm_eps && a.hidden_act == b.hidden_act &&
          a.hidden_act_name == b.hidden_act_name && a.pad_token_id == b.pad_token_id &&
-         a.position_offset == b.position_offset && a.pruned_heads == b.pruned_heads &&
-         a.intermediate_sizes == b.intermediate_sizes;
+         a.pruned_heads == b.pruned_heads && a.intermediate_sizes == b.intermediate_sizes;
 }
 
 }  // namespace

@@ -8,55 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/utf8.h"
+#include "brisk/model/config.h"
 
 namespace brisk {
 namespace {
 
-// Whether tokenizer.json's model is one HfTokenizer reads (Unigram, BPE) rather than WordPiece. Text that is not
-// JSON, or no model type, is WordPiece's loader's to judge (and report).
-bool is_hf_model(std::string_view tokenizer_json) {
-  auto j = parse_json_bounded(tokenizer_json, "tokenizer.json");
-  if (!j.ok() || !j->is_object()) return false;
-  auto model = j->find("model");
-  if (model == j->end() || !model->is_object()) return false;
-  const std::string type = model->value("type", "");
-  return type == "Unigram" || type == "BPE";
-}
-
-}  // namespace
-
-TextTokenizer::TextTokenizer(WordPieceTokenizer tokenizer) : impl_(std::move(tokenizer)) {}
-
-TextTokenizer::TextTokenizer(HfTokenizer tokenizer, bool replace_invalid_utf8)
-    : impl_(std::move(tokenizer)), replace_invalid_utf8_(replace_invalid_utf8) {}
-
-StatusOr<TextTokenizer> TextTokenizer::from_model_dir(const std::string& dir, bool replace_invalid_utf8) {
-  const std::string path = dir + "/tokenizer.json";
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) {
-    BRISK_ASSIGN_OR_RETURN(const std::string text, read_text_file_bounded(path, int64_t{512} << 20, "tokenizer.json"));
-    if (is_hf_model(text)) {
-      BRISK_ASSIGN_OR_RETURN(HfTokenizer tok, HfTokenizer::from_json(text, absl::StrCat("\"", path, "\"")));
-      return TextTokenizer(std::move(tok), replace_invalid_utf8);
-    }
-  }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
-  return TextTokenizer(std::move(tok));
-}
-
-StatusOr<TextTokenizer> TextTokenizer::from_model_files(const std::map<std::string, std::string>& files,
-                                                        bool replace_invalid_utf8, std::string_view source) {
-  if (auto it = files.find("tokenizer.json"); it != files.end() && is_hf_model(it->second)) {
-    BRISK_ASSIGN_OR_RETURN(HfTokenizer tok,
-                           HfTokenizer::from_json(it->second, absl::StrCat(std::string(source), ":tokenizer.json")));
-    return TextTokenizer(std::move(tok), replace_invalid_utf8);
-  }
-  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok,
-                         WordPieceTokenizer::from_model_files(files, replace_invalid_utf8, source));
-  return TextTokenizer(std::move(tok));
-}
-
-std::string TextTokenizer::sanitized(std::string_view text) const {
+// text with each byte that is not UTF-8 as U+FFFD.
+std::string sanitized(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
@@ -70,6 +28,49 @@ std::string TextTokenizer::sanitized(std::string_view text) const {
     }
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<std::optional<HfTokenizer>> TextTokenizer::hf_tokenizer_of(std::string_view tokenizer_json,
+                                                                    std::string_view source) {
+  auto j = parse_json_bounded(tokenizer_json, source);
+  if (!j.ok() || !j->is_object()) return std::optional<HfTokenizer>();
+  auto model = j->find("model");
+  if (model == j->end() || !model->is_object()) return std::optional<HfTokenizer>();
+  const std::string type = model->value("type", "");
+  if (type != "Unigram" && type != "BPE") return std::optional<HfTokenizer>();
+  BRISK_ASSIGN_OR_RETURN(HfTokenizer tok, HfTokenizer::from_parsed(*j, source));
+  return std::optional<HfTokenizer>(std::move(tok));
+}
+
+TextTokenizer::TextTokenizer(WordPieceTokenizer tokenizer) : impl_(std::move(tokenizer)) {}
+
+TextTokenizer::TextTokenizer(HfTokenizer tokenizer, bool replace_invalid_utf8)
+    : impl_(std::move(tokenizer)), replace_invalid_utf8_(replace_invalid_utf8) {}
+
+StatusOr<TextTokenizer> TextTokenizer::from_model_dir(const std::string& dir, bool replace_invalid_utf8) {
+  const std::string path = dir + "/tokenizer.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    BRISK_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
+    BRISK_ASSIGN_OR_RETURN(std::optional<HfTokenizer> hf, hf_tokenizer_of(text, absl::StrCat("\"", path, "\"")));
+    if (hf) return TextTokenizer(std::move(*hf), replace_invalid_utf8);
+  }
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok, WordPieceTokenizer::from_model_dir(dir, replace_invalid_utf8));
+  return TextTokenizer(std::move(tok));
+}
+
+StatusOr<TextTokenizer> TextTokenizer::from_model_files(const std::map<std::string, std::string>& files,
+                                                        bool replace_invalid_utf8, std::string_view source) {
+  if (auto it = files.find("tokenizer.json"); it != files.end()) {
+    BRISK_ASSIGN_OR_RETURN(std::optional<HfTokenizer> hf,
+                           hf_tokenizer_of(it->second, absl::StrCat(std::string(source), ":tokenizer.json")));
+    if (hf) return TextTokenizer(std::move(*hf), replace_invalid_utf8);
+  }
+  BRISK_ASSIGN_OR_RETURN(WordPieceTokenizer tok,
+                         WordPieceTokenizer::from_model_files(files, replace_invalid_utf8, source));
+  return TextTokenizer(std::move(tok));
 }
 
 StatusOr<std::vector<int32_t>> TextTokenizer::encode(std::string_view text, int max_seq_len) const {

@@ -39,12 +39,7 @@ inline bool is_utf8_lead(unsigned char c) { return (c & 0xC0) != 0x80; }
 // Character classes of the BERT rules. kOther is an ordinary word character.
 enum class CharClass : uint8_t { kOther, kDrop, kSpace, kPunct };
 
-// Unicode White_Space (Rust char::is_whitespace, which BertNormalizer and BertPreTokenizer use).
-inline bool is_white_space(int32_t c) {
-  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
-  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
-}
+using detail::is_white_space;
 
 inline bool is_cjk(int32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||

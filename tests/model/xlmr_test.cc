@@ -48,7 +48,7 @@ TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenize
   REQUIRE(m.ok());
   CHECK(m->config.family == brisk::ModelFamily::kRoberta);
   CHECK(m->config.model_type == "xlm-roberta");
-  CHECK(m->config.position_offset == 2);  // pad_token_id 1 + 1
+  CHECK(m->config.position_offset() == 2);  // pad_token_id 1 + 1
   CHECK(m->config.type_vocab_size == 1);
   CHECK(m->tokenizer.kind() == "Unigram");
   CHECK(m->max_seq_len == 64);  // sentence_bert_config's 64 = 66 positions less the offset

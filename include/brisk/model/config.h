@@ -61,12 +61,13 @@ struct BRISK_API BertConfig {
   Activation hidden_act = Activation::kGelu;
   std::string hidden_act_name = "gelu";  // as written in config.json
   int64_t pad_token_id = 0;
-  // The first position id: 0 for BERT; pad_token_id + 1 for RoBERTa (transformers' create_position_ids_from_input_ids),
-  // so a sequence holds at most max_position_embeddings - position_offset tokens.
-  int64_t position_offset = 0;
   std::map<int64_t, std::vector<int64_t>> pruned_heads;  // layer -> removed heads (sorted); empty when none
   std::vector<int64_t> intermediate_sizes;               // per layer; empty when all are intermediate_size
 
+  // The first position id: 0 for BERT and DistilBERT; pad_token_id + 1 for RoBERTa (transformers'
+  // create_position_ids_from_input_ids), so a sequence holds at most max_position_embeddings - position_offset()
+  // tokens.
+  int64_t position_offset() const { return family == ModelFamily::kRoberta ? pad_token_id + 1 : 0; }
   int64_t head_dim() const { return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0; }
   // Heads and feed-forward width of one layer, after pruning.
   int64_t layer_heads(int64_t layer) const;

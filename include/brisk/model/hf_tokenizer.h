@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/model/tokenizer.h"
@@ -69,7 +71,9 @@ class BRISK_API HfTokenizer {
   struct Impl;
 
  private:
+  friend class TextTokenizer;  // parses tokenizer.json once to see whose it is, then builds from the parsed value
   explicit HfTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  static StatusOr<HfTokenizer> from_parsed(const nlohmann::json& tokenizer_json, std::string_view source);
   std::shared_ptr<const Impl> impl_;
 };
 

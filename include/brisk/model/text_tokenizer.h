@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -53,7 +54,9 @@ class BRISK_API TextTokenizer {
   const HfTokenizer* hf() const { return std::get_if<HfTokenizer>(&impl_); }
 
  private:
-  std::string sanitized(std::string_view text) const;
+  // tokenizer.json's text parsed once: an HfTokenizer when its model is Unigram or BPE; nullopt when it is not JSON
+  // or names another model (WordPiece's loaders then read it, and say what is wrong with it).
+  static StatusOr<std::optional<HfTokenizer>> hf_tokenizer_of(std::string_view tokenizer_json, std::string_view source);
 
   std::variant<WordPieceTokenizer, HfTokenizer> impl_;
   bool replace_invalid_utf8_ = false;

@@ -35,7 +35,7 @@ struct BRISK_API TokenLayout {
 };
 
 // Fails (INVALID_ARGUMENT) on offsets that do not describe the batch or on more than INT32_MAX rows. A sequence's
-// positions count from position_offset (BertConfig::position_offset: RoBERTa's start after the padding id).
+// positions count from position_offset (BertConfig::position_offset(): RoBERTa's start after the padding id).
 BRISK_API StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remove_padding, int32_t pad_id = 0,
                                                   int32_t position_offset = 0);
 
