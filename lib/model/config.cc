@@ -93,6 +93,48 @@ StatusOr<Activation> parse_activation(const std::string& name, const std::string
                                   "\"; expected one of gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu"));
 }
 
+// Qwen2 / Qwen3 (transformers' Qwen2Config and Qwen3Config defaults where a key is absent).
+Status parse_qwen(const json& j, const std::string& source, BertConfig& c) {
+  const bool qwen3 = c.model_type == "qwen3";
+  c.family = qwen3 ? ModelFamily::kQwen3 : ModelFamily::kQwen2;
+  BRISK_ASSIGN_OR_RETURN(c.vocab_size, get_int(j, "vocab_size", source, true));
+  BRISK_ASSIGN_OR_RETURN(c.hidden_size, get_int(j, "hidden_size", source, true));
+  BRISK_ASSIGN_OR_RETURN(c.num_hidden_layers, get_int(j, "num_hidden_layers", source, true));
+  BRISK_ASSIGN_OR_RETURN(c.num_attention_heads, get_int(j, "num_attention_heads", source, true));
+  BRISK_ASSIGN_OR_RETURN(c.intermediate_size, get_int(j, "intermediate_size", source, true));
+  BRISK_ASSIGN_OR_RETURN(c.num_key_value_heads,
+                         get_int(j, "num_key_value_heads", source, false, c.num_attention_heads));
+  if (qwen3) {
+    BRISK_ASSIGN_OR_RETURN(c.attention_head_dim, get_int(j, "head_dim", source, false, 128));
+  } else if (c.num_attention_heads > 0) {
+    c.attention_head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  BRISK_ASSIGN_OR_RETURN(c.max_position_embeddings, get_int(j, "max_position_embeddings", source, false, 32768));
+  BRISK_ASSIGN_OR_RETURN(c.layer_norm_eps, get_double(j, "rms_norm_eps", source, 1e-6));
+  BRISK_ASSIGN_OR_RETURN(c.rope_theta, get_double(j, "rope_theta", source, 10000.0));
+  BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "hidden_act", source, "silu"));
+  if (c.hidden_act_name != "silu" && c.hidden_act_name != "swish") {
+    return bad(source, absl::StrCat("key \"hidden_act\" is \"", c.hidden_act_name,
+                                    "\"; expected \"silu\" (a SwiGLU feed-forward) for a ", c.model_type, " model"));
+  }
+  c.hidden_act = Activation::kSilu;
+  c.attention_bias = !qwen3;  // Qwen2's Q, K and V always carry biases
+  if (qwen3) {
+    BRISK_ASSIGN_OR_RETURN(c.attention_bias, get_bool(j, "attention_bias", source));
+  }
+  c.type_vocab_size = 0;
+  BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
+  if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
+    return bad(source, absl::StrCat("key \"rope_scaling\" is ", describe_json(*it),
+                                    "; brisk supports only unscaled rotary positions (null)"));
+  }
+  BRISK_ASSIGN_OR_RETURN(bool sliding, get_bool(j, "use_sliding_window", source));
+  if (sliding) {
+    return bad(source, "key \"use_sliding_window\" is true; brisk supports only full causal attention (false)");
+  }
+  return absl::OkStatus();
+}
+
 // pruned_heads: {"3": [0, 5]} as Hugging Face writes it (layer keys are strings in JSON).
 Status parse_pruned_heads(const json& j, const std::string& source, BertConfig& c) {
   auto it = j.find("pruned_heads");
@@ -159,6 +201,7 @@ std::string_view activation_name(Activation act) {
     case Activation::kGelu: return "gelu";
     case Activation::kGeluTanh: return "gelu_tanh";
     case Activation::kRelu: return "relu";
+    case Activation::kSilu: return "silu";
   }
   return "?";
 }
@@ -169,6 +212,7 @@ std::string_view pooling_name(Pooling pooling) {
     case Pooling::kMean: return "mean";
     case Pooling::kCls: return "cls";
     case Pooling::kMax: return "max";
+    case Pooling::kLastToken: return "lasttoken";
   }
   return "?";
 }
@@ -215,17 +259,36 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
     BRISK_ASSIGN_OR_RETURN(c.hidden_act_name, get_string(j, "activation", source, "gelu"));
     BRISK_ASSIGN_OR_RETURN(c.hidden_act, parse_activation(c.hidden_act_name, "activation", source));
     BRISK_ASSIGN_OR_RETURN(c.pad_token_id, get_int(j, "pad_token_id", source, false, 0));
+  } else if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+    BRISK_RETURN_IF_ERROR(parse_qwen(j, source, c));
   } else {
-    return bad(
-        source,
-        absl::StrCat("key \"model_type\" is \"", c.model_type,
-                     "\"; brisk supports \"bert\" (BERT, MiniLM), \"distilbert\", \"roberta\" and \"xlm-roberta\""));
+    return bad(source, absl::StrCat("key \"model_type\" is \"", c.model_type,
+                                    "\"; brisk supports \"bert\" (BERT, MiniLM), \"distilbert\", \"roberta\", "
+                                    "\"xlm-roberta\", \"qwen2\" and \"qwen3\""));
   }
   BRISK_RETURN_IF_ERROR(c.validate(source));
   BRISK_RETURN_IF_ERROR(parse_pruned_heads(j, source, c));
   BRISK_RETURN_IF_ERROR(parse_intermediate_sizes(j, source, c));
   BRISK_RETURN_IF_ERROR(c.validate(source));
   return c;
+}
+
+Status BertConfig::validate_decoder(const std::string& source) const {
+  if (num_key_value_heads <= 0 || num_attention_heads % num_key_value_heads != 0) {
+    return bad(source, absl::StrCat("key \"num_key_value_heads\" is ", num_key_value_heads,
+                                    "; expected a positive divisor of num_attention_heads ", num_attention_heads));
+  }
+  if (attention_head_dim <= 0 || attention_head_dim % 2 != 0 || attention_head_dim > 4096) {
+    return bad(source, absl::StrCat("the head dimension is ", attention_head_dim,
+                                    "; expected an even number from 2 to 4096 (rotary positions turn pairs)"));
+  }
+  if (!(rope_theta > 1.0) || !std::isfinite(rope_theta)) {
+    return bad(source, absl::StrCat("key \"rope_theta\" is ", rope_theta, "; expected a finite number above 1"));
+  }
+  if (is_pruned()) {
+    return bad(source, absl::StrCat("a ", model_type, " model is pruned; brisk prunes BERT-family encoders only"));
+  }
+  return absl::OkStatus();
 }
 
 Status BertConfig::validate(const std::string& source) const {
@@ -256,10 +319,12 @@ Status BertConfig::validate(const std::string& source) const {
   if (type_vocab_size < 0 || type_vocab_size > kMaxDim) {
     return bad(source, absl::StrCat("key \"type_vocab_size\" is ", type_vocab_size, "; expected 0 to ", kMaxDim));
   }
-  if (!distil && type_vocab_size == 0) {
+  if (!distil && !is_decoder() && type_vocab_size == 0) {
     return bad(source, "key \"type_vocab_size\" is 0; expected a positive integer for a bert model");
   }
-  if (hidden_size % num_attention_heads != 0) {
+  if (is_decoder()) {
+    BRISK_RETURN_IF_ERROR(validate_decoder(source));
+  } else if (hidden_size % num_attention_heads != 0) {
     return bad(source, absl::StrCat(distil ? "dim" : "hidden_size", " ", hidden_size, " is not divisible by ",
                                     distil ? "n_heads" : "num_attention_heads", " ", num_attention_heads,
                                     "; expected hidden size = heads x head dimension"));
@@ -304,8 +369,10 @@ StatusOr<BertConfig> BertConfig::from_json_file(const std::string& path) {
 }
 
 std::string BertConfig::summary() const {
+  const std::string heads =
+      is_decoder() ? absl::StrCat(" (", num_key_value_heads, " key/value, head_dim ", head_dim(), ")") : "";
   std::string out = absl::StrCat(model_type, ": ", num_hidden_layers, " layers, hidden ", hidden_size, ", ",
-                                 num_attention_heads, " heads, intermediate ", intermediate_size, ", vocab ",
+                                 num_attention_heads, " heads", heads, ", intermediate ", intermediate_size, ", vocab ",
                                  vocab_size, ", max positions ", max_position_embeddings, ", ", hidden_act_name);
   if (is_pruned()) {
     int64_t heads = 0, neurons = 0;
@@ -328,25 +395,33 @@ StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text,
   BRISK_ASSIGN_OR_RETURN(bool mean, get_bool(j, "pooling_mode_mean_tokens", source));
   BRISK_ASSIGN_OR_RETURN(bool cls, get_bool(j, "pooling_mode_cls_token", source));
   BRISK_ASSIGN_OR_RETURN(bool max, get_bool(j, "pooling_mode_max_tokens", source));
-  for (const char* key :
-       {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+  BRISK_ASSIGN_OR_RETURN(bool last, get_bool(j, "pooling_mode_lasttoken", source));
+  for (const char* key : {"pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens"}) {
     BRISK_ASSIGN_OR_RETURN(bool other, get_bool(j, key, source));
     if (other) {
-      return bad(source, absl::StrCat("key \"", key, "\" is true; brisk supports mean, cls and max pooling only"));
+      return bad(source,
+                 absl::StrCat("key \"", key, "\" is true; brisk supports mean, cls, max and lasttoken pooling only"));
     }
   }
-  const int count = int(mean) + int(cls) + int(max);
+  const int count = int(mean) + int(cls) + int(max) + int(last);
+  constexpr const char* kModes =
+      "pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens, pooling_mode_lasttoken";
   if (count > 1) {
-    return bad(source,
-               "more than one of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens "
-               "is true; expected exactly one (concatenated poolings are not supported)");
+    return bad(source, absl::StrCat("more than one of ", kModes,
+                                    " is true; expected exactly one (concatenated poolings are not supported)"));
   }
-  if (count == 0) {
-    return bad(source,
-               "none of pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens is true; "
-               "expected exactly one");
+  if (count == 0) return bad(source, absl::StrCat("none of ", kModes, " is true; expected exactly one"));
+  p.mode = mean ? Pooling::kMean : cls ? Pooling::kCls : max ? Pooling::kMax : Pooling::kLastToken;
+  if (auto it = j.find("include_prompt"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      return bad(source, absl::StrCat("key \"include_prompt\" is ", describe_json(*it), "; expected true or false"));
+    }
+    if (!it->get<bool>() && !last) {
+      return bad(source, absl::StrCat("key \"include_prompt\" is false with ", std::string(pooling_name(p.mode)),
+                                      " pooling; brisk pools over the prompt's tokens too (expected true, or "
+                                      "lasttoken pooling, which the prompt does not change)"));
+    }
   }
-  p.mode = mean ? Pooling::kMean : cls ? Pooling::kCls : Pooling::kMax;
   if (p.word_embedding_dimension < 0) {
     return bad(source, absl::StrCat("key \"word_embedding_dimension\" is ", p.word_embedding_dimension,
                                     "; expected a positive integer"));
@@ -418,6 +493,22 @@ Status read_modules(const ModelFileSource& src, const std::string& source, const
   return absl::OkStatus();
 }
 
+// config_sentence_transformers.json's prompts["query"] ("" when the file or the prompt is absent).
+StatusOr<std::string> read_query_prompt(const ModelFileSource& src) {
+  constexpr const char* kFile = "config_sentence_transformers.json";
+  StatusOr<std::string> text = src.read(kFile);
+  if (!text.ok()) return absl::IsNotFound(text.status()) ? StatusOr<std::string>("") : text.status();
+  const std::string path = src.path(kFile);
+  BRISK_ASSIGN_OR_RETURN(json st, parse_object(*text, path));
+  auto prompts = st.find("prompts");
+  if (prompts == st.end() || prompts->is_null()) return std::string();
+  if (!prompts->is_object()) {
+    return bad(path, absl::StrCat("key \"prompts\" is ", describe_json(*prompts),
+                                  "; expected an object of prompt names to strings"));
+  }
+  return get_string(*prompts, "query", path + " prompts", "");
+}
+
 }  // namespace
 
 StatusOr<std::string> ModelFileSource::read(const std::string& rel) const {
@@ -464,6 +555,7 @@ StatusOr<PoolingConfig> read_pooling_config_from(const ModelFileSource& src, std
   } else if (!absl::IsNotFound(st_text.status())) {
     return st_text.status();
   }
+  BRISK_ASSIGN_OR_RETURN(pooling.query_prompt, read_query_prompt(src));
   return pooling;
 }
 
@@ -486,7 +578,7 @@ StatusOr<std::map<std::string, std::string>> read_model_files(const std::string&
   std::map<std::string, std::string> files;
   BRISK_ASSIGN_OR_RETURN(files["config.json"], read_text_file(src.path("config.json")));
   for (const char* name : {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
-                           "modules.json", "sentence_bert_config.json"}) {
+                           "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json"}) {
     if (src.exists(name)) {
       BRISK_ASSIGN_OR_RETURN(files[name], src.read(name));
     }

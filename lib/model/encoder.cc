@@ -61,10 +61,9 @@ StatusOr<std::vector<kernels::Linear>> make_qkv(EncoderLayerWeights& w, Device d
     BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
     kernels::QuantScales scales;
     if (qkv_w.dtype() == DType::kI8) {
-      const int64_t h = w.q_weight.dim(0);
-      BRISK_ASSIGN_OR_RETURN(Tensor qs, per_channel_scales(w.q_scales, h));
-      BRISK_ASSIGN_OR_RETURN(Tensor ks, per_channel_scales(w.k_scales, h));
-      BRISK_ASSIGN_OR_RETURN(Tensor vs, per_channel_scales(w.v_scales, h));
+      BRISK_ASSIGN_OR_RETURN(Tensor qs, per_channel_scales(w.q_scales, w.q_weight.dim(0)));
+      BRISK_ASSIGN_OR_RETURN(Tensor ks, per_channel_scales(w.k_scales, w.k_weight.dim(0)));
+      BRISK_ASSIGN_OR_RETURN(Tensor vs, per_channel_scales(w.v_scales, w.v_weight.dim(0)));
       BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows({&qs, &ks, &vs}));
       scales.activation_scale = w.q_scales.activation_scale;
       scales.input_scale = w.q_scales.input_scale;
@@ -86,22 +85,14 @@ StatusOr<std::vector<kernels::Linear>> make_qkv(EncoderLayerWeights& w, Device d
 }
 
 // The weights must have the shapes the config gives the layer (pruned models differ from layer to layer).
-Status check_layer_shapes(const EncoderLayerWeights& w, size_t layer, int64_t attn, int64_t inter, int64_t h) {
-  const struct {
-    const char* name;
-    const Tensor& t;
-    int64_t rows, cols;
-  } expected[] = {{"query", w.q_weight, attn, h},
-                  {"key", w.k_weight, attn, h},
-                  {"value", w.v_weight, attn, h},
-                  {"attention output", w.attention_output_weight, h, attn},
-                  {"intermediate", w.intermediate_weight, inter, h},
-                  {"output", w.output_weight, h, inter}};
-  for (const auto& e : expected) {
-    if (e.t.rank() != 2 || e.t.dim(0) != e.rows || e.t.dim(1) != e.cols) {
-      return absl::InvalidArgumentError(absl::StrCat("BertEncoder: layer ", layer, " ", e.name, " weight has shape ",
-                                                     e.t.shape_string(), "; expected [", e.rows, ", ", e.cols,
-                                                     "] as the config gives this layer"));
+Status check_layer_shapes(const std::vector<LinearSlot>& slots, size_t first, size_t count, size_t layer) {
+  for (size_t i = first; i < first + count; ++i) {
+    const LinearSlot& s = slots[i];
+    const Tensor& t = *s.weight;
+    if (t.rank() != 2 || t.dim(0) != s.out_features || t.dim(1) != s.in_features) {
+      return absl::InvalidArgumentError(absl::StrCat("BertEncoder: layer ", layer, " ", s.name, " weight has shape ",
+                                                     t.shape_string(), "; expected [", s.out_features, ", ",
+                                                     s.in_features, "] as the config gives this layer"));
     }
   }
   return absl::OkStatus();
@@ -112,6 +103,7 @@ kernels::GemmEpilogue activation_epilogue(Activation act) {
     case Activation::kGelu: return kernels::GemmEpilogue::kBiasGeluErf;
     case Activation::kGeluTanh: return kernels::GemmEpilogue::kBiasGeluTanh;
     case Activation::kRelu: return kernels::GemmEpilogue::kBiasRelu;
+    case Activation::kSilu: return kernels::GemmEpilogue::kBias;  // the decoders' SwiGLU applies it (silu_mul)
   }
   return kernels::GemmEpilogue::kBiasGeluErf;
 }
@@ -189,6 +181,7 @@ std::vector<std::string> BertEncoder::linear_kernels() const {
     add(layer.attention_output);
     add(layer.intermediate);
     add(layer.output);
+    if (!layer.gate_name.empty()) add(layer.gate);
   }
   return kernels;
 }
@@ -219,6 +212,19 @@ StatusOr<const void*> BertEncoder::Impl::place(const Tensor& host_f32) {
 
 Status BertEncoder::Impl::place_parameters() {
   const EmbeddingWeights& e = weights.embeddings;
+  if (config.is_decoder()) {  // the CPU only: the parameters are used where they are
+    final_norm_gamma = weights.final_norm_gamma.data<float>();
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const EncoderLayerWeights& w = weights.layers[l];
+      layers[l].attention_ln_gamma = w.attention_ln_gamma.raw_data();
+      layers[l].output_ln_gamma = w.output_ln_gamma.raw_data();
+      if (config.qk_norm()) {
+        layers[l].q_norm_gamma = w.q_norm_gamma.data<float>();
+        layers[l].k_norm_gamma = w.k_norm_gamma.data<float>();
+      }
+    }
+    return absl::OkStatus();
+  }
   if (word_dtype == DType::kF32) {
     BRISK_ASSIGN_OR_RETURN(word_table, place(e.word));
   } else if (options.device != Device::kCPU) {
@@ -266,26 +272,15 @@ Status check_finite_f32(const Tensor& t, const std::string& name) {
 }
 
 Status check_finite_weights(EncoderWeights& w, const BertConfig& config) {
-  const EmbeddingWeights& e = w.embeddings;
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.word, "embeddings.word_embeddings.weight"));
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.word_scale, "embeddings.word_embeddings.scale"));
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.position, "embeddings.position_embeddings.weight"));
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.token_type, "embeddings.token_type_embeddings.weight"));
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.ln_gamma, "embeddings.LayerNorm.weight"));
-  BRISK_RETURN_IF_ERROR(check_finite_f32(e.ln_beta, "embeddings.LayerNorm.bias"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(w.embeddings.word, "embeddings.word_embeddings.weight"));
+  BRISK_RETURN_IF_ERROR(check_finite_f32(w.embeddings.word_scale, "embeddings.word_embeddings.scale"));
   for (const LinearSlot& slot : linear_slots(w, config)) {
     BRISK_RETURN_IF_ERROR(check_finite_f32(*slot.weight, slot.name + ".weight"));
     BRISK_RETURN_IF_ERROR(check_finite_f32(*slot.bias, slot.name + ".bias"));
     BRISK_RETURN_IF_ERROR(check_finite_f32(slot.scales->input_scale, slot.name + ".input_scale"));
   }
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    const EncoderLayerWeights& l = w.layers[i];
-    const std::string layer = absl::StrCat("encoder.layer.", i);
-    BRISK_RETURN_IF_ERROR(check_finite_f32(l.attention_ln_gamma, layer + ".attention.output.LayerNorm.weight"));
-    BRISK_RETURN_IF_ERROR(check_finite_f32(l.attention_ln_beta, layer + ".attention.output.LayerNorm.bias"));
-    BRISK_RETURN_IF_ERROR(check_finite_f32(l.output_ln_gamma, layer + ".output.LayerNorm.weight"));
-    BRISK_RETURN_IF_ERROR(check_finite_f32(l.output_ln_beta, layer + ".output.LayerNorm.bias"));
-  }
+  // The LayerNorms (RMSNorms), position and token-type tables.
+  for (const F32TensorSlot& t : f32_tensors(w, config)) BRISK_RETURN_IF_ERROR(check_finite_f32(*t.tensor, t.name));
   return absl::OkStatus();
 }
 
@@ -299,8 +294,14 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
         absl::StrCat("BertEncoder: weights have ", weights.layers.size(),
                      " layers but the config has num_hidden_layers = ", config.num_hidden_layers));
   }
-  BRISK_RETURN_IF_ERROR(check_device_available(DeviceSpec{options.device, 0}));
   const DType act = options.activation;
+  if (config.is_decoder() && (options.device != Device::kCPU || act != DType::kF32)) {
+    return absl::UnimplementedError(absl::StrCat("BertEncoder: a ", config.model_type, " model on ",
+                                                 device_name(options.device), " with ", dtype_name(act),
+                                                 " activations; expected cpu with f32 (decoder models run on the "
+                                                 "CPU for now)"));
+  }
+  BRISK_RETURN_IF_ERROR(check_device_available(DeviceSpec{options.device, 0}));
   if (!device_runs_activation(options.device, act)) {
     return absl::InvalidArgumentError(absl::StrCat("EncoderOptions::activation is ", dtype_name(act), " on ",
                                                    device_name(options.device),
@@ -319,18 +320,21 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     EncoderLayer layer;
     const auto index = static_cast<int64_t>(impl->layers.size());
     layer.heads = config.layer_heads(index);
+    layer.kv_heads = config.layer_kv_heads(index);
     layer.ffn_width = config.layer_intermediate_size(index);
     impl->max_attention = std::max(impl->max_attention, layer.heads * config.head_dim());
     impl->max_intermediate = std::max(impl->max_intermediate, layer.ffn_width);
-    BRISK_RETURN_IF_ERROR(check_layer_shapes(w, impl->layers.size(), layer.heads * config.head_dim(), layer.ffn_width,
-                                             config.hidden_size));
+    const auto per_layer = static_cast<size_t>(linears_per_layer(config));
+    BRISK_RETURN_IF_ERROR(check_layer_shapes(slots, slot, per_layer, impl->layers.size()));
     for (int i = 0; i < 3; ++i) layer.qkv_names.push_back(slots[slot++].name);
     layer.attention_output_name = slots[slot++].name;
     layer.intermediate_name = slots[slot++].name;
     layer.output_name = slots[slot++].name;
+    if (config.is_decoder()) layer.gate_name = slots[slot++].name;
     const Device d = options.device;
     BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, d, act));
-    layer.int8_attention = options.int8_attention && d == Device::kCPU && kernels::int8_attention_preferred() &&
+    layer.int8_attention = options.int8_attention && d == Device::kCPU && !config.is_decoder() &&
+                           kernels::int8_attention_preferred() &&
                            std::all_of(layer.qkv.begin(), layer.qkv.end(),
                                        [](const kernels::Linear& l) { return l.weight_dtype() == DType::kI8; });
     BRISK_ASSIGN_OR_RETURN(
@@ -340,6 +344,11 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                                                                        w.intermediate_scales, act));
     BRISK_ASSIGN_OR_RETURN(layer.output,
                            kernels::Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));
+    if (config.is_decoder()) {
+      BRISK_ASSIGN_OR_RETURN(layer.gate, kernels::Linear::create(w.gate_weight, w.gate_bias, d, w.gate_scales, act));
+      w.gate_weight = Tensor();
+      w.gate_bias = Tensor();
+    }
     // As for Q, K and V: an int8 weight lives on only in its Linear's packed copy, not twice.
     for (Tensor* t : {&w.attention_output_weight, &w.attention_output_bias, &w.intermediate_weight,
                       &w.intermediate_bias, &w.output_weight, &w.output_bias}) {

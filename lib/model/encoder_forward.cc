@@ -17,22 +17,6 @@
 namespace brisk {
 namespace {
 
-// Tokens per feed-forward chunk: bounds the [chunk, intermediate] scratch (3 MB for MiniLM) whatever the batch.
-constexpr int64_t kFfnChunkTokens = 512;
-
-// Grows `t` to at least `bytes` on `device` (contents not kept).
-Status reserve(Tensor& t, size_t bytes, Device device) {
-  if (t.defined() && t.nbytes() >= bytes) return absl::OkStatus();
-  t = Tensor();  // free first: the old and the new buffer need not both fit under a device memory cap
-  BRISK_ASSIGN_OR_RETURN(t, Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device));
-  return absl::OkStatus();
-}
-
-template <typename T>
-T* as(Tensor& t) {
-  return static_cast<T*>(t.raw_data());
-}
-
 // The token layout's index arrays where the ops read them: host vectors on the CPU, one upload on a device.
 struct LayoutOnDevice {
   const int32_t* ids;
@@ -54,10 +38,10 @@ StatusOr<LayoutOnDevice> place_layout(const TokenLayout& l, Device device, Encod
   for (const std::vector<int32_t>* v : {&l.ids, &l.type_ids, &l.positions, &l.starts, &l.lengths}) {
     s.insert(s.end(), v->begin(), v->end());
   }
-  BRISK_RETURN_IF_ERROR(reserve(ws.inputs, s.size() * sizeof(int32_t), device));
+  BRISK_RETURN_IF_ERROR(reserve_scratch(ws.inputs, s.size() * sizeof(int32_t), device));
   BRISK_RETURN_IF_ERROR(
       kernels::copy_bytes(device, ws.inputs.raw_data(), Device::kCPU, s.data(), s.size() * sizeof(int32_t)));
-  const int32_t* base = as<int32_t>(ws.inputs);
+  const int32_t* base = scratch<int32_t>(ws.inputs);
   const auto rows = static_cast<size_t>(l.rows), batch = static_cast<size_t>(l.batch);
   return LayoutOnDevice{base, base + rows, base + 2 * rows, base + 3 * rows, base + 3 * rows + batch};
 }
@@ -100,8 +84,8 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   if (in_place) {
     x = reinterpret_cast<T*>(outputs.hidden_states);
   } else {
-    BRISK_RETURN_IF_ERROR(reserve(ws.hidden, static_cast<size_t>(n * h) * sizeof(T), device));
-    x = as<T>(ws.hidden);
+    BRISK_RETURN_IF_ERROR(reserve_scratch(ws.hidden, static_cast<size_t>(n * h) * sizeof(T), device));
+    x = scratch<T>(ws.hidden);
   }
 
   // Embeddings. A quantized word table on the CPU is dequantized row by row straight into x.
@@ -124,17 +108,17 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
     }
     return absl::OkStatus();
   };
-  BRISK_RETURN_IF_ERROR(reserve(ws.qkv, static_cast<size_t>(n * 3 * max_attention) * sizeof(T), device));
-  BRISK_RETURN_IF_ERROR(reserve(ws.context, static_cast<size_t>(n * max_attention) * sizeof(T), device));
+  BRISK_RETURN_IF_ERROR(reserve_scratch(ws.qkv, static_cast<size_t>(n * 3 * max_attention) * sizeof(T), device));
+  BRISK_RETURN_IF_ERROR(reserve_scratch(ws.context, static_cast<size_t>(n * max_attention) * sizeof(T), device));
   // On the CPU the feed-forward runs in token chunks: its activation is the largest buffer of a layer, and chunking
   // keeps it small (and cache-resident between the two projections) at no measured cost in speed. A GPU wants the
   // whole batch in one GEMM to fill its SMs.
   const int64_t ffn_chunk = device == Device::kCPU ? std::min<int64_t>(n, kFfnChunkTokens) : n;
   BRISK_RETURN_IF_ERROR(
-      reserve(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
-  T* qkv = as<T>(ws.qkv);
-  T* context = as<T>(ws.context);
-  T* inter = as<T>(ws.intermediate);
+      reserve_scratch(ws.intermediate, static_cast<size_t>(ffn_chunk * max_intermediate) * sizeof(T), device));
+  T* qkv = scratch<T>(ws.qkv);
+  T* context = scratch<T>(ws.context);
+  T* inter = scratch<T>(ws.intermediate);
   for (const EncoderLayer& layer : layers) {
     const int64_t attn = layer.heads * config.head_dim();
     for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
@@ -176,8 +160,8 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   if (outputs.pooled != nullptr) {
     float* pooled = outputs.pooled;
     if (device != Device::kCPU) {
-      BRISK_RETURN_IF_ERROR(reserve(ws.pooled, static_cast<size_t>(layout.batch * h) * sizeof(float), device));
-      pooled = as<float>(ws.pooled);
+      BRISK_RETURN_IF_ERROR(reserve_scratch(ws.pooled, static_cast<size_t>(layout.batch * h) * sizeof(float), device));
+      pooled = scratch<float>(ws.pooled);
     }
     const kernels::SequenceRows rows_of{in.starts, in.lengths, layout.batch};
     BRISK_RETURN_IF_ERROR(
@@ -191,9 +175,9 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
     // f32 rows on the device, then on the host, then (padded layout) each real row to its packed place.
     const float* rows_f32 = reinterpret_cast<const float*>(x);
     if constexpr (!kF32) {
-      BRISK_RETURN_IF_ERROR(reserve(ws.hidden_f32, static_cast<size_t>(n * h) * sizeof(float), device));
-      BRISK_RETURN_IF_ERROR((kernels::convert<T, float>(device, x, as<float>(ws.hidden_f32), n * h)));
-      rows_f32 = as<float>(ws.hidden_f32);
+      BRISK_RETURN_IF_ERROR(reserve_scratch(ws.hidden_f32, static_cast<size_t>(n * h) * sizeof(float), device));
+      BRISK_RETURN_IF_ERROR((kernels::convert<T, float>(device, x, scratch<float>(ws.hidden_f32), n * h)));
+      rows_f32 = scratch<float>(ws.hidden_f32);
     }
     float* dst = outputs.hidden_states;
     if (!layout.packed) {
@@ -222,10 +206,14 @@ Status BertEncoder::Impl::run_any(const PackedSequences& batch, const Outputs& o
   }
   auto ws = acquire();
   Status s;
-  switch (options.activation) {
-    case DType::kF16: s = run<float16_t>(batch, outputs, tap, *ws); break;
-    case DType::kBF16: s = run<bfloat16_t>(batch, outputs, tap, *ws); break;
-    default: s = run<float>(batch, outputs, tap, *ws); break;
+  if (config.is_decoder()) {
+    s = run_decoder(batch, outputs, tap, *ws);
+  } else {
+    switch (options.activation) {
+      case DType::kF16: s = run<float16_t>(batch, outputs, tap, *ws); break;
+      case DType::kBF16: s = run<bfloat16_t>(batch, outputs, tap, *ws); break;
+      default: s = run<float>(batch, outputs, tap, *ws); break;
+    }
   }
   // A failed pass may leave work queued on this thread's stream that still uses the workspace: wait for it before
   // another caller can take the workspace.
@@ -252,7 +240,8 @@ Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool no
     return absl::InvalidArgumentError(
         "BertEncoder::embed: out is null; expected a buffer of batch.size() x hidden_size floats");
   if (pooling == Pooling::kMax) {
-    return absl::UnimplementedError("BertEncoder::embed: max pooling is not supported; expected mean or cls");
+    return absl::UnimplementedError(
+        "BertEncoder::embed: max pooling is not supported; expected mean, cls or lasttoken");
   }
   BRISK_RETURN_IF_ERROR(impl_->check_input(batch));
   const int64_t h = impl_->config.hidden_size;
@@ -260,8 +249,9 @@ Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool no
     std::fill(out, out + batch.size() * h, 0.0f);
     return absl::OkStatus();
   }
-  const kernels::SequencePooling mode =
-      pooling == Pooling::kCls ? kernels::SequencePooling::kCls : kernels::SequencePooling::kMean;
+  const kernels::SequencePooling mode = pooling == Pooling::kCls         ? kernels::SequencePooling::kCls
+                                        : pooling == Pooling::kLastToken ? kernels::SequencePooling::kLast
+                                                                         : kernels::SequencePooling::kMean;
   return impl_->run_any(batch, Impl::Outputs{nullptr, out, mode, normalize}, nullptr);
 }
 

@@ -2,6 +2,7 @@
 // parameters on the device) and encoder_forward.cc (the one forward pass over brisk's ops, for every device).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,16 +21,20 @@ struct EncoderLayer {
   // write their columns of the same [tokens, 3 * hidden] buffer.
   std::vector<kernels::Linear> qkv;
   std::vector<std::string> qkv_names;  // the model file's names, for activation taps
-  std::string attention_output_name, intermediate_name, output_name;
+  std::string attention_output_name, intermediate_name, output_name, gate_name;
   kernels::Linear attention_output;
   kernels::Linear intermediate;
   kernels::Linear output;
+  kernels::Linear gate;                 // decoders: the SwiGLU gate (intermediate is up_proj, output down_proj)
+  const float* q_norm_gamma = nullptr;  // Qwen3: the per-head RMSNorms of queries and keys
+  const float* k_norm_gamma = nullptr;
   // The LayerNorm parameters in the activation dtype on the encoder's device.
   const void* attention_ln_gamma = nullptr;
   const void* attention_ln_beta = nullptr;
   const void* output_ln_gamma = nullptr;
   const void* output_ln_beta = nullptr;
   int64_t heads = 0;            // kept after pruning (config.layer_heads)
+  int64_t kv_heads = 0;         // config.layer_kv_heads: heads for an encoder, fewer for a decoder (GQA)
   bool int8_attention = false;  // EncoderOptions::int8_attention applies to this layer
   int64_t ffn_width = 0;        // config.layer_intermediate_size
 };
@@ -37,9 +42,27 @@ struct EncoderLayer {
 // Scratch for one forward pass on the encoder's device; grown on demand and reused.
 struct EncoderWorkspace {
   Tensor qkv, context, intermediate, hidden, hidden_f32, pooled, inputs;
+  Tensor normed, gate_up;  // decoders: the RMSNorm of the residual stream, the SwiGLU's [tokens, 2 x intermediate]
   std::vector<int32_t> staging;  // the token layout's index arrays, gathered for one upload
   std::vector<float> host_rows;  // device results on their way to the caller
 };
+
+// Tokens per feed-forward chunk on the CPU: bounds the [chunk, intermediate] scratch (3 MB for MiniLM) whatever the
+// batch.
+inline constexpr int64_t kFfnChunkTokens = 512;
+
+// Grows `t` to at least `bytes` on `device` (contents not kept).
+inline Status reserve_scratch(Tensor& t, size_t bytes, Device device) {
+  if (t.defined() && t.nbytes() >= bytes) return absl::OkStatus();
+  t = Tensor();  // free first: the old and the new buffer need not both fit under a device memory cap
+  BRISK_ASSIGN_OR_RETURN(t, Tensor::empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device));
+  return absl::OkStatus();
+}
+
+template <typename T>
+T* scratch(Tensor& t) {
+  return static_cast<T*>(t.raw_data());
+}
 
 struct BertEncoder::Impl {
   BertConfig config;
@@ -56,7 +79,8 @@ struct BertEncoder::Impl {
   const void* token_type_table = nullptr;
   const void* embedding_ln_gamma = nullptr;
   const void* embedding_ln_beta = nullptr;
-  std::vector<Tensor> device_parameters;  // owns the uploaded copies (empty on the CPU)
+  const float* final_norm_gamma = nullptr;  // decoders
+  std::vector<Tensor> device_parameters;    // owns the uploaded copies (empty on the CPU)
   DType word_dtype = DType::kF32;
   Int4Matrix word_int4;
 
@@ -82,6 +106,9 @@ struct BertEncoder::Impl {
   template <typename T>
   Status run(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap,
              EncoderWorkspace& ws) const;
+  // The decoder families' pass (decoder_forward.cc): f32 on the CPU, packed sequences, causal attention.
+  Status run_decoder(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap,
+                     EncoderWorkspace& ws) const;
   Status run_any(const PackedSequences& batch, const Outputs& outputs, const ActivationTap* tap) const;
 };
 

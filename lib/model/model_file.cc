@@ -30,17 +30,8 @@ struct LinearInfo {
 };
 
 std::vector<LinearInfo> linears(EncoderWeights& w, const BertConfig& c) {
-  const int64_t h = c.hidden_size;
   std::vector<LinearInfo> out;
-  std::vector<LinearSlot> slots = linear_slots(w, c);
-  for (size_t i = 0; i < slots.size(); ++i) {
-    // Per layer: query, key, value, attention output, intermediate, output (see linear_slots); pruned layers differ.
-    const int64_t layer = static_cast<int64_t>(i / 6);
-    const int64_t a = c.layer_heads(layer) * c.head_dim(), inter = c.layer_intermediate_size(layer);
-    const int64_t outs[6] = {a, a, a, h, inter, h};
-    const int64_t ins[6] = {h, h, h, a, h, inter};
-    out.push_back({slots[i], outs[i % 6], ins[i % 6]});
-  }
+  for (const LinearSlot& slot : linear_slots(w, c)) out.push_back({slot, slot.out_features, slot.in_features});
   return out;
 }
 
@@ -214,11 +205,13 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
   m.source_sha256 = std::move(meta.source_sha256);
   m.report_json = std::move(meta.report);
   const BertConfig& c = m.config;
-  // Each layer has at least 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
-  if (c.num_hidden_layers > static_cast<int64_t>(tensors.size()) / 16) {
+  // Each layer has at least 14 tensors (a Qwen2 layer's 7 weights and biases; a BERT layer 16); checking the count
+  // first keeps a hostile num_hidden_layers from allocating.
+  const int64_t per_layer = c.is_decoder() ? 14 : 16;
+  if (c.num_hidden_layers > static_cast<int64_t>(tensors.size()) / per_layer) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": brisk.config has num_hidden_layers = ", c.num_hidden_layers,
                                                    " but the file holds only ", tensors.size(),
-                                                   " tensors; expected at least 16 per layer"));
+                                                   " tensors; expected at least ", per_layer, " per layer"));
   }
   m.weights.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   std::vector<LinearInfo> lin = linears(m.weights, c);

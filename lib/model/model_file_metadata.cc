@@ -109,7 +109,9 @@ bool same_config(const BertConfig& a, const BertConfig& b) {
          a.max_position_embeddings == b.max_position_embeddings && a.type_vocab_size == b.type_vocab_size &&
          a.layer_norm_eps == b.layer_norm_eps && a.hidden_act == b.hidden_act &&
          a.hidden_act_name == b.hidden_act_name && a.pad_token_id == b.pad_token_id &&
-         a.pruned_heads == b.pruned_heads && a.intermediate_sizes == b.intermediate_sizes;
+         a.pruned_heads == b.pruned_heads && a.intermediate_sizes == b.intermediate_sizes &&
+         a.num_key_value_heads == b.num_key_value_heads && a.attention_head_dim == b.attention_head_dim &&
+         a.rope_theta == b.rope_theta && a.attention_bias == b.attention_bias;
 }
 
 }  // namespace

@@ -35,7 +35,9 @@ const NameScheme& scheme_for(ModelFamily family) {
   static const NameScheme bert{"embeddings.word_embeddings.weight", {"", "bert."}};
   static const NameScheme distil{"embeddings.word_embeddings.weight", {"", "distilbert."}};
   static const NameScheme roberta{"embeddings.word_embeddings.weight", {"", "roberta."}};
+  static const NameScheme qwen{"embed_tokens.weight", {"", "model."}};
   if (family == ModelFamily::kRoberta) return roberta;
+  if (family == ModelFamily::kQwen2 || family == ModelFamily::kQwen3) return qwen;
   return family == ModelFamily::kDistilBert ? distil : bert;
 }
 
@@ -231,23 +233,80 @@ Status load_distilbert(Resolver& r, const BertConfig& c, EncoderWeights& w) {
   return r.check_no_extra_layer("transformer.layer.");
 }
 
+// Qwen2 / Qwen3 decoder layers. Linears the checkpoint has no bias for get zeros, so that every layer has the same
+// parts as an encoder's (the quantizer, the model file and the Linears need no special case).
+Status load_qwen(Resolver& r, const BertConfig& c, EncoderWeights& w) {
+  const int64_t h = c.hidden_size, d = c.head_dim();
+  BRISK_RETURN_IF_ERROR(r.take(w.embeddings.word, {"embed_tokens.weight"}, {c.vocab_size, h}, "vocab_size x hidden"));
+  BRISK_RETURN_IF_ERROR(r.take(w.final_norm_gamma, {"norm.weight"}, {h}, "hidden"));
+  auto zeros = [](Tensor& out, int64_t n) -> Status {
+    BRISK_ASSIGN_OR_RETURN(out, Tensor::zeros({n}, DType::kF32));
+    return absl::OkStatus();
+  };
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = absl::StrCat("layers.", i, ".");
+    EncoderLayerWeights& l = w.layers[static_cast<size_t>(i)];
+    const int64_t a = c.layer_heads(i) * d, kv = c.layer_kv_heads(i) * d, inter = c.layer_intermediate_size(i);
+    BRISK_RETURN_IF_ERROR(r.take(l.q_weight, {p + "self_attn.q_proj.weight"}, {a, h}, "heads x head_dim, hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.k_weight, {p + "self_attn.k_proj.weight"}, {kv, h}, "kv heads x head_dim, hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.v_weight, {p + "self_attn.v_proj.weight"}, {kv, h}, "kv heads x head_dim, hidden"));
+    if (c.attention_bias) {
+      BRISK_RETURN_IF_ERROR(r.take(l.q_bias, {p + "self_attn.q_proj.bias"}, {a}, "heads x head_dim"));
+      BRISK_RETURN_IF_ERROR(r.take(l.k_bias, {p + "self_attn.k_proj.bias"}, {kv}, "kv heads x head_dim"));
+      BRISK_RETURN_IF_ERROR(r.take(l.v_bias, {p + "self_attn.v_proj.bias"}, {kv}, "kv heads x head_dim"));
+    } else {
+      BRISK_RETURN_IF_ERROR(zeros(l.q_bias, a));
+      BRISK_RETURN_IF_ERROR(zeros(l.k_bias, kv));
+      BRISK_RETURN_IF_ERROR(zeros(l.v_bias, kv));
+    }
+    if (c.qk_norm()) {
+      BRISK_RETURN_IF_ERROR(r.take(l.q_norm_gamma, {p + "self_attn.q_norm.weight"}, {d}, "head_dim"));
+      BRISK_RETURN_IF_ERROR(r.take(l.k_norm_gamma, {p + "self_attn.k_norm.weight"}, {d}, "head_dim"));
+    }
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.attention_output_weight, {p + "self_attn.o_proj.weight"}, {h, a}, "hidden, heads x head_dim"));
+    BRISK_RETURN_IF_ERROR(r.take(l.attention_ln_gamma, {p + "input_layernorm.weight"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_ln_gamma, {p + "post_attention_layernorm.weight"}, {h}, "hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.gate_weight, {p + "mlp.gate_proj.weight"}, {inter, h}, "intermediate x hidden"));
+    BRISK_RETURN_IF_ERROR(
+        r.take(l.intermediate_weight, {p + "mlp.up_proj.weight"}, {inter, h}, "intermediate x hidden"));
+    BRISK_RETURN_IF_ERROR(r.take(l.output_weight, {p + "mlp.down_proj.weight"}, {h, inter}, "hidden x intermediate"));
+    BRISK_RETURN_IF_ERROR(zeros(l.attention_output_bias, h));
+    BRISK_RETURN_IF_ERROR(zeros(l.gate_bias, inter));
+    BRISK_RETURN_IF_ERROR(zeros(l.intermediate_bias, inter));
+    BRISK_RETURN_IF_ERROR(zeros(l.output_bias, h));
+  }
+  return r.check_no_extra_layer("layers.");
+}
+
 }  // namespace
 
 std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config) {
-  const bool distil = config.family == ModelFamily::kDistilBert;
+  const bool distil = config.family == ModelFamily::kDistilBert, decoder = config.is_decoder();
+  const int64_t h = config.hidden_size;
   std::vector<LinearSlot> slots;
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     EncoderLayerWeights& l = weights.layers[i];
-    const std::string p = absl::StrCat(distil ? "transformer.layer." : "encoder.layer.", i, ".");
-    auto name = [&](const char* bert, const char* distilbert) { return p + (distil ? distilbert : bert); };
-    slots.push_back({name("attention.self.query", "attention.q_lin"), &l.q_weight, &l.q_bias, &l.q_scales});
-    slots.push_back({name("attention.self.key", "attention.k_lin"), &l.k_weight, &l.k_bias, &l.k_scales});
-    slots.push_back({name("attention.self.value", "attention.v_lin"), &l.v_weight, &l.v_bias, &l.v_scales});
-    slots.push_back({name("attention.output.dense", "attention.out_lin"), &l.attention_output_weight,
-                     &l.attention_output_bias, &l.attention_output_scales});
-    slots.push_back(
-        {name("intermediate.dense", "ffn.lin1"), &l.intermediate_weight, &l.intermediate_bias, &l.intermediate_scales});
-    slots.push_back({name("output.dense", "ffn.lin2"), &l.output_weight, &l.output_bias, &l.output_scales});
+    const auto layer = static_cast<int64_t>(i);
+    const int64_t a = config.layer_heads(layer) * config.head_dim();
+    const int64_t kv = config.layer_kv_heads(layer) * config.head_dim(), inter = config.layer_intermediate_size(layer);
+    const std::string p = absl::StrCat(distil ? "transformer.layer." : decoder ? "layers." : "encoder.layer.", i, ".");
+    auto name = [&](const char* bert, const char* distilbert, const char* qwen) {
+      return p + (decoder ? qwen : distil ? distilbert : bert);
+    };
+    slots.push_back({name("attention.self.query", "attention.q_lin", "self_attn.q_proj"), &l.q_weight, &l.q_bias,
+                     &l.q_scales, a, h});
+    slots.push_back({name("attention.self.key", "attention.k_lin", "self_attn.k_proj"), &l.k_weight, &l.k_bias,
+                     &l.k_scales, kv, h});
+    slots.push_back({name("attention.self.value", "attention.v_lin", "self_attn.v_proj"), &l.v_weight, &l.v_bias,
+                     &l.v_scales, kv, h});
+    slots.push_back({name("attention.output.dense", "attention.out_lin", "self_attn.o_proj"),
+                     &l.attention_output_weight, &l.attention_output_bias, &l.attention_output_scales, h, a});
+    slots.push_back({name("intermediate.dense", "ffn.lin1", "mlp.up_proj"), &l.intermediate_weight,
+                     &l.intermediate_bias, &l.intermediate_scales, inter, h});
+    slots.push_back({name("output.dense", "ffn.lin2", "mlp.down_proj"), &l.output_weight, &l.output_bias,
+                     &l.output_scales, h, inter});
+    if (decoder) slots.push_back({p + "mlp.gate_proj", &l.gate_weight, &l.gate_bias, &l.gate_scales, inter, h});
   }
   return slots;
 }
@@ -263,9 +322,24 @@ std::vector<std::string> layer_names(const BertConfig& config) {
 
 std::vector<F32TensorSlot> f32_tensors(EncoderWeights& w, const BertConfig& c) {
   const int64_t h = c.hidden_size;
+  std::vector<F32TensorSlot> out;
+  if (c.is_decoder()) {
+    out.push_back({"norm.weight", &w.final_norm_gamma, {h}});
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      EncoderLayerWeights& l = w.layers[i];
+      const std::string p = absl::StrCat("layers.", i, ".");
+      out.push_back({p + "input_layernorm.weight", &l.attention_ln_gamma, {h}});
+      out.push_back({p + "post_attention_layernorm.weight", &l.output_ln_gamma, {h}});
+      if (c.qk_norm()) {
+        out.push_back({p + "self_attn.q_norm.weight", &l.q_norm_gamma, {c.head_dim()}});
+        out.push_back({p + "self_attn.k_norm.weight", &l.k_norm_gamma, {c.head_dim()}});
+      }
+    }
+    return out;
+  }
   const bool distil = c.family == ModelFamily::kDistilBert;
   EmbeddingWeights& e = w.embeddings;
-  std::vector<F32TensorSlot> out = {
+  out = {
       {"embeddings.position_embeddings.weight", &e.position, {c.max_position_embeddings, h}},
       {"embeddings.LayerNorm.weight", &e.ln_gamma, {h}},
       {"embeddings.LayerNorm.bias", &e.ln_beta, {h}},
@@ -335,6 +409,17 @@ bool torch_checkpoints_supported() { return false; }
 
 int64_t EncoderWeights::expected_num_parameters(const BertConfig& c) {
   const int64_t h = c.hidden_size;
+  if (c.is_decoder()) {
+    const int64_t d = c.head_dim();
+    int64_t n = c.vocab_size * h + h;  // embed_tokens, norm
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      const int64_t a = c.layer_heads(l) * d, kv = c.layer_kv_heads(l) * d, inter = c.layer_intermediate_size(l);
+      n += (a + 2 * kv) * h + h * a + 2 * h + 3 * inter * h;
+      if (c.attention_bias) n += a + 2 * kv;
+      if (c.qk_norm()) n += 2 * d;
+    }
+    return n;
+  }
   int64_t n = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const int64_t a = c.layer_heads(l) * c.head_dim(), inter = c.layer_intermediate_size(l);
@@ -348,8 +433,9 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   BRISK_RETURN_IF_ERROR(config.validate(source_name + " (config)"));
   Resolver resolver(tensors, config, source_name);
   BRISK_RETURN_IF_ERROR(resolver.find_prefix());
-  // Each layer has 16 tensors; checking the count first keeps a hostile num_hidden_layers from allocating.
-  constexpr int64_t kTensorsPerLayer = 16;
+  // Each layer has at least 9 tensors (a Qwen3 layer; a BERT layer 16); checking the count first keeps a hostile
+  // num_hidden_layers from allocating.
+  const int64_t kTensorsPerLayer = config.is_decoder() ? 9 : 16;
   if (config.num_hidden_layers > static_cast<int64_t>(tensors.size()) / kTensorsPerLayer) {
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": the config has num_hidden_layers = ", config.num_hidden_layers, " but the file holds only ",
@@ -359,6 +445,8 @@ StatusOr<EncoderWeights> EncoderWeights::from_tensors(const NamedTensors& tensor
   w.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   if (config.family == ModelFamily::kDistilBert) {
     BRISK_RETURN_IF_ERROR(load_distilbert(resolver, config, w));
+  } else if (config.is_decoder()) {
+    BRISK_RETURN_IF_ERROR(load_qwen(resolver, config, w));
   } else {
     BRISK_RETURN_IF_ERROR(load_bert(resolver, config, w));
   }

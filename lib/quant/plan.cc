@@ -21,8 +21,10 @@ std::vector<PlanRule> preset_rules(std::string_view name, bool* found) {
   }
   if (name == "bf16") return {{"*", PrecisionSpec{Precision::kBF16}}, {kWordEmbeddingsName, PrecisionSpec{}}};
   if (name == "mixed") {
+    // The attention projections in bf16, whatever the family calls them: BERT's and DistilBERT's "attention.*",
+    // Qwen's "self_attn.*".
     return {{"*", int8},
-            {"*.attention.*", PrecisionSpec{Precision::kBF16}},
+            {"*.*att*.*", PrecisionSpec{Precision::kBF16}},
             {kWordEmbeddingsName, PrecisionSpec{Precision::kInt4, 32, false}}};
   }
   if (name == "fp32") return {};

@@ -14,7 +14,7 @@
 //   l2_normalize    in place x[r, :] /= max(||x[r, :]||_2, eps), torch.nn.functional.normalize(x, p=2, dim=1).
 //                   The sum of squares is fp32: values must stay below ~1e19 in magnitude.
 //   pool_sequences  sequence b is rows [starts[b], starts[b] + lengths[b]) of hidden [rows, dim] (packed or
-//                   padded); mean or first-row pooling, then optionally l2_normalize, in one pass.
+//                   padded); mean, first-row or last-row pooling, then optionally l2_normalize, in one pass.
 // hidden is [batch, seq, dim] (T: float, or on CUDA float16_t / bfloat16_t), out is fp32 [batch, dim]; both
 // row-major and contiguous, and must not overlap. Sizes of 0 do nothing.
 //
@@ -34,7 +34,8 @@
 
 namespace brisk::kernels {
 
-enum class SequencePooling : uint8_t { kMean, kCls };
+// kMean: over each sequence's rows; kCls: its first row; kLast: its last row (decoder embedders).
+enum class SequencePooling : uint8_t { kMean, kCls, kLast };
 
 // Where each sequence of a batch sits in a [rows, dim] activation: on the op's device.
 struct SequenceRows {

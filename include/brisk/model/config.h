@@ -8,9 +8,12 @@
 //   int64_t head_dim = config.head_dim();   // hidden_size / num_attention_heads
 //
 // Supported model_type values: "bert" (BERT, MiniLM, and other checkpoints that use BERT's keys and weight
-// names; a config.json without model_type is read as "bert") and "distilbert" (its keys dim, n_layers, n_heads,
-// hidden_dim, activation are mapped onto the same fields; type_vocab_size is 0). Anything else, e.g. "roberta",
-// is rejected with an error naming the model_type. Only absolute position embeddings are supported.
+// names; a config.json without model_type is read as "bert"), "distilbert" (its keys dim, n_layers, n_heads,
+// hidden_dim, activation are mapped onto the same fields; type_vocab_size is 0), "roberta" and "xlm-roberta", and
+// the decoder embedders "qwen2" and "qwen3" (Qwen3-Embedding, gte-Qwen2: RMSNorm, rotary positions, grouped-query
+// causal attention, a SwiGLU feed-forward; is_decoder()). Anything else is rejected with an error naming the
+// model_type. Encoders support only absolute position embeddings; decoders only unscaled rotary ones (rope_scaling
+// null) without a sliding window.
 //
 // Required keys (bert): vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size.
 // Optional keys and their Hugging Face defaults: max_position_embeddings 512, type_vocab_size 2,
@@ -37,13 +40,16 @@ namespace brisk {
 
 // kRoberta: RoBERTa and XLM-RoBERTa ("roberta", "xlm-roberta"): BERT's layers with positions that start after the
 // padding id and one token type.
-enum class ModelFamily : uint8_t { kBert, kDistilBert, kRoberta };
+// kQwen2, kQwen3: decoder embedders ("qwen2", "qwen3"); Qwen3 adds per-head RMSNorms on queries and keys and drops
+// the attention biases.
+enum class ModelFamily : uint8_t { kBert, kDistilBert, kRoberta, kQwen2, kQwen3 };
 
 // The feed-forward activation.
 //   kGelu      exact erf GELU ("gelu")
 //   kGeluTanh  tanh approximation ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 //   kRelu      "relu" (DistilBERT allows it)
-enum class Activation : uint8_t { kGelu, kGeluTanh, kRelu };
+//   kSilu      "silu" / "swish": the decoders' SwiGLU, down(silu(gate(x)) * up(x))
+enum class Activation : uint8_t { kGelu, kGeluTanh, kRelu, kSilu };
 
 BRISK_API std::string_view activation_name(Activation act);
 
@@ -61,6 +67,12 @@ struct BRISK_API BertConfig {
   Activation hidden_act = Activation::kGelu;
   std::string hidden_act_name = "gelu";  // as written in config.json
   int64_t pad_token_id = 0;
+  // Decoders only (0 for encoders): key/value heads (grouped-query attention), the head width when config.json
+  // gives it ("head_dim"; Qwen3's default 128), the rotary base, and whether Q, K and V carry biases.
+  int64_t num_key_value_heads = 0;
+  int64_t attention_head_dim = 0;
+  double rope_theta = 0.0;
+  bool attention_bias = false;
   std::map<int64_t, std::vector<int64_t>> pruned_heads;  // layer -> removed heads (sorted); empty when none
   std::vector<int64_t> intermediate_sizes;               // per layer; empty when all are intermediate_size
 
@@ -68,7 +80,15 @@ struct BRISK_API BertConfig {
   // create_position_ids_from_input_ids), so a sequence holds at most max_position_embeddings - position_offset()
   // tokens.
   int64_t position_offset() const { return family == ModelFamily::kRoberta ? pad_token_id + 1 : 0; }
-  int64_t head_dim() const { return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0; }
+  bool is_decoder() const { return family == ModelFamily::kQwen2 || family == ModelFamily::kQwen3; }
+  // Qwen3's per-head RMSNorms on queries and keys, before the rotation.
+  bool qk_norm() const { return family == ModelFamily::kQwen3; }
+  int64_t head_dim() const {
+    if (attention_head_dim > 0) return attention_head_dim;
+    return num_attention_heads > 0 ? hidden_size / num_attention_heads : 0;
+  }
+  // Key/value heads: num_key_value_heads for a decoder, the (kept) query heads for an encoder.
+  int64_t layer_kv_heads(int64_t layer) const { return is_decoder() ? num_key_value_heads : layer_heads(layer); }
   // Heads and feed-forward width of one layer, after pruning.
   int64_t layer_heads(int64_t layer) const;
   int64_t layer_intermediate_size(int64_t layer) const;
@@ -80,6 +100,7 @@ struct BRISK_API BertConfig {
 
   // Checks the invariants (positive sizes, hidden_size divisible by num_attention_heads, ...).
   Status validate(const std::string& source_name) const;
+  Status validate_decoder(const std::string& source_name) const;
   // One-line summary: "bert: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, gelu" (and, when
   // pruned, "; pruned: 10 of 72 heads, 1843 of 9216 ffn neurons").
   std::string summary() const;
@@ -87,7 +108,8 @@ struct BRISK_API BertConfig {
 
 // How token vectors become one sentence vector (sentence-transformers' Pooling module). kModelDefault is for
 // options only ("as the model's Pooling module says"); a model's PoolingConfig always names a concrete mode.
-enum class Pooling : uint8_t { kModelDefault, kMean, kCls, kMax };
+// kLastToken: the last token of each text (decoder embedders, whose causal attention sums the text up there).
+enum class Pooling : uint8_t { kModelDefault, kMean, kCls, kMax, kLastToken };
 
 BRISK_API std::string_view pooling_name(Pooling pooling);
 
@@ -97,16 +119,21 @@ struct BRISK_API PoolingConfig {
   bool normalize = false;                // modules.json lists sentence_transformers.models.Normalize
   int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown
   std::string config_path;               // the Pooling config.json read, for messages; empty when none
+  // config_sentence_transformers.json's prompts["query"]: what sentence-transformers' encode(prompt_name="query")
+  // puts in front of a query's text (Qwen3-Embedding's "Instruct: ...\nQuery:"); empty when none.
+  std::string query_prompt;
 
   // Parses a Pooling module's config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
-  // pooling_mode_max_tokens may be true; other modes (mean_sqrt_len, weighted, lasttoken) are rejected.
+  // pooling_mode_max_tokens, pooling_mode_lasttoken may be true; other modes (mean_sqrt_len, weighted) are
+  // rejected, and so is include_prompt false (the prompt's tokens left out of the pooling) but for last-token
+  // pooling, where it changes nothing.
   static StatusOr<PoolingConfig> from_json_string(const std::string& text, const std::string& source_name);
 };
 
 // Reads modules.json when present: the Pooling module's directory (1_Pooling without modules.json), whether a
 // Normalize module follows; modules brisk does not run (Dense, unknown types) and paths outside the model directory
-// are errors. Then the Pooling config.json (mean pooling when absent) and sentence_bert_config.json
-// (max_seq_length). Malformed files are errors, absent files are not.
+// are errors. Then the Pooling config.json (mean pooling when absent), sentence_bert_config.json (max_seq_length)
+// and config_sentence_transformers.json (the query prompt). Malformed files are errors, absent files are not.
 BRISK_API StatusOr<PoolingConfig> read_pooling_config(const std::string& model_dir);
 // The same over files already in memory, by path relative to the model directory ("modules.json",
 // "1_Pooling/config.json", ...; a quantized model file carries them). Messages name a file "<source>:<path>".
@@ -116,8 +143,9 @@ BRISK_API StatusOr<PoolingConfig> read_pooling_config_from_files(const std::map<
 // The small files of a Hugging Face model directory by relative path: config.json, tokenizer.json or vocab.txt,
 // tokenizer_config.json, special_tokens_map.json, modules.json, sentence_bert_config.json and the Pooling
 // config.json that modules.json names. What a quantized model file carries so that it loads without its directory
-// (read_pooling_config_from_files and the tokenizer take them back). config.json and one of tokenizer.json /
-// vocab.txt are required; a pooling setup read_pooling_config refuses is refused here too.
+// (read_pooling_config_from_files and the tokenizer take them back), and config_sentence_transformers.json (the
+// prompts). config.json and one of tokenizer.json / vocab.txt are required; a pooling setup read_pooling_config
+// refuses is refused here too.
 BRISK_API StatusOr<std::map<std::string, std::string>> read_model_files(const std::string& model_dir);
 
 // Reads a whole file into a string; NotFound naming the path when it does not exist. Shared by the loaders.

@@ -14,6 +14,9 @@
 // "LayerNorm.beta" spelling. DistilBERT's names (distilbert.embeddings..., transformer.layer.N.attention.q_lin,
 // out_lin, sa_layer_norm, ffn.lin1, ffn.lin2, output_layer_norm) map onto the same struct. pooler.*, cls.*,
 // embeddings.position_ids and other heads are ignored. F16 and BF16 tensors are converted to owned f32 on load.
+// Qwen2/Qwen3 (decoder embedders): "embed_tokens", "layers.N.self_attn.{q,k,v,o}_proj", "self_attn.{q,k}_norm",
+// "mlp.{gate,up,down}_proj", "input_layernorm", "post_attention_layernorm" and "norm", with or without "model.";
+// lm_head.* is ignored. A Linear without a bias in the checkpoint gets a zero bias (not counted in num_parameters).
 //
 // Every tensor's presence, dtype and exact shape is checked; errors name the file, the tensor, its shape and
 // the expected shape.
@@ -50,9 +53,13 @@ struct BRISK_API EmbeddingWeights {
   Tensor ln_beta;     // [hidden]
 };
 
-// One transformer layer (post-LayerNorm BERT block). All Linear weights are [out_features, in_features]: f32 as
-// loaded; bf16 or i8 (with the matching *_scales) in a quantized model. `attn` is the layer's attention width,
-// heads kept x head_dim (= hidden unless heads were pruned); `intermediate` its feed-forward width (see BertConfig).
+// One transformer layer (post-LayerNorm BERT block, or a pre-RMSNorm decoder block). All Linear weights are
+// [out_features, in_features]: f32 as loaded; bf16 or i8 (with the matching *_scales) in a quantized model. `attn` is
+// the layer's attention width, heads kept x head_dim (= hidden unless heads were pruned; for a decoder heads x its
+// head_dim, and K and V have kv_heads x head_dim rows); `intermediate` its feed-forward width (see BertConfig).
+// A decoder layer maps onto the same fields: attention_ln_gamma is input_layernorm (RMSNorm before attention),
+// output_ln_gamma post_attention_layernorm (before the feed-forward), both without betas; intermediate is up_proj,
+// output down_proj, and gate the SwiGLU gate.
 struct BRISK_API EncoderLayerWeights {
   Tensor q_weight, q_bias;                       // [attn, hidden], [attn]
   Tensor k_weight, k_bias;                       // [attn, hidden], [attn]
@@ -65,12 +72,16 @@ struct BRISK_API EncoderLayerWeights {
   Tensor output_weight;                          // [hidden, intermediate]
   Tensor output_bias;                            // [hidden]
   Tensor output_ln_gamma, output_ln_beta;        // [hidden]  LayerNorm(x + feed-forward output)
-  kernels::QuantScales q_scales, k_scales, v_scales, attention_output_scales, intermediate_scales, output_scales;
+  Tensor gate_weight, gate_bias;                 // decoders: [intermediate, hidden], [intermediate] (zeros)
+  Tensor q_norm_gamma, k_norm_gamma;             // Qwen3: [head_dim] RMSNorm of each query / key head
+  kernels::QuantScales q_scales, k_scales, v_scales, attention_output_scales, intermediate_scales, output_scales,
+      gate_scales;
 };
 
 struct BRISK_API EncoderWeights {
   EmbeddingWeights embeddings;
   std::vector<EncoderLayerWeights> layers;  // config.num_hidden_layers entries
+  Tensor final_norm_gamma;                  // decoders: [hidden], the RMSNorm after the last layer
   std::string weights_file;                 // the file the tensors came from
   int64_t num_parameters = 0;               // elements in all tensors above (pooler and heads excluded)
 
@@ -87,16 +98,21 @@ struct BRISK_API EncoderWeights {
 };
 
 // One linear layer of an EncoderWeights, under the name its model file gives it without ".weight"
-// ("encoder.layer.0.attention.self.query" for BERT, "transformer.layer.0.attention.q_lin" for DistilBERT).
+// ("encoder.layer.0.attention.self.query" for BERT, "transformer.layer.0.attention.q_lin" for DistilBERT,
+// "layers.0.self_attn.q_proj" for Qwen), with the shape the config gives it.
 struct BRISK_API LinearSlot {
   std::string name;
   Tensor* weight;
   Tensor* bias;
   kernels::QuantScales* scales;
+  int64_t out_features = 0, in_features = 0;
 };
-// The linear layers in model order (per layer: query, key, value, attention output, intermediate, output).
+// The linear layers in model order: per layer query, key, value, attention output, intermediate, output, and for a
+// decoder the gate last (linears_per_layer of them).
 BRISK_API std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config);
-// The word-embedding table's name in the model file, without ".weight".
+inline int64_t linears_per_layer(const BertConfig& config) { return config.is_decoder() ? 7 : 6; }
+// The word-embedding table's name in plans and in brisk's quantized model file, without ".weight", whatever the
+// family (Qwen's checkpoints call it embed_tokens).
 inline constexpr const char* kWordEmbeddingsName = "embeddings.word_embeddings";
 // The layers of a model by name, as quantization plans and pruning address them: its linear layers (linear_slots
 // order), then the word embeddings.

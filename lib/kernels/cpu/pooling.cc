@@ -57,8 +57,9 @@ void pool_sequences(const float* hidden, const int32_t* starts, const int32_t* l
         float* o = out + b * dim;
         if (len <= 0) {
           std::fill(o, o + dim, 0.0f);
-        } else if (mode == SequencePooling::kCls) {
-          std::memcpy(o, hidden + start * dim, static_cast<size_t>(dim) * sizeof(float));
+        } else if (mode != SequencePooling::kMean) {
+          const int64_t row = mode == SequencePooling::kCls ? start : start + len - 1;
+          std::memcpy(o, hidden + row * dim, static_cast<size_t>(dim) * sizeof(float));
         } else {
           kernel(MeanPoolArgs{hidden + start * dim, &len, len, dim, o}, 0, 1);
         }

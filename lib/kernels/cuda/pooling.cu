@@ -24,7 +24,7 @@ struct PoolArgs {
   int64_t batch;
   int64_t seq;
   int64_t dim;
-  bool cls;
+  SequencePooling mode;
   bool normalize;
 };
 
@@ -42,9 +42,11 @@ __global__ void __launch_bounds__(kPoolThreads) pool_sequences_kernel(const D* h
     if (len < 0) len = 0;
     if ((a.starts == nullptr || a.seq > 0) && len > a.seq) len = a.seq;
     const int64_t start = a.starts != nullptr ? static_cast<int64_t>(a.starts[b]) : b * a.seq;
-    const int64_t n = a.cls ? (len > 0 ? 1 : 0) : len;
+    const bool one_row = a.mode != SequencePooling::kMean;
+    const int64_t n = one_row ? (len > 0 ? 1 : 0) : len;
     const float inv = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
-    const D* rows = hidden + start * a.dim;
+    const int64_t first = a.mode == SequencePooling::kLast && len > 0 ? start + len - 1 : start;
+    const D* rows = hidden + first * a.dim;
     float* o = out + b * a.dim;
     float sumsq = 0.0f;
     for (int64_t c0 = 0; c0 < chunks; c0 += bx) {  // uniform: every thread reaches the barriers
@@ -188,7 +190,7 @@ template <typename T>
 Status pool_sequences(const T* hidden, const int32_t* starts, const int32_t* lengths, int64_t batch, int64_t seq,
                       int64_t dim, SequencePooling mode, bool normalize, float* out) {
   if (batch <= 0 || dim <= 0) return absl::OkStatus();
-  const PoolArgs args{starts, lengths, batch, seq < 0 ? 0 : seq, dim, mode == SequencePooling::kCls, normalize};
+  const PoolArgs args{starts, lengths, batch, seq < 0 ? 0 : seq, dim, mode, normalize};
   const int width = launch::vector_width_or_scalar(kFullWidth<T>, dim, dim,
                                                    {{address(hidden), sizeof(T)}, {address(out), sizeof(float)}});
   if (width == kFullWidth<T>) return launch_pool<DeviceType<T>, kFullWidth<T>>(device_ptr(hidden), args, out);

@@ -1,7 +1,8 @@
-// XLM-RoBERTa through the quantizer: the tiny model of tests/data/make_tiny_xlmr.py, calibrated on its multilingual
-// texts, written as int8 (with and without SmoothQuant), bf16 and mixed model files and loaded back: each plan's
-// embeddings stay within its precision's bound of fp32's, through the encoder and through a Runtime that reads the
-// file's own Unigram tokenizer.
+// The families beyond BERT through the quantizer: the tiny XLM-RoBERTa of tests/data/make_tiny_xlmr.py and the tiny
+// Qwen3 decoder embedder of make_tiny_qwen.py, calibrated on their multilingual texts, written as int8 (with and
+// without SmoothQuant), bf16 and mixed model files and loaded back: each plan's embeddings stay within its
+// precision's bound of fp32's, through the encoder and through a Runtime that reads the file's own tokenizer.json
+// (Unigram, byte-level BPE) and pooling files.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -28,11 +29,9 @@ struct PlanBound {
 constexpr PlanBound kPlans[] = {
     {"int8", false, 0.99}, {"int8", true, 0.99}, {"bf16", false, 0.999}, {"mixed", false, 0.99}};
 
-}  // namespace
-
-TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][xlmr]") {
-  const std::string dir = (testing::test_data_dir() / "tiny_xlmr").string();
-  const nlohmann::json golden = nlohmann::json::parse(testing::read_test_file("tiny_xlmr/golden_xlmr.json"));
+void check_plans(const std::string& model, const std::string& golden_file, Pooling pooling) {
+  const std::string dir = (testing::test_data_dir() / model).string();
+  const nlohmann::json golden = nlohmann::json::parse(testing::read_test_file(golden_file));
   std::vector<PackedSequences> batches(2);
   std::vector<std::string> texts;
   size_t i = 0;
@@ -45,7 +44,7 @@ TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bo
   const BertConfig config = loaded->config;
   const EncoderWeights fp32 = loaded->weights;
   auto reference = BertEncoder::create(config, fp32, Device::kCPU).value();
-  const std::vector<float> want = embed_all(*reference, batches, Pooling::kMean).value();
+  const std::vector<float> want = embed_all(*reference, batches, pooling).value();
   const quant::ActivationRanges ranges = quant::calibrate(*reference, batches, {}, nullptr).value();
   quant::SmoothQuantOptions smooth;
   smooth.absmax = quant::channel_absmax(*reference, batches).value();
@@ -66,9 +65,9 @@ TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bo
         testing::write_plan_file(dir, config, fp32, p.plan, ranges, p.smoothquant ? &smooth : nullptr, tmp);
     auto encoder = BertEncoder::create(m.config, m.weights, Device::kCPU);
     REQUIRE(encoder.ok());
-    const Fidelity f = compare_embeddings(want, embed_all(**encoder, batches, Pooling::kMean).value(), dim);
+    const Fidelity f = compare_embeddings(want, embed_all(**encoder, batches, pooling).value(), dim);
     CHECK(f.worst_cosine >= p.min_worst_cosine);
-    // The file alone: its config (positions after the padding id) and its tokenizer.json (Unigram).
+    // The file alone: its config (positions after the padding id; a decoder's shape) and its tokenizer.json.
     RuntimeOptions o;
     o.model_dir = tmp.file(std::string(p.plan) + (p.smoothquant ? "-sq" : "") + ".safetensors");
     o.num_threads = 1;
@@ -78,7 +77,18 @@ TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bo
     auto got = (*rt)->embed(views);
     REQUIRE(got.ok());
     CHECK(compare_embeddings(want_runtime, *got, dim).worst_cosine >= p.min_worst_cosine);
+    CHECK((*rt)->info().pooling == (*fp32_runtime)->info().pooling);
   }
+}
+
+}  // namespace
+
+TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][xlmr]") {
+  check_plans("tiny_xlmr", "tiny_xlmr/golden_xlmr.json", Pooling::kMean);
+}
+
+TEST_CASE("qwen3: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][qwen]") {
+  check_plans("tiny_qwen3", "tiny_qwen3/golden_qwen3.json", Pooling::kLastToken);
 }
 
 }  // namespace brisk

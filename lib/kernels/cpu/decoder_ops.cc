@@ -1,0 +1,145 @@
+// The CPU bodies of brisk/kernels/decoder_ops.h: plain loops over rows (or sequence x head pairs), f32 throughout,
+// in transformers' order of operations.
+#include "decoder_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "brisk/core/parallel.h"
+#include "cpu_kernels.h"
+
+namespace brisk::kernels::cpu {
+namespace {
+
+// x / sqrt(mean(x^2) + eps) * gamma over one row of n, as Qwen3RMSNorm (f32 mean, rsqrt, then the weight).
+void rms_row(const float* x, const float* gamma, float eps, float* out, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = gamma[i] * (x[i] * inv);
+}
+
+// rotate_half: element i (< half) pairs with i + half.
+void rotate(float* x, const float* cos, const float* sin, int64_t half) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = x[i], b = x[i + half];
+    x[i] = a * cos[i] - b * sin[i];
+    x[i + half] = b * cos[i] + a * sin[i];
+  }
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* gamma, float eps, float* out, int64_t rows, int64_t cols) {
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rms_row(x + r * cols, gamma, eps, out + r * cols, cols);
+  });
+}
+
+Status rotary_qk(float* qkv, int64_t ld, int64_t rows, const int32_t* positions, const RotaryShape& s) {
+  const int64_t d = s.head_dim, half = d / 2;
+  int32_t max_pos = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (positions[r] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rotary_qk: position ", positions[r], " at row ", r, "; expected >= 0"));
+    }
+    max_pos = std::max(max_pos, positions[r]);
+  }
+  // The angles as transformers computes them: inv_freq = 1 / theta^(2i / d) in f32, times the position in f32.
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
+    inv_freq[static_cast<size_t>(i)] = 1.0f / std::pow(static_cast<float>(s.theta), exponent);
+  }
+  const auto positions_seen = static_cast<int64_t>(max_pos) + 1;
+  std::vector<float> cos(static_cast<size_t>(positions_seen * half)), sin(cos.size());
+  parallel_for(0, positions_seen, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float angle = static_cast<float>(p) * inv_freq[static_cast<size_t>(i)];
+        cos[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
+        sin[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      }
+    }
+  });
+  parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* c = cos.data() + static_cast<int64_t>(positions[r]) * half;
+      const float* sn = sin.data() + static_cast<int64_t>(positions[r]) * half;
+      float* row = qkv + r * ld;
+      for (int64_t h = 0; h < s.heads + s.kv_heads; ++h) {
+        float* head = row + h * d;
+        const float* gamma = h < s.heads ? s.q_gamma : s.k_gamma;
+        if (gamma != nullptr) rms_row(head, gamma, s.eps, head, d);
+        rotate(head, c, sn, half);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+Status causal_attention(const float* qkv, int64_t ld, const SequenceRows& seqs, int64_t rows, const AttentionHeads& s,
+                        float* out) {
+  int64_t max_len = 0;
+  for (int64_t b = 0; b < seqs.batch; ++b) {
+    const int64_t start = seqs.starts[b], len = seqs.lengths[b];
+    if (start < 0 || len < 0 || start + len > rows) {
+      return absl::InvalidArgumentError(absl::StrCat("causal_attention: sequence ", b, " is rows [", start, ", ",
+                                                     start + len, "); expected a range inside [0, ", rows, ")"));
+    }
+    max_len = std::max(max_len, len);
+  }
+  const int64_t d = s.head_dim, group = s.heads / s.kv_heads, width = s.heads * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  parallel_for(0, seqs.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(max_len));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / s.heads, h = task % s.heads, kvh = h / group;
+      const int64_t start = seqs.starts[b], len = seqs.lengths[b];
+      const float* k = qkv + start * ld + (s.heads + kvh) * d;
+      const float* v = qkv + start * ld + (s.heads + s.kv_heads + kvh) * d;
+      for (int64_t i = 0; i < len; ++i) {
+        const float* q = qkv + (start + i) * ld + h * d;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j <= i; ++j) {
+          const float* kj = k + j * ld;
+          float dot = 0.0f;
+          for (int64_t e = 0; e < d; ++e) dot += q[e] * kj[e];
+          scores[static_cast<size_t>(j)] = dot * scale;
+          m = std::max(m, scores[static_cast<size_t>(j)]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) {
+          scores[static_cast<size_t>(j)] = std::exp(scores[static_cast<size_t>(j)] - m);
+          sum += scores[static_cast<size_t>(j)];
+        }
+        const float inv = 1.0f / sum;
+        float* o = out + (start + i) * width + h * d;
+        std::fill(o, o + d, 0.0f);
+        for (int64_t j = 0; j <= i; ++j) {
+          const float p = scores[static_cast<size_t>(j)] * inv;
+          const float* vj = v + j * ld;
+          for (int64_t e = 0; e < d; ++e) o[e] += p * vj[e];
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+void silu_mul(const float* gate_up, int64_t rows, int64_t width, float* out) {
+  parallel_for(0, rows, row_grain(2 * width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* g = gate_up + r * 2 * width;
+      const float* u = g + width;
+      float* o = out + r * width;
+      for (int64_t j = 0; j < width; ++j) o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j];
+    }
+  });
+}
+
+}  // namespace brisk::kernels::cpu
