@@ -162,6 +162,11 @@ std::optional<EmbedRequest> parse_tei_embed(std::string_view body, const Request
       !p.flag("truncate", &r.truncate)) {
     return std::nullopt;
   }
+  const json& root = p.root();
+  if (auto it = root.find("prompt_name");
+      it != root.end() && !it->is_null() && !p.text(*it, "prompt_name", &r.prompt_name)) {
+    return std::nullopt;
+  }
   return r;
 }
 

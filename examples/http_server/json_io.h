@@ -40,6 +40,7 @@ struct EmbedRequest {
   std::string model;                    // OpenAI's model, echoed back
   bool base64 = false;                  // OpenAI's encoding_format "base64"
   std::optional<long long> dimensions;  // OpenAI's dimensions
+  std::string prompt_name;              // TEI's prompt_name ("query": the model's query prompt goes in front)
 };
 
 // TEI POST /predict.

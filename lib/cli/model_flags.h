@@ -156,8 +156,8 @@ struct ModelFlags {
                    "drop bytes that are not valid UTF-8 instead of failing on them");
     }
     if (groups & kPoolingFlags) {
-      cmd.add_option("--pooling", pooling, "mean or cls (default: the model's Pooling config, else mean)")
-          ->check(CLI::IsMember({"mean", "cls"}));
+      cmd.add_option("--pooling", pooling, "mean, cls or lasttoken (default: the model's Pooling config, else mean)")
+          ->check(CLI::IsMember({"mean", "cls", "lasttoken"}));
       cmd.add_flag("--no-normalize", no_normalize, "do not L2-normalise the embeddings");
     }
     if (groups & kHeadFlag) {
@@ -183,9 +183,10 @@ struct ModelFlags {
     o.model_dir = model_dir;
     o.num_threads = threads;
     o.max_seq_len = max_seq_len;
-    o.pooling = pooling == "mean"  ? brisk::Pooling::kMean
-                : pooling == "cls" ? brisk::Pooling::kCls
-                                   : brisk::Pooling::kModelDefault;
+    o.pooling = pooling == "mean"        ? brisk::Pooling::kMean
+                : pooling == "cls"       ? brisk::Pooling::kCls
+                : pooling == "lasttoken" ? brisk::Pooling::kLastToken
+                                         : brisk::Pooling::kModelDefault;
     if (no_normalize) o.normalize = false;
     o.replace_invalid_utf8 = replace_invalid_utf8;
     o.classification_head = head;

@@ -249,10 +249,7 @@ Status BertEncoder::embed(const PackedSequences& batch, Pooling pooling, bool no
     std::fill(out, out + batch.size() * h, 0.0f);
     return absl::OkStatus();
   }
-  const kernels::SequencePooling mode = pooling == Pooling::kCls         ? kernels::SequencePooling::kCls
-                                        : pooling == Pooling::kLastToken ? kernels::SequencePooling::kLast
-                                                                         : kernels::SequencePooling::kMean;
-  return impl_->run_any(batch, Impl::Outputs{nullptr, out, mode, normalize}, nullptr);
+  return impl_->run_any(batch, Impl::Outputs{nullptr, out, sequence_pooling(pooling), normalize}, nullptr);
 }
 
 }  // namespace brisk

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/model/weights.h"
 #include "brisk/prune/mask.h"
+#include "brisk/prune/structured.h"
 #include "internal/ridge.h"
 
 namespace brisk::prune {
@@ -40,6 +41,7 @@ double norm_of(const float* p, int64_t n, int64_t stride, Importance imp) {
 
 StatusOr<ActivationStats> collect_activations(const BertEncoder& encoder, const std::vector<PackedSequences>& batches) {
   const BertConfig& c = encoder.config();
+  BRISK_RETURN_IF_ERROR(check_prunable(c, "collect_activations"));
   const std::vector<std::string> names = layer_names(c);
   ActivationStats stats;
   stats.layers.resize(static_cast<size_t>(c.num_hidden_layers));
@@ -91,6 +93,7 @@ StatusOr<Importance> parse_importance(std::string_view name) {
 
 StatusOr<UnitScores> score_units(const BertConfig& c, const EncoderWeights& w, Importance imp,
                                  const ActivationStats* stats) {
+  BRISK_RETURN_IF_ERROR(check_prunable(c, "score_units"));
   const int64_t d = c.head_dim(), h = c.hidden_size;
   if (imp == Importance::kActivation &&
       (stats == nullptr || static_cast<int64_t>(stats->layers.size()) != c.num_hidden_layers)) {

@@ -124,6 +124,7 @@ AccuracyMetric mean_cosine_metric(std::vector<PackedSequences> batches, std::vec
 StatusOr<SensitivityTable> analyze_sensitivity(const BertConfig& config, const EncoderWeights& weights,
                                                const std::vector<PackedSequences>& eval_batches,
                                                const ActivationStats* stats, const SensitivityOptions& options) {
+  BRISK_RETURN_IF_ERROR(check_prunable(config, "analyze_sensitivity"));
   const SensitivityOptions& o = options;
   if (o.mode != "sweep" && o.mode != "zero") {
     return absl::InvalidArgumentError(absl::StrCat("sensitivity mode is \"", o.mode, "\"; expected sweep or zero"));

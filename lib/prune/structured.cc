@@ -198,6 +198,13 @@ std::string ffn_part(const BertConfig& c) { return c.family == ModelFamily::kDis
 
 }  // namespace
 
+Status check_prunable(const BertConfig& config, std::string_view what) {
+  if (!config.is_decoder()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(std::string(what), ": the model is a ", config.model_type,
+                                                    " decoder; expected a BERT-family encoder (bert, distilbert, "
+                                                    "roberta, xlm-roberta): brisk does not prune decoders yet"));
+}
+
 std::vector<int64_t> kept_heads(const BertConfig& config, int64_t layer) {
   auto it = config.pruned_heads.find(layer);
   return complement(it == config.pruned_heads.end() ? std::vector<int64_t>{} : it->second, config.num_attention_heads);
@@ -205,6 +212,7 @@ std::vector<int64_t> kept_heads(const BertConfig& config, int64_t layer) {
 
 StatusOr<PrunedModel> prune_structured(const BertConfig& config, const EncoderWeights& weights,
                                        const StructuredPlan& plan) {
+  BRISK_RETURN_IF_ERROR(check_prunable(config, "prune_structured"));
   BRISK_RETURN_IF_ERROR(config.validate("prune_structured config"));
   if (static_cast<int64_t>(weights.layers.size()) != config.num_hidden_layers) {
     return bad(absl::StrCat("the weights have ", weights.layers.size(),
@@ -233,6 +241,7 @@ StatusOr<PrunedModel> prune_structured(const BertConfig& config, const EncoderWe
 
 StatusOr<EncoderWeights> mask_structured(const BertConfig& config, const EncoderWeights& weights,
                                          const StructuredPlan& plan) {
+  BRISK_RETURN_IF_ERROR(check_prunable(config, "mask_structured"));
   if (!plan.layers.empty()) {
     return bad(
         "mask_structured cannot mask whole layers (their residual path and LayerNorm stay); expected a plan "

@@ -1,6 +1,7 @@
 // Unstructured and N:M pruning of an EncoderWeights' linear layers, and the input-column norms Wanda ranks by.
 // See include/brisk/prune/mask.h.
 #include "brisk/prune/mask.h"
+#include "brisk/prune/structured.h"
 
 #include <algorithm>
 #include <cmath>
@@ -73,6 +74,7 @@ StatusOr<std::map<std::string, std::vector<float>>> input_norms(const BertEncode
 
 StatusOr<UnstructuredResult> prune_unstructured(EncoderWeights& weights, const BertConfig& config,
                                                 const UnstructuredOptions& options) {
+  BRISK_RETURN_IF_ERROR(check_prunable(config, "prune_unstructured"));
   if (options.n_m && options.global) {
     return absl::InvalidArgumentError(
         "UnstructuredOptions has both n_m and global set; expected at most one (an N:M mask is per group of m)");

@@ -132,8 +132,8 @@ Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, 
     const std::string who = options.pooling == Pooling::kMax ? "RuntimeOptions::pooling" : pooling_config.config_path;
     return absl::UnimplementedError(
         absl::StrCat(who,
-                     " asks for max pooling, which brisk does not support; expected mean "
-                     "or cls pooling (RuntimeOptions::pooling overrides the model's choice)"));
+                     " asks for max pooling, which brisk does not support; expected mean, "
+                     "cls or lasttoken pooling (RuntimeOptions::pooling overrides the model's choice)"));
   }
   info.model_dir = options.model_dir;
   info.model_type = config.model_type;
@@ -146,6 +146,7 @@ Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, 
   info.max_seq_len = resolve_max_seq_len(config, pooling_config, options.max_seq_len);
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
+  info.query_prompt = pooling_config.query_prompt;
   info.device = options.device;
   info.activation_dtype = runtime_activation_dtype(options);
   return absl::OkStatus();

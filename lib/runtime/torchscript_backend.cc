@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "brisk/kernels/pooling.h"
+#include "brisk/model/encoder.h"
 #include "brisk/model/torchscript_model.h"
 
 namespace brisk {
@@ -305,9 +306,9 @@ StatusOr<std::unique_ptr<Backend>> make_torchscript_backend(const TorchScriptOpt
                                                    options.output_index,
                                                    "; expected -1 (by the output rule) or an index from 0"));
   if (pooling == Pooling::kMax)
-    return absl::InvalidArgumentError(
-        absl::StrCat("torchscript backend: ", path,
-                     ": pooling is max; expected mean or cls (the torchscript backend pools as the encoder)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "torchscript backend: ", path,
+        ": pooling is max; expected mean, cls or lasttoken (the torchscript backend pools as the encoder)"));
   StatusOr<TorchScriptModel> model = TorchScriptModel::load(path);
   if (!model.ok())
     return Status(model.status().code(), absl::StrCat("torchscript backend: ", model.status().message()));
@@ -315,7 +316,7 @@ StatusOr<std::unique_ptr<Backend>> make_torchscript_backend(const TorchScriptOpt
 
   TorchScriptBackend::Config config;
   BRISK_ASSIGN_OR_RETURN(config.inputs, plan_inputs(path, args));
-  config.pooling = pooling == Pooling::kCls ? kernels::SequencePooling::kCls : kernels::SequencePooling::kMean;
+  config.pooling = sequence_pooling(pooling);
   config.normalize = normalize;
   config.pad_token_id = pad_token_id;
 
@@ -349,11 +350,11 @@ StatusOr<std::unique_ptr<Backend>> make_torchscript_backend(const TorchScriptOpt
   } else {
     info.output = BackendOutput::kEmbedding;
   }
-  const std::string how = config.output == TorchScriptOutput::kLastHiddenState
-                              ? absl::StrCat(", ", config.pooling == kernels::SequencePooling::kCls ? "cls" : "mean",
-                                             " pooling", normalize ? ", normalized" : "")
-                          : config.output == TorchScriptOutput::kPooled && normalize ? std::string(", normalized")
-                                                                                     : std::string();
+  const std::string how =
+      config.output == TorchScriptOutput::kLastHiddenState
+          ? absl::StrCat(", ", std::string(pooling_name(pooling)), " pooling", normalize ? ", normalized" : "")
+      : config.output == TorchScriptOutput::kPooled && normalize ? std::string(", normalized")
+                                                                 : std::string();
   info.description =
       absl::StrCat("TorchScript module ", path, ": output ", config.output_index, " (", output_name(config.output), how,
                    "), ", info.output_dim, " floats per sequence, cpu f32");

@@ -219,6 +219,40 @@ def test_tasks(binary):
               "/rerank returns every passage once, sorted, sigmoid scores, with its text")
 
 
+def test_families(binary):
+    """XLM-RoBERTa and the Qwen3 decoder embedder served unchanged: /embed and /v1/embeddings equal transformers'
+    pooled embeddings (tests/data/make_tiny_xlmr.py, make_tiny_qwen.py), and TEI's prompt_name puts the model's
+    query prompt in front of the text."""
+    golden = json.load(open(os.path.join(DATA, "tiny_xlmr", "golden_xlmr.json")))
+    with Server(binary, ["--model", os.path.join(DATA, "tiny_xlmr")]) as srv:
+        texts = [it["text"] for it in golden["items"]]
+        out = requests.post(f"{srv.url}/embed", json={"inputs": texts, "normalize": False}).json()
+        check(all(close_to(row, it["mean_pooled"], 5e-5) for row, it in zip(out, golden["items"])),
+              "xlm-roberta: /embed gives transformers' mean-pooled embeddings")
+    golden = json.load(open(os.path.join(DATA, "tiny_qwen3", "golden_qwen3.json")))
+    with Server(binary, ["--model", os.path.join(DATA, "tiny_qwen3")]) as srv:
+        docs = [it for it in golden["items"] if not it["prompt"]]
+        out = requests.post(f"{srv.url}/embed", json={"inputs": [it["text"] for it in docs]}).json()
+        check(all(close_to(row, it["normalized"], 5e-5) for row, it in zip(out, docs)),
+              "qwen3: /embed gives transformers' normalized last-token embeddings")
+        client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused")
+        got = client.embeddings.create(model="tiny-qwen3", input=docs[0]["text"]).data[0].embedding
+        check(close_to(got, docs[0]["normalized"], 5e-5), "qwen3: the openai client gets the same embedding")
+        prompt = golden["query_prompt"]
+        queries = [it for it in golden["items"] if it["prompt"]]
+        bare = [it["text"][len(prompt):] for it in queries]
+        out = requests.post(f"{srv.url}/embed", json={"inputs": bare, "prompt_name": "query"}).json()
+        check(all(close_to(row, it["normalized"], 5e-5) for row, it in zip(out, queries)),
+              "qwen3: prompt_name query embeds the prompt + the text, as sentence-transformers")
+        plain = requests.post(f"{srv.url}/embed", json={"inputs": bare[:1]}).json()[0]
+        check(sum(a * b for a, b in zip(plain, out[0])) < 0.9999, "qwen3: the prompt changes the embedding")
+        r = requests.post(f"{srv.url}/embed", json={"inputs": bare, "prompt_name": "passage"})
+        check(r.status_code == 400 and "prompt_name is \"passage\"" in r.json()["error"],
+              "an unknown prompt_name is a 400 that names it")
+        info = requests.get(f"{srv.url}/info").json()
+        check(info["model_type"] == {"embedding": {"pooling": "lasttoken"}}, "/info gives the last-token pooling")
+
+
 def test_bad_flags(binary):
     """Issue 30: --write-timeout-s -1 was accepted."""
     for flag in ("--write-timeout-s", "--read-timeout-s", "--keep-alive-s"):
@@ -464,7 +498,7 @@ def main():
     binary = sys.argv[1]
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
-    for test in (test_clients, test_bad_flags, test_tasks, test_intent_head, test_slowloris, test_load_behaviour,
+    for test in (test_clients, test_bad_flags, test_tasks, test_families, test_intent_head, test_slowloris, test_load_behaviour,
                  test_task_load_behaviour, test_degradation, test_tracing_and_policy, test_prometheus):
         if only and test.__name__ not in only:
             continue

@@ -15,21 +15,14 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
-#include "test_util.h"
+#include "golden_json.h"
 
+using brisk::testing::flat;
+using brisk::testing::max_abs_diff;
+using brisk::testing::read_json;
 using nlohmann::json;
 
 namespace {
-
-std::string folder(const char* name) { return (brisk::testing::test_data_dir() / name).string(); }
-
-json read_json(const std::string& relative) { return json::parse(brisk::testing::read_test_file(relative)); }
-
-double max_abs_diff(const float* got, const std::vector<float>& want) {
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-  return worst;
-}
 
 double cosine(const float* a, const std::vector<float>& b) {
   double ab = 0, aa = 0, bb = 0;
@@ -41,20 +34,12 @@ double cosine(const float* a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-std::vector<float> flat(const json& rows) {
-  std::vector<float> out;
-  for (const json& row : rows) {
-    for (float v : row.get<std::vector<float>>()) out.push_back(v);
-  }
-  return out;
-}
-
 // f32 against f32, as for tiny BERT and XLM-R. RMSNorm with gammas near 1 keeps the hidden states O(1), so this is
 // an absolute bound on values of that size.
 constexpr double kTolerance = 2e-5;
 
 void check_hidden_states(const char* model, const char* golden_file) {
-  auto m = brisk::load_model(folder(model));
+  auto m = brisk::load_model(brisk::testing::data_folder(model));
   INFO(m.status().message());
   REQUIRE(m.ok());
   auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), brisk::Device::kCPU);
@@ -93,7 +78,7 @@ void check_hidden_states(const char* model, const char* golden_file) {
 }  // namespace
 
 TEST_CASE("qwen: the families, their shapes and their BPE tokenizer load", "[encoder][model][qwen]") {
-  auto q3 = brisk::load_model(folder("tiny_qwen3"));
+  auto q3 = brisk::load_model(brisk::testing::data_folder("tiny_qwen3"));
   INFO(q3.status().message());
   REQUIRE(q3.ok());
   CHECK(q3->config.family == brisk::ModelFamily::kQwen3);
@@ -111,7 +96,7 @@ TEST_CASE("qwen: the families, their shapes and their BPE tokenizer load", "[enc
         "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:");
   CHECK(q3->max_seq_len == 96);
 
-  auto q2 = brisk::load_model(folder("tiny_qwen2"));
+  auto q2 = brisk::load_model(brisk::testing::data_folder("tiny_qwen2"));
   INFO(q2.status().message());
   REQUIRE(q2.ok());
   CHECK(q2->config.family == brisk::ModelFamily::kQwen2);
@@ -137,7 +122,7 @@ TEST_CASE("qwen3: the runtime's normalized last-token embeddings match transform
   for (const json& item : golden["items"]) texts.push_back(item["text"].get<std::string>());
   std::vector<std::string_view> views(texts.begin(), texts.end());
   brisk::RuntimeOptions o;
-  o.model_dir = folder("tiny_qwen3");
+  o.model_dir = brisk::testing::data_folder("tiny_qwen3");
   o.num_threads = 1;
   auto rt = brisk::Runtime::create(o);
   INFO(rt.status().message());
@@ -200,7 +185,7 @@ TEST_CASE("qwen: configs brisk cannot run exactly are refused with what is wrong
   REQUIRE_FALSE(two.ok());
   CHECK_THAT(std::string(two.status().message()), Catch::Contains("more than one"));
   // A decoder runs on the CPU in f32: a CUDA encoder is refused by name, before any upload.
-  auto m = brisk::load_model(folder("tiny_qwen3"));
+  auto m = brisk::load_model(brisk::testing::data_folder("tiny_qwen3"));
   REQUIRE(m.ok());
   brisk::EncoderOptions cuda;
   cuda.device = brisk::Device::kCUDA;

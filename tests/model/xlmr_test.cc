@@ -14,36 +14,21 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
-#include "test_util.h"
+#include "golden_json.h"
 
+using brisk::testing::flat;
+using brisk::testing::max_abs_diff;
+using brisk::testing::read_json;
 using nlohmann::json;
 
 namespace {
-
-std::string folder(const char* name) { return (brisk::testing::test_data_dir() / name).string(); }
-
-json read_json(const std::string& relative) { return json::parse(brisk::testing::read_test_file(relative)); }
-
-double max_abs_diff(const float* got, const std::vector<float>& want) {
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
-  return worst;
-}
-
-std::vector<float> flat(const json& rows) {
-  std::vector<float> out;
-  for (const json& row : rows) {
-    for (float v : row.get<std::vector<float>>()) out.push_back(v);
-  }
-  return out;
-}
 
 constexpr double kTolerance = 2e-5;  // f32 against f32: the order of summation alone (as for tiny BERT)
 
 }  // namespace
 
 TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenizer load", "[encoder][model][xlmr]") {
-  auto m = brisk::load_model(folder("tiny_xlmr"));
+  auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
   INFO(m.status().message());
   REQUIRE(m.ok());
   CHECK(m->config.family == brisk::ModelFamily::kRoberta);
@@ -62,7 +47,7 @@ TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenize
 }
 
 TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed batch", "[encoder][model][xlmr]") {
-  auto m = brisk::load_model(folder("tiny_xlmr"));
+  auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
   REQUIRE(m.ok());
   auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), brisk::Device::kCPU);
   INFO(encoder.status().message());
@@ -108,7 +93,7 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
   }
   std::vector<std::string_view> views(texts.begin(), texts.end());
   brisk::RuntimeOptions o;
-  o.model_dir = folder("tiny_xlmr");
+  o.model_dir = brisk::testing::data_folder("tiny_xlmr");
   o.num_threads = 1;
   auto rt = brisk::Runtime::create(o);
   INFO(rt.status().message());
@@ -123,7 +108,7 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
 
   const json logits_golden = read_json("tiny_xlmr_cls/golden_logits.json");
   brisk::RuntimeOptions c;
-  c.model_dir = folder("tiny_xlmr_cls");
+  c.model_dir = brisk::testing::data_folder("tiny_xlmr_cls");
   c.num_threads = 1;
   auto cls = brisk::Runtime::create(c);
   INFO(cls.status().message());

@@ -34,6 +34,7 @@
 #include "brisk/core/sequences.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
+#include "brisk/kernels/pooling.h"
 #include "brisk/model/config.h"
 #include "brisk/model/weights.h"
 
@@ -45,6 +46,16 @@ using ActivationTap =
     std::function<Status(std::string_view linear_name, const float* activations, int64_t rows, int64_t cols)>;
 
 class BertEncoder;
+
+// The pooling kernel of a concrete Pooling mode (mean, cls, lasttoken); kMax and kModelDefault have none and give
+// kMean (callers refuse max first).
+inline kernels::SequencePooling sequence_pooling(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::kCls: return kernels::SequencePooling::kCls;
+    case Pooling::kLastToken: return kernels::SequencePooling::kLast;
+    default: return kernels::SequencePooling::kMean;
+  }
+}
 
 // A user's accuracy metric (the quantizer's auto plan, the pruner's sensitivity analysis): a score of the candidate
 // encoder, higher is better.

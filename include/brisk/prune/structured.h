@@ -49,6 +49,10 @@ struct BRISK_API PrunedModel {
   NamedTensors head_tensors;
 };
 
+// brisk prunes BERT-family encoders (BERT, DistilBERT, RoBERTa): a decoder model (BertConfig::is_decoder()) is
+// refused with FAILED_PRECONDITION naming its model_type. Every pruning and sensitivity entry point checks it first.
+BRISK_API Status check_prunable(const BertConfig& config, std::string_view what);
+
 // The original numbers of the heads a layer still has, in the order its weights hold them.
 BRISK_API std::vector<int64_t> kept_heads(const BertConfig& config, int64_t layer);
 

@@ -249,7 +249,7 @@ struct RerankResult {
 
 struct ModelInfo {
   std::string model_dir;
-  std::string model_type;    // "bert"
+  std::string model_type;    // config.json's: "bert", "xlm-roberta", "qwen3", ...
   std::string weights_file;  // the file the weights were read from
   int64_t num_parameters = 0;
   int hidden_size = 0;
@@ -260,6 +260,9 @@ struct ModelInfo {
   int max_seq_len = 0;  // effective, after RuntimeOptions::max_seq_len
   Pooling pooling = Pooling::kMean;
   bool normalize = true;  // effective, after RuntimeOptions::normalize
+  // config_sentence_transformers.json's query prompt (PoolingConfig::query_prompt): what a caller puts in front of
+  // a query's text to embed it as sentence-transformers' encode(prompt_name="query") does; empty when none.
+  std::string query_prompt;
   Device device = Device::kCPU;
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
   std::string quantization;              // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
