@@ -1,6 +1,7 @@
 // rms_norm, rotary_qk, causal_attention and silu_mul: argument checks and the one dispatch point on the device.
 #include "brisk/kernels/decoder_ops.h"
 
+#include "cpu/cpu_ops.h"
 #include "cpu/decoder_ops.h"
 #include "dispatch.h"
 
@@ -58,16 +59,16 @@ Status rotary_qk(Device device, float* qkv, int64_t ld, int64_t rows, const int3
   return unknown_device(kOp, device);
 }
 
-Status causal_attention(Device device, const float* qkv, int64_t ld, const SequenceRows& sequences, int64_t rows,
+Status causal_attention(Device device, const float* qkv, int64_t ld, const AttentionRows& sequences, int64_t rows,
                         const AttentionHeads& shape, float* out) {
   constexpr const char* kOp = "causal_attention";
   BRISK_RETURN_IF_ERROR(check_sizes(kOp, {{"rows", rows}, {"batch", sequences.batch}}));
   if (rows == 0 || sequences.batch == 0) return absl::OkStatus();
-  BRISK_RETURN_IF_ERROR(
-      check_pointers(kOp, {{"qkv", qkv}, {"starts", sequences.starts}, {"lengths", sequences.lengths}, {"out", out}}));
+  BRISK_RETURN_IF_ERROR(check_pointers(kOp, {{"qkv", qkv}, {"out", out}}));
+  BRISK_RETURN_IF_ERROR(check_attention_rows(kOp, sequences, rows));
   BRISK_RETURN_IF_ERROR(check_heads(kOp, shape.heads, shape.kv_heads, shape.head_dim, ld));
   switch (device) {
-    case Device::kCPU: return cpu::causal_attention(qkv, ld, sequences, rows, shape, out);
+    case Device::kCPU: return cpu::causal_attention(qkv, ld, sequences, shape, out);
     case Device::kCUDA: return not_on_cuda(kOp);
   }
   return unknown_device(kOp, device);

@@ -22,6 +22,8 @@ Status BertEncoder::Impl::run_decoder(const PackedSequences& batch, const Output
                                                                      static_cast<int32_t>(config.pad_token_id), 0));
   const int64_t n = layout.rows;
   const kernels::SequenceRows sequences{layout.starts.data(), layout.lengths.data(), layout.batch};
+  const kernels::AttentionRows attention_rows{layout.starts.data(), layout.lengths.data(), layout.batch,
+                                              layout.max_len};
 
   float* x = outputs.hidden_states;  // the residual stream: the caller's buffer when it wants the hidden states
   if (x == nullptr) {
@@ -68,7 +70,7 @@ Status BertEncoder::Impl::run_decoder(const PackedSequences& batch, const Output
     const kernels::RotaryShape rotary{layer.heads,        layer.kv_heads,     d,  config.rope_theta,
                                       layer.q_norm_gamma, layer.k_norm_gamma, eps};
     BRISK_RETURN_IF_ERROR(kernels::rotary_qk(kCpu, qkv, ld, n, layout.positions.data(), rotary));
-    BRISK_RETURN_IF_ERROR(kernels::causal_attention(kCpu, qkv, ld, sequences, n,
+    BRISK_RETURN_IF_ERROR(kernels::causal_attention(kCpu, qkv, ld, attention_rows, n,
                                                     kernels::AttentionHeads{layer.heads, layer.kv_heads, d}, context));
     BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, context, n, q_width));
     BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, kernels::GemmEpilogue::kBiasAccumulate));
@@ -80,9 +82,14 @@ Status BertEncoder::Impl::run_decoder(const PackedSequences& batch, const Output
       const float* in = normed + t * h;
       BRISK_RETURN_IF_ERROR(observe(layer.gate_name, in, rows, h));
       BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, in, rows, h));
-      BRISK_RETURN_IF_ERROR(layer.gate.forward(in, rows, gate_up, kernels::GemmEpilogue::kBias, 2 * inter_width));
-      BRISK_RETURN_IF_ERROR(
-          layer.intermediate.forward(in, rows, gate_up + inter_width, kernels::GemmEpilogue::kBias, 2 * inter_width));
+      if (layer.gate_up.size() == 1) {
+        BRISK_RETURN_IF_ERROR(layer.gate_up[0].forward(in, rows, gate_up, kernels::GemmEpilogue::kBias));
+      } else {
+        for (size_t i = 0; i < 2; ++i) {
+          BRISK_RETURN_IF_ERROR(layer.gate_up[i].forward(in, rows, gate_up + static_cast<int64_t>(i) * inter_width,
+                                                         kernels::GemmEpilogue::kBias, 2 * inter_width));
+        }
+      }
       BRISK_RETURN_IF_ERROR(kernels::silu_mul(kCpu, gate_up, rows, inter_width, inter));
       BRISK_RETURN_IF_ERROR(observe(layer.output_name, inter, rows, inter_width));
       BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, kernels::GemmEpilogue::kBiasAccumulate));

@@ -37,50 +37,73 @@ StatusOr<Tensor> per_channel_scales(const kernels::QuantScales& scales, int64_t 
   return out;
 }
 
-// Q, K and V can share one Linear when their weights have one dtype and, for i8, one activation scheme.
-bool can_stack_qkv(const EncoderLayerWeights& w) {
-  const DType d = w.q_weight.dtype();
-  if (w.k_weight.dtype() != d || w.v_weight.dtype() != d) return false;
-  if (d != DType::kI8) return true;
-  const float a = w.q_scales.activation_scale;
-  // SmoothQuant divisors must be one vector: the three share their input.
-  auto same_input_scale = [&](const Tensor& t) {
-    const Tensor& q = w.q_scales.input_scale;
-    if (t.defined() != q.defined()) return false;
-    return !t.defined() || (t.numel() == q.numel() && std::memcmp(t.raw_data(), q.raw_data(), t.nbytes()) == 0);
-  };
-  return w.k_scales.activation_scale == a && w.v_scales.activation_scale == a && w.q_scales.weight_scale.defined() &&
-         w.k_scales.weight_scale.defined() && w.v_scales.weight_scale.defined() &&
-         same_input_scale(w.k_scales.input_scale) && same_input_scale(w.v_scales.input_scale);
+// One Linear of an EncoderLayerWeights: its weight, bias and scales.
+struct LinearParts {
+  Tensor* weight;
+  Tensor* bias;
+  kernels::QuantScales* scales;
+};
+
+// Linears that read one input (Q, K and V; a decoder's gate and up) can share one Linear when their weights have
+// one dtype and, for i8, one activation scheme.
+bool can_stack(const std::vector<LinearParts>& parts) {
+  const DType d = parts[0].weight->dtype();
+  const kernels::QuantScales& first = *parts[0].scales;
+  for (const LinearParts& p : parts) {
+    if (p.weight->dtype() != d) return false;
+    if (d != DType::kI8) continue;
+    // SmoothQuant divisors must be one vector: the parts share their input.
+    const Tensor& t = p.scales->input_scale;
+    const Tensor& q = first.input_scale;
+    const bool same_input_scale =
+        t.defined() == q.defined() &&
+        (!t.defined() || (t.numel() == q.numel() && std::memcmp(t.raw_data(), q.raw_data(), t.nbytes()) == 0));
+    if (p.scales->activation_scale != first.activation_scale || !p.scales->weight_scale.defined() ||
+        !same_input_scale) {
+      return false;
+    }
+  }
+  return true;
 }
 
-StatusOr<std::vector<kernels::Linear>> make_qkv(EncoderLayerWeights& w, Device device, DType activation) {
+// The parts as one Linear whose output columns are theirs side by side (can_stack), else one Linear each.
+StatusOr<std::vector<kernels::Linear>> make_stacked(const std::vector<LinearParts>& parts, Device device,
+                                                    DType activation) {
   std::vector<kernels::Linear> out;
-  if (can_stack_qkv(w)) {
-    BRISK_ASSIGN_OR_RETURN(Tensor qkv_w, stack_rows({&w.q_weight, &w.k_weight, &w.v_weight}));
-    BRISK_ASSIGN_OR_RETURN(Tensor qkv_b, stack_rows({&w.q_bias, &w.k_bias, &w.v_bias}));
-    kernels::QuantScales scales;
-    if (qkv_w.dtype() == DType::kI8) {
-      BRISK_ASSIGN_OR_RETURN(Tensor qs, per_channel_scales(w.q_scales, w.q_weight.dim(0)));
-      BRISK_ASSIGN_OR_RETURN(Tensor ks, per_channel_scales(w.k_scales, w.k_weight.dim(0)));
-      BRISK_ASSIGN_OR_RETURN(Tensor vs, per_channel_scales(w.v_scales, w.v_weight.dim(0)));
-      BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows({&qs, &ks, &vs}));
-      scales.activation_scale = w.q_scales.activation_scale;
-      scales.input_scale = w.q_scales.input_scale;
+  if (can_stack(parts)) {
+    std::vector<const Tensor*> weights, biases;
+    std::vector<Tensor> channel_scales;
+    for (const LinearParts& p : parts) {
+      weights.push_back(p.weight);
+      biases.push_back(p.bias);
     }
-    BRISK_ASSIGN_OR_RETURN(kernels::Linear qkv, kernels::Linear::create(qkv_w, qkv_b, device, scales, activation));
-    out.push_back(std::move(qkv));
+    BRISK_ASSIGN_OR_RETURN(Tensor w, stack_rows(weights));
+    BRISK_ASSIGN_OR_RETURN(Tensor b, stack_rows(biases));
+    kernels::QuantScales scales;
+    if (w.dtype() == DType::kI8) {
+      for (const LinearParts& p : parts) {
+        BRISK_ASSIGN_OR_RETURN(channel_scales.emplace_back(), per_channel_scales(*p.scales, p.weight->dim(0)));
+      }
+      std::vector<const Tensor*> scale_parts;
+      for (const Tensor& t : channel_scales) scale_parts.push_back(&t);
+      BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows(scale_parts));
+      scales.activation_scale = parts[0].scales->activation_scale;
+      scales.input_scale = parts[0].scales->input_scale;
+    }
+    BRISK_ASSIGN_OR_RETURN(kernels::Linear stacked, kernels::Linear::create(w, b, device, scales, activation));
+    out.push_back(std::move(stacked));
   } else {
-    for (auto [weight, bias, scales] :
-         {std::tuple{&w.q_weight, &w.q_bias, &w.q_scales}, std::tuple{&w.k_weight, &w.k_bias, &w.k_scales},
-          std::tuple{&w.v_weight, &w.v_bias, &w.v_scales}}) {
+    for (const LinearParts& p : parts) {
       BRISK_ASSIGN_OR_RETURN(kernels::Linear part,
-                             kernels::Linear::create(*weight, *bias, device, *scales, activation));
+                             kernels::Linear::create(*p.weight, *p.bias, device, *p.scales, activation));
       out.push_back(std::move(part));
     }
   }
   // The Linears hold what they need (a stacked copy, or shared references): drop the loaded tensors.
-  for (Tensor* t : {&w.q_weight, &w.k_weight, &w.v_weight, &w.q_bias, &w.k_bias, &w.v_bias}) *t = Tensor();
+  for (const LinearParts& p : parts) {
+    *p.weight = Tensor();
+    *p.bias = Tensor();
+  }
   return out;
 }
 
@@ -179,9 +202,9 @@ std::vector<std::string> BertEncoder::linear_kernels() const {
   for (const EncoderLayer& layer : impl_->layers) {
     for (const kernels::Linear& qkv : layer.qkv) add(qkv);
     add(layer.attention_output);
-    add(layer.intermediate);
+    if (layer.gate_up.empty()) add(layer.intermediate);
+    for (const kernels::Linear& part : layer.gate_up) add(part);
     add(layer.output);
-    if (!layer.gate_name.empty()) add(layer.gate);
   }
   return kernels;
 }
@@ -332,7 +355,10 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     layer.output_name = slots[slot++].name;
     if (config.is_decoder()) layer.gate_name = slots[slot++].name;
     const Device d = options.device;
-    BRISK_ASSIGN_OR_RETURN(layer.qkv, make_qkv(w, d, act));
+    BRISK_ASSIGN_OR_RETURN(layer.qkv, make_stacked({{&w.q_weight, &w.q_bias, &w.q_scales},
+                                                    {&w.k_weight, &w.k_bias, &w.k_scales},
+                                                    {&w.v_weight, &w.v_bias, &w.v_scales}},
+                                                   d, act));
     layer.int8_attention = options.int8_attention && d == Device::kCPU && !config.is_decoder() &&
                            kernels::int8_attention_preferred() &&
                            std::all_of(layer.qkv.begin(), layer.qkv.end(),
@@ -340,15 +366,17 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     BRISK_ASSIGN_OR_RETURN(
         layer.attention_output,
         kernels::Linear::create(w.attention_output_weight, w.attention_output_bias, d, w.attention_output_scales, act));
-    BRISK_ASSIGN_OR_RETURN(layer.intermediate, kernels::Linear::create(w.intermediate_weight, w.intermediate_bias, d,
-                                                                       w.intermediate_scales, act));
+    if (config.is_decoder()) {
+      BRISK_ASSIGN_OR_RETURN(layer.gate_up,
+                             make_stacked({{&w.gate_weight, &w.gate_bias, &w.gate_scales},
+                                           {&w.intermediate_weight, &w.intermediate_bias, &w.intermediate_scales}},
+                                          d, act));
+    } else {
+      BRISK_ASSIGN_OR_RETURN(layer.intermediate, kernels::Linear::create(w.intermediate_weight, w.intermediate_bias, d,
+                                                                         w.intermediate_scales, act));
+    }
     BRISK_ASSIGN_OR_RETURN(layer.output,
                            kernels::Linear::create(w.output_weight, w.output_bias, d, w.output_scales, act));
-    if (config.is_decoder()) {
-      BRISK_ASSIGN_OR_RETURN(layer.gate, kernels::Linear::create(w.gate_weight, w.gate_bias, d, w.gate_scales, act));
-      w.gate_weight = Tensor();
-      w.gate_bias = Tensor();
-    }
     // As for Q, K and V: an int8 weight lives on only in its Linear's packed copy, not twice.
     for (Tensor* t : {&w.attention_output_weight, &w.attention_output_bias, &w.intermediate_weight,
                       &w.intermediate_bias, &w.output_weight, &w.output_bias}) {

@@ -23,9 +23,11 @@ struct EncoderLayer {
   std::vector<std::string> qkv_names;  // the model file's names, for activation taps
   std::string attention_output_name, intermediate_name, output_name, gate_name;
   kernels::Linear attention_output;
-  kernels::Linear intermediate;
-  kernels::Linear output;
-  kernels::Linear gate;                 // decoders: the SwiGLU gate (intermediate is up_proj, output down_proj)
+  kernels::Linear intermediate;  // encoders only
+  kernels::Linear output;        // a decoder's down_proj
+  // Decoders: the SwiGLU's gate and up projections stacked into one [2 x intermediate, hidden] Linear (gate's
+  // columns first) when they share a precision; otherwise the two, writing their halves of one buffer.
+  std::vector<kernels::Linear> gate_up;
   const float* q_norm_gamma = nullptr;  // Qwen3: the per-head RMSNorms of queries and keys
   const float* k_norm_gamma = nullptr;
   // The LayerNorm parameters in the activation dtype on the encoder's device.

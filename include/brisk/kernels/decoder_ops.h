@@ -5,7 +5,8 @@
 //   rms_norm(Device::kCPU, x, gamma, 1e-6f, normed, tokens, hidden);              // input_layernorm
 //   // qkv [tokens, ld]: each row holds heads query heads, then kv_heads key heads, then kv_heads value heads
 //   rotary_qk(Device::kCPU, qkv, ld, tokens, positions, {heads, kv_heads, head_dim, 1e6, q_gamma, k_gamma, eps});
-//   causal_attention(Device::kCPU, qkv, ld, {starts, lengths, batch}, tokens, {heads, kv_heads, head_dim}, ctx);
+//   causal_attention(Device::kCPU, qkv, ld, {starts, lengths, batch, max_len}, tokens, {heads, kv_heads, head_dim},
+//                    ctx);
 //   silu_mul(Device::kCPU, gate_up, tokens, intermediate, inter);                  // silu(gate) * up
 //
 //   rms_norm          out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * gamma; out may be x.
@@ -15,7 +16,9 @@
 //                     position[r] * theta^(-2i / head_dim), the angle rounded to f32 as torch computes it.
 //   causal_attention  out[r, h * head_dim ...] = softmax(q_r . k_j / sqrt(head_dim), j <= r in r's sequence) . v_j;
 //                     query head h reads key/value head h / (heads / kv_heads). Sequences are rows
-//                     [starts[b], starts[b] + lengths[b]) and must not overlap; out is [rows, heads * head_dim].
+//                     [starts[b], starts[b] + lengths[b]) (host memory, checked as check_attention_rows does);
+//                     out is [rows, heads * head_dim]. On the CPU, per (sequence, head) two sgemm calls as
+//                     self_attention's, with the causal mask applied by the softmax (row i keeps i + 1 columns).
 //   silu_mul          out[r, j] = silu(gate_up[r, j]) * gate_up[r, width + j] (gate_up [rows, 2 * width]).
 //
 // Dispatch: one switch on `device`. The CPU splits rows (or sequence x head pairs) over brisk::parallel_for; CUDA
@@ -29,7 +32,7 @@
 #include "brisk/core/export.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
-#include "brisk/kernels/pooling.h"
+#include "brisk/kernels/attention.h"
 
 namespace brisk::kernels {
 
@@ -51,7 +54,7 @@ BRISK_API Status rms_norm(Device device, const float* x, const float* gamma, flo
 BRISK_API Status rotary_qk(Device device, float* qkv, int64_t ld, int64_t rows, const int32_t* positions,
                            const RotaryShape& shape);
 
-BRISK_API Status causal_attention(Device device, const float* qkv, int64_t ld, const SequenceRows& sequences,
+BRISK_API Status causal_attention(Device device, const float* qkv, int64_t ld, const AttentionRows& sequences,
                                   int64_t rows, const AttentionHeads& shape, float* out);
 
 BRISK_API Status silu_mul(Device device, const float* gate_up, int64_t rows, int64_t width, float* out);

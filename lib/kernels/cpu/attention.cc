@@ -119,6 +119,41 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
   return absl::OkStatus();
 }
 
+Status causal_attention(const float* qkv, int64_t ld, const AttentionRows& seqs, const AttentionHeads& shape,
+                        float* context) {
+  const int64_t d = shape.head_dim, width = shape.heads * d, group = shape.heads / shape.kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  dnnl_isa_cap_once();
+  std::atomic<int> failures{0};
+  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
+    const int64_t len = seqs.lengths[b];
+    if (len <= 0) return;
+    const float* row0 = qkv + int64_t{seqs.starts[b]} * ld;
+    const float* q = row0 + h * d;
+    const float* k = row0 + (shape.heads + h / group) * d;
+    const float* v = row0 + (shape.heads + shape.kv_heads + h / group) * d;
+    float* out = context + int64_t{seqs.starts[b]} * width + h * d;
+    if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
+    // S = Q Kᵀ over the whole square (one blocked GEMM beats skipping the upper triangle), then the causal mask:
+    // row i keeps keys 0..i, the rest get weight 0.
+    if (dnnl_sgemm('N', 'T', len, len, d, 1.0f, q, ld, k, ld, 0.0f, scores.data(), len) != dnnl_success) {
+      failures.fetch_add(1);
+      return;
+    }
+    for (int64_t i = 0; i < len; ++i) masked_softmax(scores.data() + i * len, 1, len, len, i + 1, 0, nullptr, scale);
+    if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
+      failures.fetch_add(1);
+    }
+  };
+  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(
+      seqs, shape.heads, [](int64_t, std::vector<float>&) {}, attend));
+  if (failures.load() != 0) {
+    return absl::InternalError(absl::StrCat("causal_attention: oneDNN sgemm failed for ", failures.load(),
+                                            " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
+  }
+  return absl::OkStatus();
+}
+
 Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t rows, int64_t heads, int64_t head_dim,
                            float* context) {
   const int64_t hidden = heads * head_dim;

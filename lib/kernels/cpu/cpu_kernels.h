@@ -47,10 +47,10 @@ struct MeanPoolArgs {
   float* out;  // [batch, dim]
 };
 
-enum class ElementwiseOp : int { kExp, kErf, kTanh, kGeluErf, kGeluTanh };
+enum class ElementwiseOp : int { kExp, kErf, kTanh, kGeluErf, kGeluTanh, kSilu };
 
 // out[r, :] = op(in[r, :] + bias) for rows [row_begin, row_end); bias nullable; out may equal in. kExp, kErf
-// and kTanh serve the flat vector_* ops, the GeLU forms bias_gelu (in place).
+// and kTanh serve the flat vector_* ops, the GeLU forms bias_gelu (in place), kSilu the decoders' silu_mul.
 struct ElementwiseArgs {
   const float* in;
   float* out;

@@ -12,6 +12,7 @@
 
 #include "brisk/core/status.h"
 #include "brisk/kernels/attention.h"
+#include "brisk/kernels/decoder_ops.h"
 #include "brisk/kernels/embedding.h"
 #include "brisk/kernels/gelu.h"
 #include "brisk/kernels/linear.h"
@@ -33,6 +34,9 @@ Status self_attention(const float* qkv, const float* qkv_bias, const AttentionRo
                       int64_t heads, int64_t head_dim, float* context);
 Status self_attention_int8(const float* qkv, const AttentionRows& sequences, int64_t rows, int64_t heads,
                            int64_t head_dim, float* context);
+// The decoders' causal grouped-query attention (brisk/kernels/decoder_ops.h).
+Status causal_attention(const float* qkv, int64_t ld, const AttentionRows& sequences, const AttentionHeads& shape,
+                        float* context);
 
 void embed_layer_norm(const EmbeddingTables<float>& tables, const int32_t* ids, const int32_t* type_ids,
                       const int32_t* positions, float epsilon, float* out, int64_t rows);

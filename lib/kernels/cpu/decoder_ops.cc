@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -82,62 +81,15 @@ Status rotary_qk(float* qkv, int64_t ld, int64_t rows, const int32_t* positions,
   return absl::OkStatus();
 }
 
-Status causal_attention(const float* qkv, int64_t ld, const SequenceRows& seqs, int64_t rows, const AttentionHeads& s,
-                        float* out) {
-  int64_t max_len = 0;
-  for (int64_t b = 0; b < seqs.batch; ++b) {
-    const int64_t start = seqs.starts[b], len = seqs.lengths[b];
-    if (start < 0 || len < 0 || start + len > rows) {
-      return absl::InvalidArgumentError(absl::StrCat("causal_attention: sequence ", b, " is rows [", start, ", ",
-                                                     start + len, "); expected a range inside [0, ", rows, ")"));
-    }
-    max_len = std::max(max_len, len);
-  }
-  const int64_t d = s.head_dim, group = s.heads / s.kv_heads, width = s.heads * d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  parallel_for(0, seqs.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_len));
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t b = task / s.heads, h = task % s.heads, kvh = h / group;
-      const int64_t start = seqs.starts[b], len = seqs.lengths[b];
-      const float* k = qkv + start * ld + (s.heads + kvh) * d;
-      const float* v = qkv + start * ld + (s.heads + s.kv_heads + kvh) * d;
-      for (int64_t i = 0; i < len; ++i) {
-        const float* q = qkv + (start + i) * ld + h * d;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j <= i; ++j) {
-          const float* kj = k + j * ld;
-          float dot = 0.0f;
-          for (int64_t e = 0; e < d; ++e) dot += q[e] * kj[e];
-          scores[static_cast<size_t>(j)] = dot * scale;
-          m = std::max(m, scores[static_cast<size_t>(j)]);
-        }
-        float sum = 0.0f;
-        for (int64_t j = 0; j <= i; ++j) {
-          scores[static_cast<size_t>(j)] = std::exp(scores[static_cast<size_t>(j)] - m);
-          sum += scores[static_cast<size_t>(j)];
-        }
-        const float inv = 1.0f / sum;
-        float* o = out + (start + i) * width + h * d;
-        std::fill(o, o + d, 0.0f);
-        for (int64_t j = 0; j <= i; ++j) {
-          const float p = scores[static_cast<size_t>(j)] * inv;
-          const float* vj = v + j * ld;
-          for (int64_t e = 0; e < d; ++e) o[e] += p * vj[e];
-        }
-      }
-    }
-  });
-  return absl::OkStatus();
-}
-
 void silu_mul(const float* gate_up, int64_t rows, int64_t width, float* out) {
+  const auto silu = select_kernel(&elementwise_rows_scalar, &elementwise_rows_avx2, &elementwise_rows_avx512);
   parallel_for(0, rows, row_grain(2 * width), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* g = gate_up + r * 2 * width;
       const float* u = g + width;
       float* o = out + r * width;
-      for (int64_t j = 0; j < width; ++j) o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j];
+      silu(ElementwiseArgs{g, o, nullptr, width, ElementwiseOp::kSilu}, 0, 1);
+      for (int64_t j = 0; j < width; ++j) o[j] *= u[j];
     }
   });
 }

@@ -10,8 +10,6 @@ namespace brisk::kernels::cpu {
 
 void rms_norm(const float* x, const float* gamma, float eps, float* out, int64_t rows, int64_t cols);
 Status rotary_qk(float* qkv, int64_t ld, int64_t rows, const int32_t* positions, const RotaryShape& shape);
-Status causal_attention(const float* qkv, int64_t ld, const SequenceRows& sequences, int64_t rows,
-                        const AttentionHeads& shape, float* out);
 void silu_mul(const float* gate_up, int64_t rows, int64_t width, float* out);
 
 }  // namespace brisk::kernels::cpu

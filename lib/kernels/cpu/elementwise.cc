@@ -16,6 +16,7 @@ float apply_scalar(float x) {
     constexpr float kSqrt2OverPi = 0.79788456080286536f;
     return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
   }
+  if constexpr (kOp == ElementwiseOp::kSilu) return x / (1.0f + std::exp(-x));
 }
 
 template <ElementwiseOp kOp>
@@ -36,6 +37,7 @@ void elementwise_rows_scalar(const ElementwiseArgs& a, int64_t row_begin, int64_
     case ElementwiseOp::kTanh: return rows_scalar<ElementwiseOp::kTanh>(a, row_begin, row_end);
     case ElementwiseOp::kGeluErf: return rows_scalar<ElementwiseOp::kGeluErf>(a, row_begin, row_end);
     case ElementwiseOp::kGeluTanh: return rows_scalar<ElementwiseOp::kGeluTanh>(a, row_begin, row_end);
+    case ElementwiseOp::kSilu: return rows_scalar<ElementwiseOp::kSilu>(a, row_begin, row_end);
   }
 }
 

@@ -18,6 +18,9 @@ BRISK_SIMD_INLINE typename S::V apply_elementwise(typename S::V x) {
   if constexpr (kOp == ElementwiseOp::kTanh) return vmath::tanh<S>(x);
   if constexpr (kOp == ElementwiseOp::kGeluErf) return vmath::gelu_erf<S>(x);
   if constexpr (kOp == ElementwiseOp::kGeluTanh) return vmath::gelu_tanh<S>(x);
+  if constexpr (kOp == ElementwiseOp::kSilu) {  // x / (1 + e^-x); e^-x saturates to +inf, giving -0 for x < -88
+    return S::div(x, S::add(S::set1(1.0f), vmath::exp<S>(S::sub(S::set1(0.0f), x))));
+  }
 }
 
 template <class S, ElementwiseOp kOp, bool kBias>
@@ -73,6 +76,7 @@ void elementwise_rows(const ElementwiseArgs& a, int64_t row_begin, int64_t row_e
     case ElementwiseOp::kTanh: return elementwise_rows_op<S, ElementwiseOp::kTanh>(a, row_begin, row_end);
     case ElementwiseOp::kGeluErf: return elementwise_rows_op<S, ElementwiseOp::kGeluErf>(a, row_begin, row_end);
     case ElementwiseOp::kGeluTanh: return elementwise_rows_op<S, ElementwiseOp::kGeluTanh>(a, row_begin, row_end);
+    case ElementwiseOp::kSilu: return elementwise_rows_op<S, ElementwiseOp::kSilu>(a, row_begin, row_end);
   }
 }
 
