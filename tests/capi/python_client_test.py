@@ -2,7 +2,7 @@
 """The Python ctypes client (examples/python/brisk_client.py) on the task surface of the C API: classify against
 tests/data/tasks/bert_cls's (and bert_multilabel's) transformers goldens, rerank with cross_encoder's, a runtime
 over a Python callback backend (HostBackend): its exact values, its errors and values it leaves unset, and the
-semantic answer cache (answer_insert / answer_lookup).
+semantic answer cache (answer_insert / answer_lookup), and the model families beyond BERT (XLM-R, Qwen3).
 
     python_client_test.py LIBBRISK_SO
 Prints 'N passed, N failed' and exits non-zero on any failure. Expected values come from the golden files (softmax /
@@ -219,6 +219,20 @@ def test_answer_cache(lib):
           f"a semantic_verifier that is not a verifier file is refused naming it ({e})")
 
 
+def test_families(lib):
+    """XLM-RoBERTa and the Qwen3 decoder embedder through the C API unchanged: brisk_embed equals transformers'
+    pooled embeddings (tests/data/make_tiny_xlmr.py, make_tiny_qwen.py)."""
+    data = os.path.join(ROOT, "tests", "data")
+    for model, golden_file, key in (("tiny_xlmr", "golden_xlmr.json", "mean_pooled"),
+                                    ("tiny_qwen3", "golden_qwen3.json", "normalized")):
+        with open(os.path.join(data, model, golden_file), encoding="utf-8") as f:
+            items = json.load(f)["items"]
+        with Brisk(lib, os.path.join(data, model), num_threads=2) as b:
+            rows = b.embed([it["text"] for it in items])
+        worst = max(abs(x - y) for row, it in zip(rows, items) for x, y in zip(row, it[key]))
+        check(worst < 5e-5, f"{model}: brisk_embed is transformers' {key} embedding (worst |diff| {worst:.2g})")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -229,6 +243,7 @@ def main():
     test_host_backend(lib)
     test_policy_path(lib)
     test_answer_cache(lib)
+    test_families(lib)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -1,13 +1,14 @@
 // libFuzzer target: the model-directory configuration files. The input is split at NUL bytes into config.json,
-// 1_Pooling/config.json, modules.json and sentence_bert_config.json; the first two are parsed from memory (a parsed
-// config.json is also rewritten as brisk prune writes it and read back), then all
-// four are written to a scratch model folder and read back with read_pooling_config (a missing part: no file).
+// 1_Pooling/config.json, modules.json, sentence_bert_config.json and config_sentence_transformers.json; the first
+// two are parsed from memory (a parsed config.json is also rewritten as brisk prune writes it and read back), then
+// the last four are written to a scratch model folder and read back with read_pooling_config (a missing part: no
+// file).
 #include "brisk/model/config.h"
 #include "brisk/prune/structured.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto parts = brisk_fuzz::split(data, size, '\0', 4);
+  const auto parts = brisk_fuzz::split(data, size, '\0', 5);
   auto config = brisk::BertConfig::from_json_string(std::string(parts[0]), "config.json");
   if (config.ok()) {
     if (!config->validate("config.json").ok()) brisk_fuzz::invariant_failed("a parsed config does not validate");
@@ -33,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& dir = brisk_fuzz::scratch_dir();
   std::filesystem::create_directories(dir / "1_Pooling");
   const std::filesystem::path files[] = {dir / "config.json", dir / "1_Pooling" / "config.json", dir / "modules.json",
-                                         dir / "sentence_bert_config.json"};
-  for (size_t k = 1; k < 4; ++k) {
+                                         dir / "sentence_bert_config.json", dir / "config_sentence_transformers.json"};
+  for (size_t k = 1; k < 5; ++k) {
     std::error_code ec;
     if (k < parts.size()) {
       brisk_fuzz::write_file(files[k], parts[k]);

@@ -257,6 +257,12 @@ def config_seeds():
     write("fuzz_config", "gelu_new_max", "\0".join([j(dict(bert, hidden_act="gelu_new")),
                                                     j(dict(pooling, pooling_mode_max_tokens=True,
                                                            pooling_mode_mean_tokens=False)), j(modules[:2]), "{}"]))
+    # Qwen3-Embedding's layout: a decoder config, last-token pooling, Normalize, and the query prompt.
+    with open(os.path.join(DATA, "tiny_qwen3", "config.json"), encoding="utf-8") as f:
+        qwen3 = json.load(f)
+    write("fuzz_config", "qwen3_lasttoken", "\0".join([
+        j(qwen3), j(dict(pooling, pooling_mode_lasttoken=True, pooling_mode_mean_tokens=False, include_prompt=True)),
+        j(modules), j(sbert), j({"prompts": {"query": "Instruct: find\nQuery:", "document": ""}})]))
 
 
 # ---- tokenizer loading -------------------------------------------------------------------------------------------
