@@ -3,6 +3,10 @@
 // of 32, 12 or 4 key/value heads, SwiGLU 1024: 3 x 384 x 1024 = 2 x 384 x 1536), with random weights; the whole
 // forward pass in f32 on the CPU, reported per token (issue 29: each new family within 1.1x of BERT per token).
 //   build/release/benchmarks/brisk_family_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only
+//     --benchmark_enable_random_interleaving=true
+// Instruction counts of one forward pass, whatever the machine's load:
+//   valgrind --tool=callgrind "--toggle-collect=brisk::BertEncoder::embed*" build/release/benchmarks/...
+//     --benchmark_filter="family:0/batch:2/seq:128" --benchmark_min_time=0
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -80,6 +84,7 @@ BENCHMARK(BM_FamilyForward)
     ->ArgNames({"family", "batch", "seq", "threads"})
     ->ArgsProduct({{kBert, kXlmr, kQwen3, kQwen3Gqa}, {32}, {128}, {1, 2}})
     ->ArgsProduct({{kBert, kXlmr, kQwen3, kQwen3Gqa}, {1}, {16}, {1}})
+    ->ArgsProduct({{kBert, kXlmr, kQwen3, kQwen3Gqa}, {2}, {128}, {1}})  // small enough for callgrind
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <new>
+#include <numeric>
 #include <vector>
 
 #include "attention_int8.h"
@@ -124,6 +125,9 @@ Status causal_attention(const float* qkv, int64_t ld, const AttentionRows& seqs,
   const int64_t d = shape.head_dim, width = shape.heads * d, group = shape.heads / shape.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   dnnl_isa_cap_once();
+  // The causal mask as the softmax's groups of one row: row i keeps i + 1 columns.
+  std::vector<int32_t> causal(static_cast<size_t>(seqs.max_len));
+  std::iota(causal.begin(), causal.end(), 1);
   std::atomic<int> failures{0};
   auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
     const int64_t len = seqs.lengths[b];
@@ -140,7 +144,7 @@ Status causal_attention(const float* qkv, int64_t ld, const AttentionRows& seqs,
       failures.fetch_add(1);
       return;
     }
-    for (int64_t i = 0; i < len; ++i) masked_softmax(scores.data() + i * len, 1, len, len, i + 1, 0, nullptr, scale);
+    masked_softmax(scores.data(), len, len, len, len, 1, causal.data(), scale);
     if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
       failures.fetch_add(1);
     }

@@ -13,10 +13,13 @@
 namespace brisk::kernels::cpu {
 namespace {
 
-// x / sqrt(mean(x^2) + eps) * gamma over one row of n, as Qwen3RMSNorm (f32 mean, rsqrt, then the weight).
-void rms_row(const float* x, const float* gamma, float eps, float* out, int64_t n) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
+// x / sqrt(mean(x^2) + eps) * gamma over one row of n, as Qwen3RMSNorm (f32 mean, rsqrt, then the weight); the
+// sum of squares on the ISA's dot kernel.
+using DotFn = float (*)(const float*, const float*, int64_t);
+DotFn dot_kernel() { return select_kernel(&dot_scalar, &dot_avx2, &dot_avx512); }
+
+void rms_row(DotFn dot, const float* x, const float* gamma, float eps, float* out, int64_t n) {
+  const float sum = dot(x, x, n);
   const float inv = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = gamma[i] * (x[i] * inv);
 }
@@ -33,8 +36,9 @@ void rotate(float* x, const float* cos, const float* sin, int64_t half) {
 }  // namespace
 
 void rms_norm(const float* x, const float* gamma, float eps, float* out, int64_t rows, int64_t cols) {
+  const DotFn dot = dot_kernel();
   parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) rms_row(x + r * cols, gamma, eps, out + r * cols, cols);
+    for (int64_t r = begin; r < end; ++r) rms_row(dot, x + r * cols, gamma, eps, out + r * cols, cols);
   });
 }
 
@@ -65,6 +69,7 @@ Status rotary_qk(float* qkv, int64_t ld, int64_t rows, const int32_t* positions,
       }
     }
   });
+  const DotFn dot = dot_kernel();
   parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* c = cos.data() + static_cast<int64_t>(positions[r]) * half;
@@ -73,7 +78,7 @@ Status rotary_qk(float* qkv, int64_t ld, int64_t rows, const int32_t* positions,
       for (int64_t h = 0; h < s.heads + s.kv_heads; ++h) {
         float* head = row + h * d;
         const float* gamma = h < s.heads ? s.q_gamma : s.k_gamma;
-        if (gamma != nullptr) rms_row(head, gamma, s.eps, head, d);
+        if (gamma != nullptr) rms_row(dot, head, gamma, s.eps, head, d);
         rotate(head, c, sn, half);
       }
     }
