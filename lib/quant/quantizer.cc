@@ -204,24 +204,30 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
                                                      "; expected the fp32 weights as the quantizer's input"));
     }
   }
-  // SmoothQuant divisors per int8 layer with statistics; Q, K and V (slots 6i..6i+2) share theirs when all three
-  // are int8.
+  // SmoothQuant divisors per int8 layer with statistics. Linears that read one input share theirs when all are int8,
+  // so that they stay one GEMM: Q, K and V (roles 0-2 of linear_slots' layer order), and a decoder's up and gate
+  // (roles 4 and 6).
   std::map<std::string, std::vector<float>> smoothing;
   if (smooth != nullptr) {
+    const auto per_layer = static_cast<size_t>(linears_per_layer(config));
+    std::vector<std::vector<size_t>> shared_input = {{0, 1, 2}};
+    if (config.is_decoder()) shared_input.push_back({4, 6});
     for (size_t i = 0; i < slots.size(); ++i) {
       const LinearSlot& slot = slots[i];
       auto stats = smooth->absmax.find(slot.name);
       // Dynamic layers only: a static scale would need the calibrator to see the smoothed input.
-      if (precision_of(precisions, slot.name).precision != Precision::kInt8Dynamic || stats == smooth->absmax.end()) {
-        continue;
-      }
-      std::vector<const LinearSlot*> group{&slot};
-      const size_t first = i - i % 6;
       auto dynamic = [&](size_t j) {
         return precision_of(precisions, slots[j].name).precision == Precision::kInt8Dynamic;
       };
-      if (i % 6 < 3 && dynamic(first) && dynamic(first + 1) && dynamic(first + 2)) {
-        group = {&slots[first], &slots[first + 1], &slots[first + 2]};
+      if (!dynamic(i) || stats == smooth->absmax.end()) continue;
+      std::vector<const LinearSlot*> group{&slot};
+      const size_t first = i - i % per_layer;
+      for (const std::vector<size_t>& roles : shared_input) {
+        if (std::find(roles.begin(), roles.end(), i % per_layer) == roles.end()) continue;
+        if (std::all_of(roles.begin(), roles.end(), [&](size_t r) { return dynamic(first + r); })) {
+          group.clear();
+          for (size_t r : roles) group.push_back(&slots[first + r]);
+        }
       }
       BRISK_ASSIGN_OR_RETURN(smoothing[slot.name], smoothing_for(group, stats->second, smooth->alpha));
     }
