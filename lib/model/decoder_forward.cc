@@ -5,7 +5,6 @@
 // residual); then the final RMSNorm and pooling. Sequences are always packed: a decoder's causal attention needs no
 // padding, so EncoderOptions::remove_padding does not apply.
 #include <algorithm>
-#include <cstring>
 
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/decoder_ops.h"
