@@ -357,6 +357,10 @@ brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_t* out_dim) 
   return BRISK_OK;
 }
 
+const char* brisk_query_prompt(const brisk_runtime* runtime) {
+  return runtime == nullptr ? nullptr : runtime->runtime->info().query_prompt.c_str();
+}
+
 brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out, size_t out_len) {
   return guarded("brisk_embed", [&]() -> brisk_status {
     if (runtime == nullptr) return null_argument("brisk_embed", "runtime");

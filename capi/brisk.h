@@ -239,6 +239,11 @@ BRISK_C_API brisk_status brisk_runtime_create(const brisk_runtime_options* optio
 BRISK_C_API void brisk_runtime_destroy(brisk_runtime* runtime);
 
 BRISK_C_API brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_t* out_dim);
+/* The model's query prompt (config_sentence_transformers.json's prompts["query"], e.g. Qwen3-Embedding's
+ * "Instruct: ...\nQuery:"): put it in front of a query's text to embed it as sentence-transformers'
+ * encode(prompt_name="query") does. "" when the model has none; NULL for a NULL runtime. Owned by the runtime, valid
+ * until brisk_runtime_destroy. (Added with the decoder embedders.) */
+BRISK_C_API const char* brisk_query_prompt(const brisk_runtime* runtime);
 /* Embeds n NUL-terminated UTF-8 texts into out, row-major n x dim; out_len (in floats) must be >= n * dim. */
 BRISK_C_API brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out,
                                      size_t out_len);

@@ -216,6 +216,8 @@ class Brisk:
         lib.brisk_num_labels.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
         lib.brisk_label_name.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.brisk_label_name.restype = ctypes.c_char_p
+        lib.brisk_query_prompt.argtypes = [ctypes.c_void_p]
+        lib.brisk_query_prompt.restype = ctypes.c_char_p
         lib.brisk_classify.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                        ctypes.c_int32, ctypes.POINTER(LabelScore), ctypes.c_size_t]
         lib.brisk_rerank.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
@@ -299,6 +301,9 @@ class Brisk:
         n = ctypes.c_size_t()
         self._check(lib.brisk_num_labels(self._rt, ctypes.byref(n)))
         self.labels = [lib.brisk_label_name(self._rt, i).decode(errors="replace") for i in range(n.value)]
+        # The model's query prompt ("" when none): embed(query_prompt + text) embeds a query as sentence-transformers'
+        # encode(prompt_name="query").
+        self.query_prompt = lib.brisk_query_prompt(self._rt).decode(errors="replace")
 
     def _check(self, status: int) -> None:
         if status != 0:

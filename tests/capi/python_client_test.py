@@ -229,8 +229,19 @@ def test_families(lib):
             items = json.load(f)["items"]
         with Brisk(lib, os.path.join(data, model), num_threads=2) as b:
             rows = b.embed([it["text"] for it in items])
+            prompt = b.query_prompt
+            queries = [it for it in items if it.get("prompt")]
+            bare = [it["text"][len(prompt):] for it in queries]
+            prompted = b.embed([prompt + t for t in bare]) if queries else []
         worst = max(abs(x - y) for row, it in zip(rows, items) for x, y in zip(row, it[key]))
         check(worst < 5e-5, f"{model}: brisk_embed is transformers' {key} embedding (worst |diff| {worst:.2g})")
+        if model == "tiny_qwen3":
+            check(prompt.startswith("Instruct: ") and all(it["text"].startswith(prompt) for it in queries),
+                  "brisk_query_prompt is config_sentence_transformers.json's query prompt")
+            check(all(max(abs(x - y) for x, y in zip(row, it[key])) < 5e-5 for row, it in zip(prompted, queries)),
+                  "query_prompt + text embeds as sentence-transformers' prompt_name='query'")
+        else:
+            check(prompt == "", f"{model}: no query prompt")
 
 
 def main():
