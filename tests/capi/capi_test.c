@@ -145,6 +145,8 @@ static void test_embed(void) {
   }
   CHECK(brisk_embedding_dim(rt, NULL) == BRISK_INVALID_ARGUMENT);
   CHECK(brisk_embedding_dim(rt, &dim) == BRISK_OK && dim == 384);
+  /* all-MiniLM-L6-v2 has no prompts: "" (not NULL); a NULL runtime gives NULL. */
+  CHECK(brisk_query_prompt(rt) != NULL && brisk_query_prompt(rt)[0] == '\0' && brisk_query_prompt(NULL) == NULL);
   out = (float*)calloc(3 * dim, sizeof(float));
   CHECK(brisk_embed(rt, texts, 3, out, 3 * dim) == BRISK_OK);
   CHECK(fabs(dot(out, out, dim) - 1.0) < 1e-4);                   /* normalised */
