@@ -23,18 +23,6 @@ namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
 
-// A linear layer with the shape the config gives it.
-struct LinearInfo {
-  LinearSlot slot;
-  int64_t out = 0, in = 0;
-};
-
-std::vector<LinearInfo> linears(EncoderWeights& w, const BertConfig& c) {
-  std::vector<LinearInfo> out;
-  for (const LinearSlot& slot : linear_slots(w, c)) out.push_back({slot, slot.out_features, slot.in_features});
-  return out;
-}
-
 // Takes tensors by name from a file's tensors, checking dtype and shape, and remembers which were taken.
 class Taker {
  public:
@@ -121,43 +109,43 @@ StatusOr<Int4Matrix> take_int4(Taker& r, const std::string& file, const std::str
   return q;
 }
 
-Status take_linear(Taker& r, const std::string& file, const LinearInfo& l, const LayerPrecision& lp,
+Status take_linear(Taker& r, const std::string& file, const LinearSlot& l, const LayerPrecision& lp,
                    QuantizedModel& m) {
-  const std::string& name = l.slot.name;
+  const std::string& name = l.name;
   const PrecisionSpec& spec = lp.spec;
   const std::string why = for_precision(spec);
-  const std::vector<int64_t> shape{l.out, l.in};
+  const std::vector<int64_t> shape{l.out_features, l.in_features};
   switch (spec.precision) {
     case Precision::kF32: {
-      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kF32, {shape}, why));
+      BRISK_ASSIGN_OR_RETURN(*l.weight, r.take(name + ".weight", DType::kF32, {shape}, why));
       break;
     }
     case Precision::kBF16: {
-      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kBF16, {shape}, why));
+      BRISK_ASSIGN_OR_RETURN(*l.weight, r.take(name + ".weight", DType::kBF16, {shape}, why));
       break;
     }
     case Precision::kInt8Dynamic:
     case Precision::kInt8Static: {
-      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, r.take(name + ".weight", DType::kI8, {shape}, why));
-      BRISK_ASSIGN_OR_RETURN(l.slot.scales->weight_scale,
-                             r.take(name + ".weight_scale", DType::kF32, {{l.out}, {1}}, why));
-      BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", l.slot.scales->weight_scale, true));
-      l.slot.scales->activation_scale = lp.activation_scale;
+      BRISK_ASSIGN_OR_RETURN(*l.weight, r.take(name + ".weight", DType::kI8, {shape}, why));
+      BRISK_ASSIGN_OR_RETURN(l.scales->weight_scale,
+                             r.take(name + ".weight_scale", DType::kF32, {{l.out_features}, {1}}, why));
+      BRISK_RETURN_IF_ERROR(r.check_values(name + ".weight_scale", l.scales->weight_scale, true));
+      l.scales->activation_scale = lp.activation_scale;
       if (r.has(name + ".input_scale")) {
-        BRISK_ASSIGN_OR_RETURN(l.slot.scales->input_scale,
-                               r.take(name + ".input_scale", DType::kF32, {{l.in}}, "SmoothQuant's divisors"));
-        BRISK_RETURN_IF_ERROR(r.check_values(name + ".input_scale", l.slot.scales->input_scale, true));
+        BRISK_ASSIGN_OR_RETURN(l.scales->input_scale,
+                               r.take(name + ".input_scale", DType::kF32, {{l.in_features}}, "SmoothQuant's divisors"));
+        BRISK_RETURN_IF_ERROR(r.check_values(name + ".input_scale", l.scales->input_scale, true));
       }
       break;
     }
     case Precision::kInt4: {
-      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, take_int4(r, file, name, spec, l.out, l.in));
-      BRISK_ASSIGN_OR_RETURN(*l.slot.weight, dequantize_int4(q));
+      BRISK_ASSIGN_OR_RETURN(Int4Matrix q, take_int4(r, file, name, spec, l.out_features, l.in_features));
+      BRISK_ASSIGN_OR_RETURN(*l.weight, dequantize_int4(q));
       m.int4_linears[name] = std::move(q);
       break;
     }
   }
-  BRISK_ASSIGN_OR_RETURN(*l.slot.bias, r.take(name + ".bias", DType::kF32, {{l.out}}, "every linear layer's bias"));
+  BRISK_ASSIGN_OR_RETURN(*l.bias, r.take(name + ".bias", DType::kF32, {{l.out_features}}, "every linear layer's bias"));
   return absl::OkStatus();
 }
 
@@ -214,15 +202,15 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
                                                    " tensors; expected at least ", per_layer, " per layer"));
   }
   m.weights.layers.resize(static_cast<size_t>(c.num_hidden_layers));
-  std::vector<LinearInfo> lin = linears(m.weights, c);
-  std::map<std::string, const LinearInfo*> by_name;
-  for (const LinearInfo& l : lin) by_name[l.slot.name] = &l;
+  std::vector<LinearSlot> lin = linear_slots(m.weights, c);
+  std::map<std::string, const LinearSlot*> by_name;
+  for (const LinearSlot& l : lin) by_name[l.name] = &l;
   for (const auto& [name, lp] : meta.precisions) {
     if (by_name.count(name) == 0 && name != kWordEmbeddingsName) {
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": brisk.precisions names layer '", name, "', which is not a layer of the config (",
                        c.summary(), "); expected a linear layer such as '",
-                       lin.empty() ? std::string("?") : lin[0].slot.name, "' or '", kWordEmbeddingsName, "'"));
+                       lin.empty() ? std::string("?") : lin[0].name, "' or '", kWordEmbeddingsName, "'"));
     }
     m.precisions[name] = lp.spec;
   }
@@ -236,7 +224,7 @@ StatusOr<QuantizedModel> assemble_quantized_model(const NamedTensors& tensors, M
   for (const F32TensorSlot& t : f32_tensors(m.weights, c)) {
     BRISK_ASSIGN_OR_RETURN(*t.tensor, r.take(t.name, DType::kF32, {t.shape}, "an f32 tensor of the encoder"));
   }
-  for (const LinearInfo& l : lin) BRISK_RETURN_IF_ERROR(take_linear(r, file, l, precision_of(l.slot.name), m));
+  for (const LinearSlot& l : lin) BRISK_RETURN_IF_ERROR(take_linear(r, file, l, precision_of(l.name), m));
   for (const auto& [name, t] : sequence_classification_head_tensors(tensors)) {
     BRISK_ASSIGN_OR_RETURN(m.head_tensors[name],
                            r.take(name, DType::kF32, {t.shape()}, "a classification head tensor"));
@@ -274,10 +262,10 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
   if (w.embeddings.word_min.defined()) out.emplace_back(word + ".weight_min", w.embeddings.word_min);
   for (const F32TensorSlot& t : f32_tensors(w, c)) out.emplace_back(t.name, *t.tensor);
   for (const auto& [name, t] : model.head_tensors) out.emplace_back(name, t);
-  for (const LinearInfo& l : linears(w, c)) {
-    const std::string& name = l.slot.name;
+  for (const LinearSlot& l : linear_slots(w, c)) {
+    const std::string& name = l.name;
     const PrecisionSpec spec = spec_of(name);
-    const kernels::QuantScales& s = *l.slot.scales;
+    const kernels::QuantScales& s = *l.scales;
     const bool int8 = spec.precision == Precision::kInt8Dynamic || spec.precision == Precision::kInt8Static;
     if (!int8 && s.weight_scale.defined()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": layer '", name, "' has a weight_scale but is ",
@@ -293,18 +281,18 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> model_tensors(const std::s
       if (auto it = model.int4_linears.find(name); it != model.int4_linears.end()) {
         q = it->second;
       } else {
-        BRISK_ASSIGN_OR_RETURN(q, quantize_int4(*l.slot.weight, spec.group_size, spec.with_min, name));
+        BRISK_ASSIGN_OR_RETURN(q, quantize_int4(*l.weight, spec.group_size, spec.with_min, name));
       }
       out.emplace_back(name + ".weight", q.packed);
       out.emplace_back(name + ".weight_scale", q.scales);
       if (q.mins.defined()) out.emplace_back(name + ".weight_min", q.mins);
     } else {
-      out.emplace_back(name + ".weight", *l.slot.weight);
+      out.emplace_back(name + ".weight", *l.weight);
       // An int8 layer without scales is left for the checks to name.
       if (int8 && s.weight_scale.defined()) out.emplace_back(name + ".weight_scale", s.weight_scale);
       if (int8 && s.input_scale.defined()) out.emplace_back(name + ".input_scale", s.input_scale);
     }
-    out.emplace_back(name + ".bias", *l.slot.bias);
+    out.emplace_back(name + ".bias", *l.bias);
   }
   for (const auto& [name, t] : out) {
     if (!t.defined() || t.device() != Device::kCPU || !t.is_contiguous()) {
