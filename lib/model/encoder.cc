@@ -37,28 +37,21 @@ StatusOr<Tensor> per_channel_scales(const kernels::QuantScales& scales, int64_t 
   return out;
 }
 
-// One Linear of an EncoderLayerWeights: its weight, bias and scales.
-struct LinearParts {
-  Tensor* weight;
-  Tensor* bias;
-  kernels::QuantScales* scales;
-};
-
-// Linears that read one input (Q, K and V; a decoder's gate and up) can share one Linear when their weights have
-// one dtype and, for i8, one activation scheme.
-bool can_stack(const std::vector<LinearParts>& parts) {
-  const DType d = parts[0].weight->dtype();
-  const kernels::QuantScales& first = *parts[0].scales;
-  for (const LinearParts& p : parts) {
-    if (p.weight->dtype() != d) return false;
+// Linears that read one input (shared_input_linears) can share one Linear when their weights have one dtype and,
+// for i8, one activation scheme.
+bool can_stack(const std::vector<const LinearSlot*>& parts) {
+  const DType d = parts[0]->weight->dtype();
+  const kernels::QuantScales& first = *parts[0]->scales;
+  for (const LinearSlot* p : parts) {
+    if (p->weight->dtype() != d) return false;
     if (d != DType::kI8) continue;
     // SmoothQuant divisors must be one vector: the parts share their input.
-    const Tensor& t = p.scales->input_scale;
+    const Tensor& t = p->scales->input_scale;
     const Tensor& q = first.input_scale;
     const bool same_input_scale =
         t.defined() == q.defined() &&
         (!t.defined() || (t.numel() == q.numel() && std::memcmp(t.raw_data(), q.raw_data(), t.nbytes()) == 0));
-    if (p.scales->activation_scale != first.activation_scale || !p.scales->weight_scale.defined() ||
+    if (p->scales->activation_scale != first.activation_scale || !p->scales->weight_scale.defined() ||
         !same_input_scale) {
       return false;
     }
@@ -67,42 +60,42 @@ bool can_stack(const std::vector<LinearParts>& parts) {
 }
 
 // The parts as one Linear whose output columns are theirs side by side (can_stack), else one Linear each.
-StatusOr<std::vector<kernels::Linear>> make_stacked(const std::vector<LinearParts>& parts, Device device,
+StatusOr<std::vector<kernels::Linear>> make_stacked(const std::vector<const LinearSlot*>& parts, Device device,
                                                     DType activation) {
   std::vector<kernels::Linear> out;
   if (can_stack(parts)) {
     std::vector<const Tensor*> weights, biases;
     std::vector<Tensor> channel_scales;
-    for (const LinearParts& p : parts) {
-      weights.push_back(p.weight);
-      biases.push_back(p.bias);
+    for (const LinearSlot* p : parts) {
+      weights.push_back(p->weight);
+      biases.push_back(p->bias);
     }
     BRISK_ASSIGN_OR_RETURN(Tensor w, stack_rows(weights));
     BRISK_ASSIGN_OR_RETURN(Tensor b, stack_rows(biases));
     kernels::QuantScales scales;
     if (w.dtype() == DType::kI8) {
-      for (const LinearParts& p : parts) {
-        BRISK_ASSIGN_OR_RETURN(channel_scales.emplace_back(), per_channel_scales(*p.scales, p.weight->dim(0)));
+      for (const LinearSlot* p : parts) {
+        BRISK_ASSIGN_OR_RETURN(channel_scales.emplace_back(), per_channel_scales(*p->scales, p->weight->dim(0)));
       }
       std::vector<const Tensor*> scale_parts;
       for (const Tensor& t : channel_scales) scale_parts.push_back(&t);
       BRISK_ASSIGN_OR_RETURN(scales.weight_scale, stack_rows(scale_parts));
-      scales.activation_scale = parts[0].scales->activation_scale;
-      scales.input_scale = parts[0].scales->input_scale;
+      scales.activation_scale = parts[0]->scales->activation_scale;
+      scales.input_scale = parts[0]->scales->input_scale;
     }
     BRISK_ASSIGN_OR_RETURN(kernels::Linear stacked, kernels::Linear::create(w, b, device, scales, activation));
     out.push_back(std::move(stacked));
   } else {
-    for (const LinearParts& p : parts) {
+    for (const LinearSlot* p : parts) {
       BRISK_ASSIGN_OR_RETURN(kernels::Linear part,
-                             kernels::Linear::create(*p.weight, *p.bias, device, *p.scales, activation));
+                             kernels::Linear::create(*p->weight, *p->bias, device, *p->scales, activation));
       out.push_back(std::move(part));
     }
   }
   // The Linears hold what they need (a stacked copy, or shared references): drop the loaded tensors.
-  for (const LinearParts& p : parts) {
-    *p.weight = Tensor();
-    *p.bias = Tensor();
+  for (const LinearSlot* p : parts) {
+    *p->weight = Tensor();
+    *p->bias = Tensor();
   }
   return out;
 }
@@ -338,6 +331,7 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
   impl->ffn_epilogue = activation_epilogue(config.hidden_act);
   BRISK_RETURN_IF_ERROR(impl->init_word_embeddings());
   const std::vector<LinearSlot> slots = linear_slots(impl->weights, config);
+  const std::vector<std::vector<size_t>> shared_input = shared_input_linears(config);
   size_t slot = 0;
   for (EncoderLayerWeights& w : impl->weights.layers) {
     EncoderLayer layer;
@@ -349,16 +343,19 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
     impl->max_intermediate = std::max(impl->max_intermediate, layer.ffn_width);
     const auto per_layer = static_cast<size_t>(linears_per_layer(config));
     BRISK_RETURN_IF_ERROR(check_layer_shapes(slots, slot, per_layer, impl->layers.size()));
+    const size_t first = slot;
+    auto group = [&](size_t g) {
+      std::vector<const LinearSlot*> parts;
+      for (size_t role : shared_input[g]) parts.push_back(&slots[first + role]);
+      return parts;
+    };
     for (int i = 0; i < 3; ++i) layer.qkv_names.push_back(slots[slot++].name);
     layer.attention_output_name = slots[slot++].name;
     layer.intermediate_name = slots[slot++].name;
     layer.output_name = slots[slot++].name;
     if (config.is_decoder()) layer.gate_name = slots[slot++].name;
     const Device d = options.device;
-    BRISK_ASSIGN_OR_RETURN(layer.qkv, make_stacked({{&w.q_weight, &w.q_bias, &w.q_scales},
-                                                    {&w.k_weight, &w.k_bias, &w.k_scales},
-                                                    {&w.v_weight, &w.v_bias, &w.v_scales}},
-                                                   d, act));
+    BRISK_ASSIGN_OR_RETURN(layer.qkv, make_stacked(group(0), d, act));
     layer.int8_attention = options.int8_attention && d == Device::kCPU && !config.is_decoder() &&
                            kernels::int8_attention_preferred() &&
                            std::all_of(layer.qkv.begin(), layer.qkv.end(),
@@ -367,10 +364,7 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
         layer.attention_output,
         kernels::Linear::create(w.attention_output_weight, w.attention_output_bias, d, w.attention_output_scales, act));
     if (config.is_decoder()) {
-      BRISK_ASSIGN_OR_RETURN(layer.gate_up,
-                             make_stacked({{&w.gate_weight, &w.gate_bias, &w.gate_scales},
-                                           {&w.intermediate_weight, &w.intermediate_bias, &w.intermediate_scales}},
-                                          d, act));
+      BRISK_ASSIGN_OR_RETURN(layer.gate_up, make_stacked(group(1), d, act));  // gate's columns, then up's
     } else {
       BRISK_ASSIGN_OR_RETURN(layer.intermediate, kernels::Linear::create(w.intermediate_weight, w.intermediate_bias, d,
                                                                          w.intermediate_scales, act));

@@ -204,14 +204,12 @@ StatusOr<EncoderWeights> quantize_weights(const EncoderWeights& fp32, const Bert
                                                      "; expected the fp32 weights as the quantizer's input"));
     }
   }
-  // SmoothQuant divisors per int8 layer with statistics. Linears that read one input share theirs when all are int8,
-  // so that they stay one GEMM: Q, K and V (roles 0-2 of linear_slots' layer order), and a decoder's up and gate
-  // (roles 4 and 6).
+  // SmoothQuant divisors per int8 layer with statistics. Linears that read one input (shared_input_linears) share
+  // theirs when all are int8, so that the encoder can still run them as one GEMM.
   std::map<std::string, std::vector<float>> smoothing;
   if (smooth != nullptr) {
     const auto per_layer = static_cast<size_t>(linears_per_layer(config));
-    std::vector<std::vector<size_t>> shared_input = {{0, 1, 2}};
-    if (config.is_decoder()) shared_input.push_back({4, 6});
+    const std::vector<std::vector<size_t>> shared_input = shared_input_linears(config);
     for (size_t i = 0; i < slots.size(); ++i) {
       const LinearSlot& slot = slots[i];
       auto stats = smooth->absmax.find(slot.name);

@@ -111,6 +111,13 @@ struct BRISK_API LinearSlot {
 // decoder the gate last (linears_per_layer of them).
 BRISK_API std::vector<LinearSlot> linear_slots(EncoderWeights& weights, const BertConfig& config);
 inline int64_t linears_per_layer(const BertConfig& config) { return config.is_decoder() ? 7 : 6; }
+// Per layer, the linears that read one input, as indices into the layer's run of linear_slots, in the order the
+// encoder stacks their outputs: Q, K, V; and a decoder's gate and up. The encoder runs each group as one GEMM when
+// their precisions allow, and the quantizer gives a group one set of SmoothQuant divisors so that they still do.
+inline std::vector<std::vector<size_t>> shared_input_linears(const BertConfig& config) {
+  if (config.is_decoder()) return {{0, 1, 2}, {6, 4}};
+  return {{0, 1, 2}};
+}
 // The word-embedding table's name in plans and in brisk's quantized model file, without ".weight", whatever the
 // family (Qwen's checkpoints call it embed_tokens).
 inline constexpr const char* kWordEmbeddingsName = "embeddings.word_embeddings";
