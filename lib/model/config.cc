@@ -75,9 +75,9 @@ StatusOr<std::string> get_string(const json& j, const std::string& key, const st
   return it->get<std::string>();
 }
 
-StatusOr<bool> get_bool(const json& j, const std::string& key, const std::string& source) {
+StatusOr<bool> get_bool(const json& j, const std::string& key, const std::string& source, bool fallback = false) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return false;
+  if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_boolean()) {
     return bad(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ", it->type_name(),
                                     "); expected true or false"));
@@ -185,6 +185,25 @@ Status parse_intermediate_sizes(const json& j, const std::string& source, BertCo
   return absl::OkStatus();
 }
 
+// The decoder families' invariants (BertConfig::validate calls it for them).
+Status validate_decoder(const BertConfig& c, const std::string& source) {
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0) {
+    return bad(source, absl::StrCat("key \"num_key_value_heads\" is ", c.num_key_value_heads,
+                                    "; expected a positive divisor of num_attention_heads ", c.num_attention_heads));
+  }
+  if (c.attention_head_dim <= 0 || c.attention_head_dim % 2 != 0 || c.attention_head_dim > 4096) {
+    return bad(source, absl::StrCat("the head dimension is ", c.attention_head_dim,
+                                    "; expected an even number from 2 to 4096 (rotary positions turn pairs)"));
+  }
+  if (!(c.rope_theta > 1.0) || !std::isfinite(c.rope_theta)) {
+    return bad(source, absl::StrCat("key \"rope_theta\" is ", c.rope_theta, "; expected a finite number above 1"));
+  }
+  if (c.is_pruned()) {
+    return bad(source, absl::StrCat("a ", c.model_type, " model is pruned; brisk prunes BERT-family encoders only"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t BertConfig::layer_heads(int64_t layer) const {
@@ -273,24 +292,6 @@ StatusOr<BertConfig> BertConfig::from_json_string(const std::string& text, const
   return c;
 }
 
-Status BertConfig::validate_decoder(const std::string& source) const {
-  if (num_key_value_heads <= 0 || num_attention_heads % num_key_value_heads != 0) {
-    return bad(source, absl::StrCat("key \"num_key_value_heads\" is ", num_key_value_heads,
-                                    "; expected a positive divisor of num_attention_heads ", num_attention_heads));
-  }
-  if (attention_head_dim <= 0 || attention_head_dim % 2 != 0 || attention_head_dim > 4096) {
-    return bad(source, absl::StrCat("the head dimension is ", attention_head_dim,
-                                    "; expected an even number from 2 to 4096 (rotary positions turn pairs)"));
-  }
-  if (!(rope_theta > 1.0) || !std::isfinite(rope_theta)) {
-    return bad(source, absl::StrCat("key \"rope_theta\" is ", rope_theta, "; expected a finite number above 1"));
-  }
-  if (is_pruned()) {
-    return bad(source, absl::StrCat("a ", model_type, " model is pruned; brisk prunes BERT-family encoders only"));
-  }
-  return absl::OkStatus();
-}
-
 Status BertConfig::validate(const std::string& source) const {
   const bool distil = family == ModelFamily::kDistilBert;
   const struct {
@@ -323,7 +324,7 @@ Status BertConfig::validate(const std::string& source) const {
     return bad(source, "key \"type_vocab_size\" is 0; expected a positive integer for a bert model");
   }
   if (is_decoder()) {
-    BRISK_RETURN_IF_ERROR(validate_decoder(source));
+    BRISK_RETURN_IF_ERROR(validate_decoder(*this, source));
   } else if (hidden_size % num_attention_heads != 0) {
     return bad(source, absl::StrCat(distil ? "dim" : "hidden_size", " ", hidden_size, " is not divisible by ",
                                     distil ? "n_heads" : "num_attention_heads", " ", num_attention_heads,
@@ -412,15 +413,11 @@ StatusOr<PoolingConfig> PoolingConfig::from_json_string(const std::string& text,
   }
   if (count == 0) return bad(source, absl::StrCat("none of ", kModes, " is true; expected exactly one"));
   p.mode = mean ? Pooling::kMean : cls ? Pooling::kCls : max ? Pooling::kMax : Pooling::kLastToken;
-  if (auto it = j.find("include_prompt"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean()) {
-      return bad(source, absl::StrCat("key \"include_prompt\" is ", describe_json(*it), "; expected true or false"));
-    }
-    if (!it->get<bool>() && !last) {
-      return bad(source, absl::StrCat("key \"include_prompt\" is false with ", std::string(pooling_name(p.mode)),
-                                      " pooling; brisk pools over the prompt's tokens too (expected true, or "
-                                      "lasttoken pooling, which the prompt does not change)"));
-    }
+  BRISK_ASSIGN_OR_RETURN(bool include_prompt, get_bool(j, "include_prompt", source, true));
+  if (!include_prompt && !last) {
+    return bad(source, absl::StrCat("key \"include_prompt\" is false with ", std::string(pooling_name(p.mode)),
+                                    " pooling; brisk pools over the prompt's tokens too (expected true, or "
+                                    "lasttoken pooling, which the prompt does not change)"));
   }
   if (p.word_embedding_dimension < 0) {
     return bad(source, absl::StrCat("key \"word_embedding_dimension\" is ", p.word_embedding_dimension,

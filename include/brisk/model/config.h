@@ -100,7 +100,6 @@ struct BRISK_API BertConfig {
 
   // Checks the invariants (positive sizes, hidden_size divisible by num_attention_heads, ...).
   Status validate(const std::string& source_name) const;
-  Status validate_decoder(const std::string& source_name) const;
   // One-line summary: "bert: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, gelu" (and, when
   // pruned, "; pruned: 10 of 72 heads, 1843 of 9216 ffn neurons").
   std::string summary() const;
