@@ -1,5 +1,6 @@
 // CPU self-attention: for each (sequence, head), S = Q Kᵀ, P = softmax(S / sqrt(d)), O = P V. In float, as two
-// strided sgemm calls reading Q, K and V straight out of the fused QKV buffer; in int8, as two int8 GEMMs of
+// strided sgemm calls reading Q, K and V straight out of the fused QKV buffer (float_attention: the encoders'
+// self_attention and the decoders' causal, grouped-query causal_attention); in int8, as two int8 GEMMs of
 // int8_gemm.h around the per-(sequence, head) kernels of attention_int8.h.
 #include <algorithm>
 #include <atomic>
@@ -59,6 +60,51 @@ Status for_each_head(const AttentionRows& seqs, int64_t heads, const Prepare& pr
   return absl::OkStatus();
 }
 
+// Float attention as two strided sgemm calls per (sequence, head), reading Q, K and V straight out of the fused
+// [rows, ld] buffer (query heads, then shape.kv_heads key heads, then value heads; query head h reads key/value head
+// h / (heads / kv_heads)) into context [rows, heads * head_dim]. causal: row i of a sequence attends to keys 0..i
+// only, as the softmax's groups of one row (the upper triangle of the scores is computed and given weight 0: one
+// blocked GEMM beats skipping it).
+Status float_attention(const char* op, const float* qkv, int64_t ld, const AttentionRows& seqs,
+                       const AttentionHeads& shape, bool causal, float* context) {
+  const int64_t d = shape.head_dim, width = shape.heads * d, group = shape.heads / shape.kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  dnnl_isa_cap_once();               // before dnnl_sgemm generates its first kernel
+  std::vector<int32_t> row_lengths;  // causal: row i keeps i + 1 columns
+  if (causal) {
+    row_lengths.resize(static_cast<size_t>(seqs.max_len));
+    std::iota(row_lengths.begin(), row_lengths.end(), 1);
+  }
+  std::atomic<int> failures{0};
+  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
+    const int64_t len = seqs.lengths[b];
+    if (len <= 0) return;
+    const float* row0 = qkv + int64_t{seqs.starts[b]} * ld;
+    const float* q = row0 + h * d;
+    const float* k = row0 + (shape.heads + h / group) * d;
+    const float* v = row0 + (shape.heads + shape.kv_heads + h / group) * d;
+    float* out = context + int64_t{seqs.starts[b]} * width + h * d;
+    if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
+    // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
+    if (dnnl_sgemm('N', 'T', len, len, d, 1.0f, q, ld, k, ld, 0.0f, scores.data(), len) != dnnl_success) {
+      failures.fetch_add(1);
+      return;
+    }
+    masked_softmax(scores.data(), len, len, len, len, causal ? 1 : 0, causal ? row_lengths.data() : nullptr, scale);
+    // Row-major O[len, d] = P[len, len] · V[len, d]
+    if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
+      failures.fetch_add(1);
+    }
+  };
+  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(
+      seqs, shape.heads, [](int64_t, std::vector<float>&) {}, attend));
+  if (failures.load() != 0) {
+    return absl::InternalError(absl::StrCat(op, ": oneDNN sgemm failed for ", failures.load(),
+                                            " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
+  }
+  return absl::OkStatus();
+}
+
 int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns; }
 
 // One worker's buffers for int8 attention, grown to the longest sequence it has seen.
@@ -75,7 +121,6 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
                       int64_t heads, int64_t head_dim, float* context) {
   const int64_t hidden = heads * head_dim;
   const int64_t qkv_ld = 3 * hidden;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   // With a separate bias, Q, K and V are read from a biased copy (the GPU fuses this into its head split).
   std::vector<float> biased;
   const float* qkv = qkv_in;
@@ -87,75 +132,12 @@ Status self_attention(const float* qkv_in, const float* qkv_bias, const Attentio
     qkv = biased.data();
   }
   zero_uncovered_rows(seqs, rows, hidden, context);
-  dnnl_isa_cap_once();  // before dnnl_sgemm generates its first kernel
-
-  std::atomic<int> failures{0};
-  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
-    const int64_t len = seqs.lengths[b];
-    if (len <= 0) return;
-    const float* q = qkv + int64_t{seqs.starts[b]} * qkv_ld + h * head_dim;
-    const float* k = q + hidden;
-    const float* v = q + 2 * hidden;
-    float* out = context + int64_t{seqs.starts[b]} * hidden + h * head_dim;
-    if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
-    // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
-    if (dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, qkv_ld, k, qkv_ld, 0.0f, scores.data(), len) !=
-        dnnl_success) {
-      failures.fetch_add(1);
-      return;
-    }
-    masked_softmax(scores.data(), len, len, len, len, 0, nullptr, scale);
-    // Row-major O[len, d] = P[len, len] · V[len, d]
-    if (dnnl_sgemm('N', 'N', len, head_dim, len, 1.0f, scores.data(), len, v, qkv_ld, 0.0f, out, hidden) !=
-        dnnl_success) {
-      failures.fetch_add(1);
-    }
-  };
-  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(
-      seqs, heads, [](int64_t, std::vector<float>&) {}, attend));
-  if (failures.load() != 0) {
-    return absl::InternalError(absl::StrCat("self_attention: oneDNN sgemm failed for ", failures.load(),
-                                            " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
-  }
-  return absl::OkStatus();
+  return float_attention("self_attention", qkv, qkv_ld, seqs, AttentionHeads{heads, heads, head_dim}, false, context);
 }
 
 Status causal_attention(const float* qkv, int64_t ld, const AttentionRows& seqs, const AttentionHeads& shape,
                         float* context) {
-  const int64_t d = shape.head_dim, width = shape.heads * d, group = shape.heads / shape.kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  dnnl_isa_cap_once();
-  // The causal mask as the softmax's groups of one row: row i keeps i + 1 columns.
-  std::vector<int32_t> causal(static_cast<size_t>(seqs.max_len));
-  std::iota(causal.begin(), causal.end(), 1);
-  std::atomic<int> failures{0};
-  auto attend = [&](int64_t b, int64_t h, std::vector<float>& scores) {
-    const int64_t len = seqs.lengths[b];
-    if (len <= 0) return;
-    const float* row0 = qkv + int64_t{seqs.starts[b]} * ld;
-    const float* q = row0 + h * d;
-    const float* k = row0 + (shape.heads + h / group) * d;
-    const float* v = row0 + (shape.heads + shape.kv_heads + h / group) * d;
-    float* out = context + int64_t{seqs.starts[b]} * width + h * d;
-    if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
-    // S = Q Kᵀ over the whole square (one blocked GEMM beats skipping the upper triangle), then the causal mask:
-    // row i keeps keys 0..i, the rest get weight 0.
-    if (dnnl_sgemm('N', 'T', len, len, d, 1.0f, q, ld, k, ld, 0.0f, scores.data(), len) != dnnl_success) {
-      failures.fetch_add(1);
-      return;
-    }
-    masked_softmax(scores.data(), len, len, len, len, 1, causal.data(), scale);
-    if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
-      failures.fetch_add(1);
-    }
-  };
-  BRISK_RETURN_IF_ERROR(for_each_head<std::vector<float>>(
-      seqs, shape.heads, [](int64_t, std::vector<float>&) {}, attend));
-  if (failures.load() != 0) {
-    return absl::InternalError(absl::StrCat("causal_attention: oneDNN sgemm failed for ", failures.load(),
-                                            " (sequence, head) pairs; longest sequence ", seqs.max_len, " tokens"));
-  }
-  return absl::OkStatus();
+  return float_attention("causal_attention", qkv, ld, seqs, shape, true, context);
 }
 
 Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t rows, int64_t heads, int64_t head_dim,
