@@ -76,6 +76,15 @@ StatusOr<LabelConfig> read_label_config(const std::string& config_json, const st
   return out;
 }
 
+int64_t ClassificationHead::input_token(std::span<const int32_t> ids) const {
+  if (ids.empty() || input == Input::kSentenceEmbedding) return -1;
+  if (input == Input::kFirstToken) return 0;
+  for (int64_t i = static_cast<int64_t>(ids.size()) - 1; i > 0; --i) {
+    if (ids[static_cast<size_t>(i)] != pad_token) return i;
+  }
+  return 0;
+}
+
 int64_t ClassificationHead::input_size() const {
   return layers.empty() || layers.front().weight.rank() != 2 ? 0 : layers.front().weight.dim(1);
 }
@@ -131,29 +140,67 @@ Status ClassificationHead::apply(const float* in, int64_t rows, float* logits) c
   return absl::OkStatus();
 }
 
+namespace {
+
+// A decoder's score layer: a Linear without a bias (zeros, so that every DenseLayer has one) on the last token.
+StatusOr<ClassificationHead> read_decoder_head(const NamedTensors& tensors, const std::string& config_json,
+                                               const std::string& source) {
+  ClassificationHead head;
+  head.input = ClassificationHead::Input::kLastToken;
+  DenseLayer score;
+  BRISK_ASSIGN_OR_RETURN(score.weight, find_f32(tensors, "score.weight", source));
+  if (tensors.contains("score.bias")) {
+    BRISK_ASSIGN_OR_RETURN(score.bias, find_f32(tensors, "score.bias", source));
+  } else if (score.weight.rank() == 2) {
+    BRISK_ASSIGN_OR_RETURN(score.bias, Tensor::zeros({score.weight.dim(0)}, DType::kF32));
+  }
+  head.layers.push_back(std::move(score));
+  // transformers reads config.pad_token_id: null or absent means the last token, whatever its id.
+  BRISK_ASSIGN_OR_RETURN(const nlohmann::json config, parse_json_bounded(config_json, source + ": config.json"));
+  if (auto it = config.find("pad_token_id"); config.is_object() && it != config.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": pad_token_id is ", shown_json(*it), "; expected a token id >= 0 or null"));
+    }
+    head.pad_token = it->get<int64_t>();
+  }
+  return head;
+}
+
+}  // namespace
+
 StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
                                                                               const std::string& config_json,
                                                                               ModelFamily family,
                                                                               const std::string& source) {
-  const bool roberta = tensors.contains("classifier.out_proj.weight");  // dense + tanh + out_proj on <s>
-  if (!tensors.contains("classifier.weight") && !roberta) return std::optional<ClassificationHead>();
+  const bool decoder = is_decoder_family(family);
+  const bool roberta = !decoder && tensors.contains("classifier.out_proj.weight");  // dense + tanh + out_proj on <s>
+  if (decoder ? !tensors.contains("score.weight") : !tensors.contains("classifier.weight") && !roberta) {
+    return std::optional<ClassificationHead>();
+  }
   BRISK_ASSIGN_OR_RETURN(LabelConfig labels, read_label_config(config_json, source));
   ClassificationHead head;
-  head.input = ClassificationHead::Input::kFirstToken;
-  if (roberta) {
-    BRISK_ASSIGN_OR_RETURN(DenseLayer dense, read_dense(tensors, "classifier.dense", HeadActivation::kTanh, source));
-    head.layers.push_back(std::move(dense));
-  } else if (family == ModelFamily::kDistilBert) {
-    BRISK_ASSIGN_OR_RETURN(DenseLayer pre, read_dense(tensors, "pre_classifier", HeadActivation::kRelu, source));
-    head.layers.push_back(std::move(pre));
+  if (decoder) {
+    BRISK_ASSIGN_OR_RETURN(head, read_decoder_head(tensors, config_json, source));
   } else {
-    BRISK_ASSIGN_OR_RETURN(DenseLayer pooler, read_dense(tensors, "bert.pooler.dense", HeadActivation::kTanh, source));
-    head.layers.push_back(std::move(pooler));
+    head.input = ClassificationHead::Input::kFirstToken;
+    if (roberta) {
+      BRISK_ASSIGN_OR_RETURN(DenseLayer dense, read_dense(tensors, "classifier.dense", HeadActivation::kTanh, source));
+      head.layers.push_back(std::move(dense));
+    } else if (family == ModelFamily::kDistilBert) {
+      BRISK_ASSIGN_OR_RETURN(DenseLayer pre, read_dense(tensors, "pre_classifier", HeadActivation::kRelu, source));
+      head.layers.push_back(std::move(pre));
+    } else {
+      BRISK_ASSIGN_OR_RETURN(DenseLayer pooler,
+                             read_dense(tensors, "bert.pooler.dense", HeadActivation::kTanh, source));
+      head.layers.push_back(std::move(pooler));
+    }
+    BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, roberta ? "classifier.out_proj" : "classifier",
+                                                             HeadActivation::kNone, source));
+    head.layers.push_back(std::move(classifier));
   }
-  BRISK_ASSIGN_OR_RETURN(DenseLayer classifier, read_dense(tensors, roberta ? "classifier.out_proj" : "classifier",
-                                                           HeadActivation::kNone, source));
-  const int64_t num_logits = classifier.weight.rank() == 2 ? classifier.weight.dim(0) : 0;
-  head.layers.push_back(std::move(classifier));
+  const Tensor& last = head.layers.back().weight;
+  const int64_t num_logits = last.rank() == 2 ? last.dim(0) : 0;
   head.multi_label = labels.multi_label;
   head.labels = std::move(labels.labels);
   if (head.labels.empty()) {
@@ -169,9 +216,12 @@ StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(co
 
 NamedTensors sequence_classification_head_tensors(const NamedTensors& tensors) {
   NamedTensors head;
-  if (!tensors.contains("classifier.weight") && !tensors.contains("classifier.out_proj.weight")) return head;
+  if (!tensors.contains("classifier.weight") && !tensors.contains("classifier.out_proj.weight") &&
+      !tensors.contains("score.weight")) {
+    return head;
+  }
   for (const char* layer :
-       {"bert.pooler.dense", "pre_classifier", "classifier", "classifier.dense", "classifier.out_proj"}) {
+       {"bert.pooler.dense", "pre_classifier", "classifier", "classifier.dense", "classifier.out_proj", "score"}) {
     for (const char* part : {".weight", ".bias"}) {
       const std::string name = absl::StrCat(layer, part);
       if (auto it = tensors.find(name); it != tensors.end()) {

@@ -37,7 +37,7 @@ const NameScheme& scheme_for(ModelFamily family) {
   static const NameScheme roberta{"embeddings.word_embeddings.weight", {"", "roberta."}};
   static const NameScheme qwen{"embed_tokens.weight", {"", "model."}};
   if (family == ModelFamily::kRoberta) return roberta;
-  if (family == ModelFamily::kQwen2 || family == ModelFamily::kQwen3) return qwen;
+  if (is_decoder_family(family)) return qwen;
   return family == ModelFamily::kDistilBert ? distil : bert;
 }
 

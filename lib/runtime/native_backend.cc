@@ -3,6 +3,7 @@
 #include "native_backend.h"
 
 #include <optional>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/device.h"
@@ -87,8 +88,12 @@ class NativeBackend final : public Backend {
       std::vector<float> states(static_cast<size_t>(batch.total_tokens() * hidden));
       BRISK_RETURN_IF_ERROR(encoder_->forward(batch, states.data()));
       for (size_t i = 0; i < rows; ++i) {
-        const float* first = states.data() + batch.offsets[i] * hidden;
-        std::copy(first, first + hidden, head_input.begin() + static_cast<ptrdiff_t>(i * hidden));
+        const int64_t begin = batch.offsets[i];
+        const std::span<const int32_t> ids(batch.input_ids.data() + begin, static_cast<size_t>(batch.length(i)));
+        const int64_t t = head_->input_token(ids);
+        if (t < 0) continue;  // an empty sequence: the head reads zeros, as pooling gives it
+        const float* token = states.data() + (begin + t) * hidden;
+        std::copy(token, token + hidden, head_input.begin() + static_cast<ptrdiff_t>(i * hidden));
       }
     }
     return head_->apply(head_input.data(), static_cast<int64_t>(rows), out.data());

@@ -24,6 +24,12 @@ Outputs (fixed seeds, float32, eager attention, everything under torch.no_grad):
       attention mask (as Qwen3-Embedding pads): "hidden" holds each text's real rows, "last_token" the pooled rows.
   tiny_qwen2/...   Qwen2Model (gte-Qwen2's family): biases on q/k/v, no q/k norms, head_dim = hidden / heads;
       golden_qwen2.json holds "items" only.
+  tiny_qwen3_reranker/   Qwen3ForSequenceClassification with one label (the cross-encoder form of Qwen3-Reranker:
+      "model."-prefixed body, score.weight, no bias), pad_token_id 0 (<|endoftext|>, which the template appends, so
+      transformers' head reads the token before it); golden_qwen3_reranker.json {"versions", "pairs": [{"query",
+      "document", "ids", "logit", "logit_without_pad_token_id"}], "texts": [{"text", "ids", "logit",
+      "logit_without_pad_token_id"}]}: each input alone; the second logit with config.pad_token_id = None (the head on
+      the last token whatever its id).
 
 Shapes: hidden 32, 2 layers, intermediate 48, silu, vocab = the tokenizer's (1200), max_position 128, rope_theta
 1e6 (Qwen3's), rms_norm_eps 1e-6. On top of the model's own init, every RMSNorm weight gets N(0, 0.1) noise and
@@ -118,6 +124,10 @@ def read_texts():
     return [(n, lines[n - 1], False) for n in LINES] + [(n, QUERY_PROMPT + lines[n - 1], True) for n in PROMPT_LINES]
 
 
+RERANK_PAIRS = [  # (query line, document line): a match, a near miss and other scripts
+    (1, 2), (1, 410), (200, 201), (120, 50), (300, 600), (144, 166)]
+
+
 def make_model(kind, vocab_size):
     common = dict(vocab_size=vocab_size, hidden_size=HIDDEN, intermediate_size=48, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, rope_theta=1e6,
@@ -126,8 +136,49 @@ def make_model(kind, vocab_size):
     if kind == "qwen3":
         config = transformers.Qwen3Config(head_dim=16, attention_bias=False, **common)
         return transformers.Qwen3Model(config)
+    if kind == "qwen3_reranker":
+        config = transformers.Qwen3Config(head_dim=16, attention_bias=False, num_labels=1, pad_token_id=0, **common)
+        return transformers.Qwen3ForSequenceClassification(config)
     config = transformers.Qwen2Config(**common)
     return transformers.Qwen2Model(config)
+
+
+def make_reranker(tok, vocab_size):
+    """The tiny cross-encoder and its logits, alone per input, with and without config.pad_token_id."""
+    torch.manual_seed(30)
+    model = make_model("qwen3_reranker", vocab_size).eval()
+    perturb(model, 31)
+    with torch.no_grad():
+        model.score.weight.mul_(20.0)  # logits of order 1, not 0.05: a wrong token shows
+    folder = os.path.join(HERE, "tiny_qwen3_reranker")
+    model.save_pretrained(folder, safe_serialization=True)
+    write_tokenizer(folder)
+    with open(TEXTS_FILE, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+
+    def logits(enc):
+        with torch.no_grad():
+            with_pad = model(input_ids=enc["input_ids"]).logits[0, 0].item()
+            model.config.pad_token_id = None
+            without = model(input_ids=enc["input_ids"]).logits[0, 0].item()
+            model.config.pad_token_id = 0
+        return r7(with_pad), r7(without)
+
+    pairs, texts = [], []
+    for q, d in RERANK_PAIRS:
+        enc = tok(lines[q - 1], lines[d - 1], truncation=True, max_length=MAX_LEN, return_tensors="pt")
+        with_pad, without = logits(enc)
+        pairs.append({"query": lines[q - 1], "document": lines[d - 1], "ids": enc["input_ids"][0].tolist(),
+                      "logit": with_pad, "logit_without_pad_token_id": without})
+    for n in LINES[:4]:
+        enc = tok(lines[n - 1], truncation=True, max_length=MAX_LEN, return_tensors="pt")
+        with_pad, without = logits(enc)
+        texts.append({"text": lines[n - 1], "ids": enc["input_ids"][0].tolist(), "logit": with_pad,
+                      "logit_without_pad_token_id": without})
+    assert any(abs(p["logit"] - p["logit_without_pad_token_id"]) > 0.05 for p in pairs), "the token must matter"
+    write_json(os.path.join(folder, "golden_qwen3_reranker.json"),
+               {"versions": versions(), "pairs": pairs, "texts": texts})
+    print("qwen3_reranker: logits", [p["logit"] for p in pairs], [t["logit"] for t in texts])
 
 
 def main():
@@ -180,6 +231,7 @@ def main():
         with safetensors.safe_open(os.path.join(folder, "model.safetensors"), framework="pt") as f:
             print(f"tiny_{kind}/model.safetensors:", sorted(f.keys())[:12], "...")
         print(f"{kind}: ids per text:", [len(it["ids"]) for it in items])
+    make_reranker(tok, vocab_size)
 
 
 if __name__ == "__main__":

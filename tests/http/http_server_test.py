@@ -222,7 +222,8 @@ def test_tasks(binary):
 def test_families(binary):
     """XLM-RoBERTa and the Qwen3 decoder embedder served unchanged: /embed and /v1/embeddings equal transformers'
     pooled embeddings (tests/data/make_tiny_xlmr.py, make_tiny_qwen.py), and TEI's prompt_name puts the model's
-    query prompt in front of the text."""
+    query prompt in front of the text; a Qwen3ForSequenceClassification cross-encoder answers /rerank with
+    transformers' logit."""
     golden = json.load(open(os.path.join(DATA, "tiny_xlmr", "golden_xlmr.json")))
     with Server(binary, ["--model", os.path.join(DATA, "tiny_xlmr")]) as srv:
         texts = [it["text"] for it in golden["items"]]
@@ -251,6 +252,14 @@ def test_families(binary):
               "an unknown prompt_name is a 400 that names it")
         info = requests.get(f"{srv.url}/info").json()
         check(info["model_type"] == {"embedding": {"pooling": "lasttoken"}}, "/info gives the last-token pooling")
+    golden = json.load(open(os.path.join(DATA, "tiny_qwen3_reranker", "golden_qwen3_reranker.json")))
+    with Server(binary, ["--model", os.path.join(DATA, "tiny_qwen3_reranker")]) as srv:
+        pair = golden["pairs"][2]
+        texts = [pair["document"], golden["pairs"][0]["document"]]
+        out = requests.post(f"{srv.url}/rerank", json={"query": pair["query"], "texts": texts, "raw_scores": True})
+        scores = {r["index"]: r["score"] for r in out.json()} if out.status_code == 200 else {}
+        check(abs(scores.get(0, 1e9) - pair["logit"]) <= 5e-5,
+              f"qwen3 reranker: /rerank gives transformers' logit for the pair ({out.status_code}, {out.text[:200]})")
 
 
 def test_bad_flags(binary):

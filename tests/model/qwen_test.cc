@@ -1,13 +1,18 @@
 // Decoder embedders: the tiny random Qwen3 and Qwen2 models made by tests/data/make_tiny_qwen.py with transformers
 // 4.51.3 (Qwen3Model as Qwen3-Embedding ships it, with its sentence-transformers files: last-token pooling, Normalize,
 // the query prompt; and a Qwen2Model, gte-Qwen2's family), tokenized by their byte-level BPE tokenizer.json with
-// the end-token template. Checked against transformers: the token ids, the last hidden states of each text alone and
-// inside one packed batch (transformers' batch is left-padded), the runtime's pooled embeddings, and the config's
+// the end-token template; and a tiny Qwen3ForSequenceClassification (the cross-encoder form of Qwen3-Reranker).
+// Checked against transformers: the token ids, the last hidden states of each text alone and inside one packed batch
+// (transformers' batch is left-padded), the runtime's pooled embeddings, the reranker's logits, and the config's
 // refusals.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,16 +28,6 @@ using brisk::testing::read_json;
 using nlohmann::json;
 
 namespace {
-
-double cosine(const float* a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
 
 // f32 against f32, as for tiny BERT and XLM-R. RMSNorm with gammas near 1 keeps the hidden states O(1), so this is
 // an absolute bound on values of that size.
@@ -138,7 +133,8 @@ TEST_CASE("qwen3: the runtime's normalized last-token embeddings match transform
   for (const json& item : golden["items"]) {
     INFO("text: " << texts[i]);
     CHECK(max_abs_diff(emb->data() + i * dim, item["normalized"].get<std::vector<float>>()) <= kTolerance);
-    CHECK(cosine(emb->data() + i * dim, batch_last[i].get<std::vector<float>>()) >= 0.99999);
+    const auto want = batch_last[i].get<std::vector<float>>();
+    CHECK(brisk::testing::cosine(emb->data() + i * dim, want.data(), want.size()) >= 0.99999);
     ++i;
   }
 }
@@ -193,4 +189,63 @@ TEST_CASE("qwen: configs brisk cannot run exactly are refused with what is wrong
   auto refused = brisk::BertEncoder::create(m->config, std::move(m->weights), cuda);
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("decoder models run on the CPU"));
+}
+
+TEST_CASE("qwen3 reranker: a Qwen3ForSequenceClassification cross-encoder's logits match transformers",
+          "[model][qwen]") {
+  const json golden = read_json("tiny_qwen3_reranker/golden_qwen3_reranker.json");
+  // config.json's pad_token_id (0, <|endoftext|>, which the template appends): transformers' head reads the last
+  // token that is not it; without pad_token_id, the last token whatever its id. The goldens differ between the two.
+  brisk::testing::TempDir no_pad;
+  const std::string dir = brisk::testing::data_folder("tiny_qwen3_reranker");
+  std::filesystem::copy(dir, no_pad.path, std::filesystem::copy_options::recursive);
+  json config = json::parse(brisk::testing::read_test_file("tiny_qwen3_reranker/config.json"));
+  config.erase("pad_token_id");
+  std::ofstream(no_pad.path / "config.json") << config.dump();
+  for (const auto& [model_dir, key] :
+       {std::pair<std::string, const char*>{dir, "logit"}, {no_pad.path.string(), "logit_without_pad_token_id"}}) {
+    INFO("model " << model_dir << ", golden " << key);
+    brisk::RuntimeOptions o;
+    o.model_dir = model_dir;
+    o.num_threads = 1;
+    auto rt = brisk::Runtime::create(o);
+    INFO(rt.status().message());
+    REQUIRE(rt.ok());
+    CHECK((*rt)->info().task == "classification");
+    brisk::RerankOptions raw;
+    raw.raw_scores = true;
+    for (const json& pair : golden["pairs"]) {
+      const std::string query = pair["query"], document = pair["document"];
+      INFO("query: " << query << "; document: " << document);
+      const std::string_view passage = document;
+      auto scored = (*rt)->rerank(query, std::span(&passage, 1), raw);
+      INFO(scored.status().message());
+      REQUIRE(scored.ok());
+      REQUIRE(scored->size() == 1);
+      CHECK(std::abs((*scored)[0].score - pair[key].get<double>()) <= kTolerance);
+      // The default score is the logit's sigmoid, TEI's and sentence-transformers' CrossEncoder's.
+      auto sigmoid = (*rt)->rerank(query, std::span(&passage, 1));
+      REQUIRE(sigmoid.ok());
+      CHECK(std::abs((*sigmoid)[0].score - 1.0 / (1.0 + std::exp(-pair[key].get<double>()))) <= kTolerance);
+    }
+    std::vector<std::string> texts;
+    for (const json& item : golden["texts"]) texts.push_back(item["text"]);
+    std::vector<std::string_view> views(texts.begin(), texts.end());
+    auto logits = (*rt)->logits(views);  // one packed batch
+    INFO(logits.status().message());
+    REQUIRE(logits.ok());
+    REQUIRE(logits->size() == texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      INFO("text: " << texts[i]);
+      CHECK(std::abs((*logits)[i] - golden["texts"][i][key].get<double>()) <= kTolerance);
+    }
+  }
+  // A pad_token_id that is not a token id is refused by name.
+  config["pad_token_id"] = "0";
+  std::ofstream(no_pad.path / "config.json") << config.dump();
+  brisk::RuntimeOptions bad;
+  bad.model_dir = no_pad.path.string();
+  auto refused = brisk::Runtime::create(bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("pad_token_id"));
 }

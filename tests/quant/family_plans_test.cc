@@ -92,3 +92,39 @@ TEST_CASE("qwen3: int8, bf16 and mixed plans load and stay within their bounds o
 }
 
 }  // namespace brisk
+
+namespace brisk {
+
+TEST_CASE("qwen3 reranker: an int8 model file keeps the score head and the cross-encoder's logits", "[quant][qwen]") {
+  const std::string dir = (testing::test_data_dir() / "tiny_qwen3_reranker").string();
+  const nlohmann::json golden =
+      nlohmann::json::parse(testing::read_test_file("tiny_qwen3_reranker/golden_qwen3_reranker.json"));
+  auto loaded = load_model(dir);
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->head.has_value());
+  std::vector<PackedSequences> batches(1);
+  for (const auto& pair : golden["pairs"]) batches[0].add(pair["ids"].get<std::vector<int32_t>>());
+  auto reference = BertEncoder::create(loaded->config, loaded->weights, Device::kCPU).value();
+  const quant::ActivationRanges ranges = quant::calibrate(*reference, batches, {}, nullptr).value();
+  testing::TempDir tmp;
+  testing::write_plan_file(dir, loaded->config, loaded->weights, "int8", ranges, nullptr, tmp, loaded->head_tensors);
+  RuntimeOptions o;
+  o.model_dir = tmp.file("int8.safetensors");
+  o.num_threads = 1;
+  auto rt = Runtime::create(o);
+  INFO(rt.status().message());
+  REQUIRE(rt.ok());
+  RerankOptions raw;
+  raw.raw_scores = true;
+  // The logits span [-2.7, 4.9]; int8 weights and activations moved them by 0.009 at most on this tiny model.
+  for (const auto& pair : golden["pairs"]) {
+    const std::string query = pair["query"], document = pair["document"];
+    const std::string_view passage = document;
+    auto scored = (*rt)->rerank(query, std::span(&passage, 1), raw);
+    REQUIRE(scored.ok());
+    INFO("query: " << query << "; int8 logit " << (*scored)[0].score << ", fp32 " << pair["logit"].get<double>());
+    CHECK(std::abs((*scored)[0].score - pair["logit"].get<double>()) <= 0.03);
+  }
+}
+
+}  // namespace brisk

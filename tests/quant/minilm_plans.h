@@ -30,7 +30,8 @@ inline std::vector<PackedSequences> quant_test_batches(const WordPieceTokenizer&
 inline quant::QuantizedModel write_plan_file(const std::string& model_dir, const BertConfig& config,
                                              const EncoderWeights& fp32, const std::string& plan,
                                              const quant::ActivationRanges& ranges,
-                                             const quant::SmoothQuantOptions* smooth, TempDir& tmp) {
+                                             const quant::SmoothQuantOptions* smooth, TempDir& tmp,
+                                             const NamedTensors& head_tensors = {}) {
   const quant::LayerPrecisions precisions =
       quant::PrecisionPlan::parse(plan).value().resolve(layer_names(config)).value();
   quant::QuantizedModel m;
@@ -39,6 +40,7 @@ inline quant::QuantizedModel write_plan_file(const std::string& model_dir, const
   m.precisions = precisions;
   m.plan = plan;
   m.model_files = read_model_files(model_dir).value();
+  m.head_tensors = head_tensors;
   const std::string path = tmp.file(plan + (smooth != nullptr ? "-sq" : "") + ".safetensors");
   REQUIRE(quant::save_quantized_model(path, m).ok());
   return quant::load_quantized_model(path).value();

@@ -43,6 +43,10 @@ namespace brisk {
 // kQwen2, kQwen3: decoder embedders ("qwen2", "qwen3"); Qwen3 adds per-head RMSNorms on queries and keys and drops
 // the attention biases.
 enum class ModelFamily : uint8_t { kBert, kDistilBert, kRoberta, kQwen2, kQwen3 };
+// Qwen2 and Qwen3: causal decoders (pre-RMSNorm, rotary positions, SwiGLU); the others are encoders.
+inline bool is_decoder_family(ModelFamily family) {
+  return family == ModelFamily::kQwen2 || family == ModelFamily::kQwen3;
+}
 
 // The feed-forward activation.
 //   kGelu      exact erf GELU ("gelu")
@@ -80,7 +84,7 @@ struct BRISK_API BertConfig {
   // create_position_ids_from_input_ids), so a sequence holds at most max_position_embeddings - position_offset()
   // tokens.
   int64_t position_offset() const { return family == ModelFamily::kRoberta ? pad_token_id + 1 : 0; }
-  bool is_decoder() const { return family == ModelFamily::kQwen2 || family == ModelFamily::kQwen3; }
+  bool is_decoder() const { return is_decoder_family(family); }
   // Qwen3's per-head RMSNorms on queries and keys, before the rotation.
   bool qk_norm() const { return family == ModelFamily::kQwen3; }
   int64_t head_dim() const {
