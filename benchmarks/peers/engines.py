@@ -23,18 +23,35 @@ import numpy as np
 # ---------------------------------------------------------------------------------------------------------------
 # Inputs and statistics
 
-def synthetic_ids(tokenizer, batch: int, seq: int, word: str = "hello") -> dict[str, np.ndarray]:
-    """[CLS] word x (seq-2) [SEP] for every row, checked against the tokenizer so that the length is exactly seq."""
-    text = " ".join([word] * (seq - 2))
-    enc = tokenizer(text, add_special_tokens=True)["input_ids"]
-    if len(enc) != seq:
-        raise RuntimeError(f"the synthetic text '{word}' x {seq - 2} tokenizes to {len(enc)} tokens, expected {seq}")
+# Words tried, in order, for the synthetic texts: the first that is one token of the model's vocabulary (WordPiece's
+# "hello"; a small SentencePiece or BPE vocabulary may have only the shorter ones).
+SYNTHETIC_WORDS = ("hello", "the", "a", "1", ".")
+
+
+def synthetic_word(tokenizer, seq: int) -> str:
+    """The first of SYNTHETIC_WORDS that, repeated, tokenizes to exactly seq tokens with the special tokens."""
+    specials = len(tokenizer("")["input_ids"])
+    for word in SYNTHETIC_WORDS:
+        if len(tokenizer(" ".join([word] * (seq - specials)))["input_ids"]) == seq:
+            return word
+    raise RuntimeError(f"none of {SYNTHETIC_WORDS} repeated {seq - specials} times tokenizes to exactly {seq} tokens")
+
+
+def synthetic_ids(tokenizer, batch: int, seq: int) -> dict[str, np.ndarray]:
+    """[CLS] word x (seq-2) [SEP] (<s> ... </s> for XLM-R) for every row, with synthetic_word's word."""
+    specials = len(tokenizer("")["input_ids"])
+    enc = tokenizer(" ".join([synthetic_word(tokenizer, seq)] * (seq - specials)))["input_ids"]
     ids = np.tile(np.asarray(enc, dtype=np.int64), (batch, 1))
-    return {
-        "input_ids": ids,
-        "attention_mask": np.ones_like(ids),
-        "token_type_ids": np.zeros_like(ids),
-    }
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+
+
+def feeds_of(enc) -> dict[str, np.ndarray]:
+    """A tokenizer's padded output as the engines' feeds: token types all 0 where the model has none (XLM-R's
+    tokenizer returns no token_type_ids; its one type embedding is type 0)."""
+    ids = np.ascontiguousarray(enc["input_ids"], dtype=np.int64)
+    types = enc["token_type_ids"] if "token_type_ids" in enc else np.zeros_like(ids)
+    return {"input_ids": ids, "attention_mask": np.ascontiguousarray(enc["attention_mask"], dtype=np.int64),
+            "token_type_ids": np.ascontiguousarray(types, dtype=np.int64)}
 
 
 def summarize(times_s: list[float], batch: int) -> dict:
@@ -55,9 +72,14 @@ def batches(tokenizer, texts: list[str], batch: int = 32, max_length: int = 256)
     for i in range(0, len(texts), batch):
         enc = tokenizer(texts[i : i + batch], padding=True, truncation=True, max_length=max_length,
                         return_tensors="np")
-        out.append({k: np.ascontiguousarray(enc[k], dtype=np.int64)
-                    for k in ("input_ids", "attention_mask", "token_type_ids")})
+        out.append(feeds_of(enc))
     return out
+
+
+def max_tokens(config, cap: int = 256) -> int:
+    """Tokens per text the model holds, at most `cap`: its positions, less RoBERTa's offset (pad_token_id + 1)."""
+    offset = config.pad_token_id + 1 if config.model_type in ("roberta", "xlm-roberta") else 0
+    return min(cap, config.max_position_embeddings - offset)
 
 
 def cosine_stats(a: np.ndarray, ref: np.ndarray) -> dict:
@@ -241,7 +263,8 @@ class TorchEngine:
 
 
 class BriskEngine:
-    """Runs `brisk bench --json`; brisk builds the same synthetic text ('hello' x (T-2)) itself.
+    """Runs `brisk bench --json`; brisk builds the same synthetic text (`word` x (T-2): run_peers.py sets the word
+    synthetic_word picks for the other engines) itself.
 
     model_dir is whatever `brisk --model` takes: a Hugging Face model directory, or a single weights file such as
     a quantized .safetensors (passed through as is; brisk says whether it accepts it)."""
@@ -250,6 +273,7 @@ class BriskEngine:
         self.binary = binary
         self.model_dir = model_dir
         self.threads = threads
+        self.word = "hello"
         if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             raise FileNotFoundError(f"brisk binary '{binary}' is not an executable file (build it, or pass --brisk)")
         if not os.path.exists(model_dir):
@@ -257,8 +281,8 @@ class BriskEngine:
 
     def command(self, batch: int, seq: int, iters: int, warmup: int) -> list[str]:
         return [self.binary, "bench", "--model", self.model_dir, "--batch", str(batch), "--seq", str(seq),
-                "--iters", str(iters), "--warmup", str(warmup), "--threads", str(self.threads), "--json",
-                "--samples"]
+                "--iters", str(iters), "--warmup", str(warmup), "--threads", str(self.threads), "--word", self.word,
+                "--json", "--samples"]
 
     def prepare(self, feeds, warmup: int) -> None:
         b, t = feeds["input_ids"].shape

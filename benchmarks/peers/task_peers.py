@@ -87,7 +87,7 @@ def speed_inputs(tokenizer, words, task: str, b: int, t: int) -> tuple[list[str]
 
 def feeds(tokenizer, a, b=None) -> dict[str, np.ndarray]:
     enc = tokenizer(a, b, padding=True, truncation=True, max_length=512, return_tensors="np")
-    return {k: np.ascontiguousarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+    return engines.feeds_of(enc)
 
 
 def export_optimized(model_dir: Path, workdir: Path, tokenizer) -> tuple[Path, dict]:

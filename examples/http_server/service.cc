@@ -342,13 +342,9 @@ void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res)
   auto r = parse_tei_embed(req.body, {options_.max_inputs}, &err);
   if (!r) return reply_error(res, err);
   if (!r->prompt_name.empty()) {  // TEI's prompt_name: sentence-transformers' prompt in front of each input
-    const std::string& prompt = rt_.info().query_prompt;
-    if (r->prompt_name != "query" || prompt.empty()) {
-      return reply_error(res, {400, "prompt_name is \"" + r->prompt_name + "\"; expected " +
-                                        (prompt.empty() ? std::string("none: this model has no prompts")
-                                                        : std::string("\"query\" (the model's only prompt)"))});
-    }
-    for (std::string& text : r->inputs) text.insert(0, prompt);
+    auto prompt = brisk::prompt_for(rt_.info(), r->prompt_name);
+    if (!prompt.ok()) return reply_error(res, {400, std::string(prompt.status().message())});
+    for (std::string& text : r->inputs) text.insert(0, *prompt);
   }
   if (!check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
   auto rows = embed_all(req, r->inputs, res, &err);

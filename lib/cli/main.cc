@@ -123,9 +123,13 @@ void print_embedding_line(std::string_view text, std::span<const float> row, std
   std::fwrite(buf.data(), 1, buf.size(), stdout);
 }
 
-Status embed_and_print(const brisk::Runtime& rt, std::span<const std::string> texts, std::string& buf) {
+// `prompt` (--prompt-name's) goes in front of each text it embeds; the printed text is the text as given.
+Status embed_and_print(const brisk::Runtime& rt, std::span<const std::string> texts, const std::string& prompt,
+                       std::string& buf) {
   if (texts.empty()) return absl::OkStatus();
-  std::vector<std::string_view> views(texts.begin(), texts.end());
+  std::vector<std::string> prompted;
+  for (const std::string& t : texts) prompted.push_back(prompt + t);
+  std::vector<std::string_view> views(prompted.begin(), prompted.end());
   BRISK_ASSIGN_OR_RETURN(std::vector<float> emb, rt.embed(views));
   const size_t dim = static_cast<size_t>(rt.embedding_dim());
   if (emb.size() != texts.size() * dim) {
@@ -139,17 +143,23 @@ Status embed_and_print(const brisk::Runtime& rt, std::span<const std::string> te
   return absl::OkStatus();
 }
 
-int run_embed(const ModelFlags& flags, const std::vector<std::string>& args) {
+int run_embed(const ModelFlags& flags, const std::string& prompt_name, const std::vector<std::string>& args) {
   auto rt = brisk::Runtime::create(flags.runtime_options());
   if (!rt.ok()) return report_error(rt.status());
+  std::string prompt;
+  if (!prompt_name.empty()) {
+    auto p = brisk::prompt_for((*rt)->info(), prompt_name);
+    if (!p.ok()) return report_error(p.status());
+    prompt = *std::move(p);
+  }
   std::string buf;
   if (!args.empty()) {
-    Status s = embed_and_print(**rt, args, buf);
+    Status s = embed_and_print(**rt, args, prompt, buf);
     return s.ok() ? kExitOk : report_error(s);
   }
   // stdin: one text per line (an empty line too: its embedding is that of [CLS] [SEP]).
   return brisk::cli::run_over_stdin_lines(
-      [&](std::span<const std::string> texts) { return embed_and_print(**rt, texts, buf); });
+      [&](std::span<const std::string> texts) { return embed_and_print(**rt, texts, prompt, buf); });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -369,6 +379,10 @@ int main(int argc, char** argv) {
   CLI::App* embed = app.add_subcommand("embed", "print one JSON line {\"text\",\"embedding\"} per text");
   embed_flags.add_to(*embed, kTextFlags | kPoolingFlags | kTorchScriptFlags);
   embed->add_option("TEXT", embed_texts, "texts to embed; none: read one text per line from stdin");
+  std::string embed_prompt_name;
+  embed->add_option("--prompt-name", embed_prompt_name,
+                    "put the model's prompt of this name in front of each text, as sentence-transformers' "
+                    "encode(prompt_name=...) does: query (config_sentence_transformers.json's)");
 
   CLI::App* info = app.add_subcommand("info", "print the model's configuration as JSON");
   info_flags.add_to(*info, kHeadFlag | kTorchScriptFlags);
@@ -459,7 +473,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (embed->parsed()) return run_embed(embed_flags, embed_texts);
+    if (embed->parsed()) return run_embed(embed_flags, embed_prompt_name, embed_texts);
     if (info->parsed()) return run_info(info_flags);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
     if (classify_cmd->parsed()) return brisk::cli::run_classify(classify_flags.runtime_options(), classify);

@@ -474,4 +474,15 @@ StatusOr<std::vector<int32_t>> RuntimeImpl::tokenize(std::string_view text) {
   });
 }
 
+StatusOr<std::string> prompt_for(const ModelInfo& info, std::string_view prompt_name) {
+  if (prompt_name != "query" || info.query_prompt.empty()) {
+    const char* expected = info.query_prompt.empty()
+                               ? "none: this model has no prompts (config_sentence_transformers.json)"
+                               : "\"query\" (the model's only prompt)";
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt_name is \"", std::string(prompt_name), "\"; expected ", expected));
+  }
+  return info.query_prompt;
+}
+
 }  // namespace brisk

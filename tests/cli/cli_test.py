@@ -49,6 +49,29 @@ def test_embed(brisk):
           f"--replace-invalid-utf8 embeds invalid UTF-8 (stderr: {raw.stderr!r})")
 
 
+def test_embed_prompt(brisk):
+    """--prompt-name query embeds the model's query prompt + the text, as sentence-transformers' encode does
+    (tests/data/make_tiny_qwen.py's golden: transformers on the prompted text); the printed text is the one given."""
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    model = os.path.join(data, "tiny_qwen3")
+    golden = json.load(open(os.path.join(model, "golden_qwen3.json")))
+    query = next(it for it in golden["items"] if it["prompt"])
+    bare = query["text"][len(golden["query_prompt"]):]
+    r = run([brisk, "embed", "--model", model, "--prompt-name", "query", bare])
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    check(r.returncode == 0 and len(rows) == 1 and rows[0]["text"] == bare,
+          f"embed --prompt-name query prints the text as given (stderr: {r.stderr})")
+    got = rows[0]["embedding"] if rows else []
+    check(len(got) == len(query["normalized"]) and
+          max(abs(a - b) for a, b in zip(got, query["normalized"])) <= 5e-5,
+          "embed --prompt-name query gives transformers' embedding of the prompted text")
+    for name, model_dir, expect in (("passage", model, 'prompt_name is "passage"; expected "query"'),
+                                    ("query", os.path.join(data, "tiny_xlmr"), "this model has no prompts")):
+        r = run([brisk, "embed", "--model", model_dir, "--prompt-name", name, "text"])
+        check(r.returncode != 0 and expect in r.stderr,
+              f"--prompt-name {name} on {os.path.basename(model_dir)} is refused naming it ({r.stderr.strip()})")
+
+
 def test_info_and_errors(brisk):
     r = run([brisk, "info"])
     check(r.returncode == 0, f"info exits 0 (stderr: {r.stderr})")
@@ -286,6 +309,7 @@ def test_prune(brisk, faq):
 def main():
     brisk = sys.argv[1]
     test_embed(brisk)
+    test_embed_prompt(brisk)
     test_info_and_errors(brisk)
     test_bench(brisk)
     if len(sys.argv) > 2:

@@ -280,6 +280,11 @@ struct ModelInfo {
   int64_t int8_attention_layers = 0;  // layers running int8 self-attention (RuntimeOptions::int8_attention)
 };
 
+// The prompt sentence-transformers' encode(texts, prompt_name=...) puts in front of each text, for TEI's
+// prompt_name and `brisk embed --prompt-name`: "query" is info.query_prompt; another name, or a model without
+// prompts, is INVALID_ARGUMENT naming it.
+BRISK_API StatusOr<std::string> prompt_for(const ModelInfo& info, std::string_view prompt_name);
+
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else
 // $HOME/.cache/brisk/models/all-MiniLM-L6-v2.
 BRISK_API std::string default_model_dir();
