@@ -283,7 +283,8 @@ BRISK_C_API brisk_status brisk_cache_stats_json(brisk_runtime* runtime, char* bu
  * call embeds the question with the runtime (its result cache in front). tenant: NULL or "" is "default"; tenants
  * never see each other's answers. Without an answer cache both calls fail with BRISK_FAILED_PRECONDITION. */
 /* Stores answer (UTF-8, NUL-terminated) for question; a question already stored is replaced. ttl_ms > 0: it
- * expires then; 0: after one hour. */
+ * expires then; 0: after one hour. An answer for a 1,025th tenant is BRISK_RESOURCE_EXHAUSTED (the cache holds at
+ * most 1,024: SemanticCacheOptions::max_tenants). */
 BRISK_C_API brisk_status brisk_answer_cache_insert(brisk_runtime* runtime, const char* tenant, const char* question,
                                                    const char* answer, int64_t ttl_ms);
 typedef enum brisk_lookup_reason {

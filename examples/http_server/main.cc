@@ -57,6 +57,7 @@ struct Flags {
   bool answer_cache = false;      // /v1/answers: a semantic answer cache (cosine and guards)
   std::string semantic_verifier;  // /v1/answers with this `brisk fit-verifier` file deciding (implies answer_cache)
   size_t answer_cache_entries = 10000;  // per tenant
+  size_t answer_cache_tenants = 1024;
 };
 
 // The API key from --api-key-file (its first line) or BRISK_HTTP_API_KEY; empty for none; nullopt after an error.
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
   app.add_option("--answer-cache-entries", f.answer_cache_entries, "answers kept per tenant (least recently used go)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000000));
+  app.add_option("--answer-cache-tenants", f.answer_cache_tenants,
+                 "tenants the answer cache holds; an answer for one more is refused with 429")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--stale-ttl-ms", f.stale_ttl_ms,
                  "keep results this long past their TTL, for requests sending Cache-Control: stale-if-error")
       ->capture_default_str();
@@ -218,6 +223,7 @@ int main(int argc, char** argv) {
   if (f.answer_cache || !f.semantic_verifier.empty()) {
     brisk::AnswerCacheOptions ao;
     ao.semantic.max_entries = f.answer_cache_entries;
+    ao.semantic.max_tenants = f.answer_cache_tenants;
     ao.verifier_path = f.semantic_verifier;
     auto created = brisk::AnswerCache::create(**runtime, std::move(ao));
     if (!created.ok()) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batching.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/runtime/tracing.h"
 
 namespace brisk_http {
@@ -62,13 +63,6 @@ void HttpService::reply_error(httplib::Response& res, const HttpError& err) cons
 
 namespace {
 
-// A header value or path for an error message: printable ASCII, at most 60 characters.
-std::string shown(std::string_view v) {
-  std::string out;
-  for (char c : v.substr(0, 60)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return v.size() > 60 ? out + "..." : out;
-}
-
 // 1 to max_len decimal digits (so that std::stoull cannot overflow for max_len <= 19).
 bool all_digits(const std::string& v, size_t max_len) {
   return !v.empty() && v.size() <= max_len &&
@@ -88,7 +82,8 @@ std::optional<HttpError> HttpService::refusal_before_body(const httplib::Request
   const size_t lengths = req.get_header_value_count("Content-Length");
   for (size_t i = 0; i < lengths; ++i) {
     const std::string v = req.get_header_value("Content-Length", i);
-    if (!all_digits(v, 19)) return HttpError{400, "Content-Length is \"" + shown(v) + "\"; expected a byte count"};
+    if (!all_digits(v, 19))
+      return HttpError{400, "Content-Length is \"" + brisk::shown_text(v) + "\"; expected a byte count"};
     if (v != req.get_header_value("Content-Length", 0)) {
       return HttpError{400, "Content-Length is given twice, as " + req.get_header_value("Content-Length", 0) + " and " +
                                 v + "; expected one length"};
@@ -97,7 +92,7 @@ std::optional<HttpError> HttpService::refusal_before_body(const httplib::Request
   if (req.has_header("Transfer-Encoding")) {
     const std::string te = req.get_header_value("Transfer-Encoding");
     if (req.get_header_value_count("Transfer-Encoding") > 1 || strcasecmp(te.c_str(), "chunked") != 0) {
-      return HttpError{501, "Transfer-Encoding is \"" + shown(te) + "\"; expected chunked"};
+      return HttpError{501, "Transfer-Encoding is \"" + brisk::shown_text(te) + "\"; expected chunked"};
     }
     if (lengths > 0) return HttpError{400, "Transfer-Encoding and Content-Length are both given; expected one of them"};
   }
@@ -105,7 +100,8 @@ std::optional<HttpError> HttpService::refusal_before_body(const httplib::Request
   if (post && lengths == 0 && !req.has_header("Transfer-Encoding")) {
     return HttpError{411, "Content-Length is missing; expected it, or Transfer-Encoding: chunked"};
   }
-  if (!post && has_body(req)) return HttpError{400, req.method + " " + shown(req.path) + " has a body; expected none"};
+  if (!post && has_body(req))
+    return HttpError{400, req.method + " " + brisk::shown_text(req.path) + " has a body; expected none"};
   // Then the key, before a byte of the body is read.
   if (!options_.api_key.empty() && req.path != "/health") {
     const std::string given = req.get_header_value("Authorization");
@@ -202,7 +198,7 @@ void HttpService::install(Transport& server) {
       err = {413, "the request body is over " + std::to_string(options_.max_body_bytes) +
                       " bytes; expected at most that (--max-body-bytes)"};
     } else if (res.status == 404) {
-      err.message = "no endpoint " + req.method + " " + shown(req.path) +
+      err.message = "no endpoint " + req.method + " " + brisk::shown_text(req.path) +
                     "; expected POST /embed, /v1/embeddings, /predict, /rerank, /v1/answers, /v1/answers/lookup or GET "
                     "/health, /info, /metrics";
       err.type = "not_found";

@@ -10,6 +10,7 @@
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "semantic_cache_impl.h"
 
 namespace brisk::cache {
@@ -40,6 +41,8 @@ Status SemanticCacheOptions::validate() const {
   if (ef_search < 1 || ef_search > 100000) return bad(absl::StrCat("ef_search is ", ef_search, "; expected 1..100000"));
   if (max_entries == 0 || max_entries > (size_t{1} << 31))
     return bad(absl::StrCat("max_entries is ", max_entries, "; expected 1..2^31 (per tenant)"));
+  if (max_tenants == 0 || max_tenants > (size_t{1} << 20))
+    return bad(absl::StrCat("max_tenants is ", max_tenants, "; expected 1..2^20"));
   if (default_ttl <= Duration::zero())
     return bad("default_ttl must be > 0 (Duration::max() for entries that never expire)");
   if (candidates < 1 || candidates > 1024) return bad(absl::StrCat("candidates is ", candidates, "; expected 1..1024"));
@@ -143,12 +146,17 @@ Status SemanticCache::Impl::insert_until(std::string_view tenant_name, std::stri
   SemanticTenant* t;
   {
     std::unique_lock lock(tenants_mu);
-    auto& slot = tenants[av(tenant_name)];
-    if (!slot) {
-      slot = std::make_unique<SemanticTenant>();
-      slot->name = std::string(tenant_name);
+    auto it = tenants.find(av(tenant_name));
+    if (it == tenants.end()) {
+      if (tenants.size() >= options.max_tenants) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "SemanticCache::insert: tenant '", shown_text(tenant_name), "' would be tenant ", tenants.size() + 1,
+            "; expected at most max_tenants (", options.max_tenants, "): insert into an existing tenant"));
+      }
+      it = tenants.emplace(std::string(tenant_name), std::make_unique<SemanticTenant>()).first;
+      it->second->name = std::string(tenant_name);
     }
-    t = slot.get();
+    t = it->second.get();
   }
   // Tags are a set: a duplicate would be indexed once but unindexed twice.
   std::sort(tags.begin(), tags.end());

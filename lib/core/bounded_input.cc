@@ -89,4 +89,10 @@ std::string shown_json(const nlohmann::json& value, size_t max_chars) {
   return text;
 }
 
+std::string shown_text(std::string_view text, size_t max_chars) {
+  std::string out;
+  for (char c : text.substr(0, max_chars)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return text.size() > max_chars ? out + "..." : out;
+}
+
 }  // namespace brisk

@@ -95,6 +95,7 @@ TEST_CASE("semantic cache options are validated", "[cache][semantic]") {
   bad([](SemanticCacheOptions& o) { o.ef_search = 0; }, "ef_search");
   bad([](SemanticCacheOptions& o) { o.ef_construction = 0; }, "ef_construction");
   bad([](SemanticCacheOptions& o) { o.max_entries = 0; }, "max_entries");
+  bad([](SemanticCacheOptions& o) { o.max_tenants = 0; }, "max_tenants");
   bad([](SemanticCacheOptions& o) { o.default_ttl = brisk::Duration::zero(); }, "default_ttl");
   bad([](SemanticCacheOptions& o) { o.candidates = 0; }, "candidates");
   bad([](SemanticCacheOptions& o) { o.guards.push_back(nullptr); }, "guards[3]");
@@ -207,6 +208,23 @@ TEST_CASE("semantic cache tenants are a hard partition", "[cache][semantic]") {
   CHECK(cache->stats().tenants == 2);
   CHECK(cache->erase("acme", "What is the refund policy?"));
   CHECK(cache->lookup("globex", "What is the refund policy?", basis(0)).hit);
+}
+
+TEST_CASE("semantic cache refuses a tenant past max_tenants, naming the limit", "[cache][semantic]") {
+  SemanticCacheOptions o = options();
+  o.max_tenants = 2;
+  auto cache = make(o);
+  REQUIRE(cache->insert("acme", "What is the refund policy?", basis(0), "30 days").ok());
+  REQUIRE(cache->insert("globex", "What is the refund policy?", basis(0), "14 days").ok());
+  const brisk::Status third = cache->insert("initech\n", "What is the refund policy?", basis(0), "none");
+  REQUIRE(third.code() == absl::StatusCode::kResourceExhausted);
+  INFO(third.message());
+  CHECK(contains(third.message(), "tenant 'initech?' would be tenant 3; expected at most max_tenants (2)"));
+  // The tenants there keep working, and a lookup for an unknown tenant creates none.
+  REQUIRE(cache->insert("acme", "Where is the office?", basis(5), "Springfield").ok());
+  CHECK_FALSE(cache->lookup("initech", "What is the refund policy?", basis(0)).hit);
+  CHECK(cache->stats().tenants == 2);
+  CHECK(cache->size() == 3);
 }
 
 TEST_CASE("semantic cache entries expire", "[cache][semantic]") {

@@ -41,7 +41,8 @@ def test_without_cache(binary):
 
 
 def test_answers(binary, verifier):
-    with Server(binary, ["--model", MODEL, "--threads", "2", "--semantic-verifier", verifier],
+    with Server(binary, ["--model", MODEL, "--threads", "2", "--semantic-verifier", verifier, "--answer-cache-tenants",
+                         "2"],
                 env={"BRISK_HTTP_API_KEY": KEY}) as srv:
         url = f"{srv.url}/v1/answers"
         r = requests.post(url, json={"question": QUESTION, "answer": ANSWER})
@@ -91,6 +92,15 @@ def test_answers(binary, verifier):
         r = requests.post(f"{url}/lookup", json={"question": "What are your opening hours?"}, headers=AUTH)
         check(r.status_code == 200 and not r.json()["hit"] and r.json()["reason"] == "expired",
               f"an answer past its ttl_s is not served ({r.text[:200]})")
+
+        # Two tenants hold answers ("bank" and the default one): a third is refused, naming the limit, and the
+        # first two still take answers.
+        r = requests.post(url, json={"question": QUESTION, "answer": ANSWER, "tenant": "third"}, headers=AUTH)
+        check(r.status_code == 429 and "max_tenants (2)" in r.json()["error"],
+              f"an answer for a third tenant is 429 naming max_tenants ({r.status_code}, {r.text[:200]})")
+        r = requests.post(url, json={"question": "Where is the branch?", "answer": "Main St", "tenant": "bank"},
+                          headers=AUTH)
+        check(r.status_code == 200, f"the tenants there still take answers ({r.status_code}, {r.text[:200]})")
 
         text = requests.get(f"{srv.url}/metrics", headers=AUTH).text
         check(metric(text, "brisk_answer_cache_lookups_total", result="hit") == 1 and

@@ -121,6 +121,10 @@ struct SemanticCacheOptions {
   int ef_construction = 200;
   int ef_search = 64;
   size_t max_entries = 10000;  // per tenant; beyond it the least recently used entry is evicted
+  // Tenants with an index (created by their first insert, kept until the cache goes). An insert that would create
+  // one more is RESOURCE_EXHAUSTED naming the limit, so that a caller choosing tenant names (an HTTP client) cannot
+  // grow the cache past max_tenants x max_entries entries.
+  size_t max_tenants = 1024;
   // Every entry expires (GPTCache has no default TTL; answers go stale). Duration::max(): never.
   Duration default_ttl = std::chrono::hours(1);
   std::shared_ptr<Clock> clock;  // null: SteadyClock

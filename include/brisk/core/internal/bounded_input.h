@@ -41,4 +41,7 @@ BRISK_API StatusOr<nlohmann::json> parse_json_bounded(std::string_view text, std
 // serialised whole.
 BRISK_API std::string shown_json(const nlohmann::json& value, size_t max_chars = 60);
 
+// A caller's string for an error message: printable ASCII kept, other bytes as '?', cut to max_chars ("..." after).
+BRISK_API std::string shown_text(std::string_view text, size_t max_chars = 60);
+
 }  // namespace brisk
