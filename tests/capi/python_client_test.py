@@ -221,7 +221,8 @@ def test_answer_cache(lib):
 
 def test_families(lib):
     """XLM-RoBERTa and the Qwen3 decoder embedder through the C API unchanged: brisk_embed equals transformers'
-    pooled embeddings (tests/data/make_tiny_xlmr.py, make_tiny_qwen.py)."""
+    pooled embeddings (tests/data/make_tiny_xlmr.py, make_tiny_qwen.py); the Qwen3 reranker's brisk_rerank its
+    logits."""
     data = os.path.join(ROOT, "tests", "data")
     for model, golden_file, key in (("tiny_xlmr", "golden_xlmr.json", "mean_pooled"),
                                     ("tiny_qwen3", "golden_qwen3.json", "normalized")):
@@ -242,6 +243,14 @@ def test_families(lib):
                   "query_prompt + text embeds as sentence-transformers' prompt_name='query'")
         else:
             check(prompt == "", f"{model}: no query prompt")
+    # A Qwen3ForSequenceClassification cross-encoder (Qwen3-Reranker's form): brisk_rerank's raw scores are
+    # transformers' logits, whose head reads the last token that is not the padding id.
+    with open(os.path.join(data, "tiny_qwen3_reranker", "golden_qwen3_reranker.json"), encoding="utf-8") as f:
+        pairs = json.load(f)["pairs"]
+    with Brisk(lib, os.path.join(data, "tiny_qwen3_reranker"), num_threads=2) as b:
+        got = [b.rerank(p["query"], [p["document"]], raw_scores=True)[0][1] for p in pairs]
+    worst = max(abs(g - p["logit"]) for g, p in zip(got, pairs))
+    check(worst < 5e-5, f"qwen3 reranker: brisk_rerank gives transformers' logits (worst |diff| {worst:.2g})")
 
 
 def main():
