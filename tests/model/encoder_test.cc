@@ -15,7 +15,7 @@
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/weights.h"
-#include "test_util.h"
+#include "golden_json.h"
 
 namespace {
 
@@ -64,23 +64,11 @@ void check_close(const float* got, const std::vector<float>& want, double tolera
   CHECK(worst <= tolerance);
 }
 
-// The largest error allowed against transformers' fp32 hidden states (LayerNorm outputs, |x| <~ 4). f32: the
-// order of summation alone. f16 / bf16 activations round every stored activation (unit roundoff u = 2^-11 /
-// 2^-8): about ten roundings per layer feed the next through LayerNorm, which renormalises but does not shrink
-// the relative error, so |error| <~ 4 * u * sqrt(10 * layers) * a safety factor of 4 (tiny models: 2 layers).
-double tolerance_for(brisk::DType activation) {
-  switch (activation) {
-    case brisk::DType::kF16: return 4.0 * std::ldexp(1.0, -11) * std::sqrt(20.0) * 4.0;
-    case brisk::DType::kBF16: return 4.0 * std::ldexp(1.0, -8) * std::sqrt(20.0) * 4.0;
-    default: return 2e-5;
-  }
-}
-
 void check_model(const std::string& folder, const brisk::EncoderOptions& options = {}) {
   const auto golden = load_golden(folder);
   REQUIRE(golden.size() >= 3);
   auto encoder = load_encoder(folder, options);
-  const double tolerance = tolerance_for(options.activation);
+  const double tolerance = brisk::testing::tolerance_for(options.activation);
   const int64_t h = encoder->hidden_size();
   for (const auto& g : golden) {
     brisk::PackedSequences one;

@@ -15,8 +15,9 @@
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
 #include "golden_json.h"
+#include "test_skip.h"
 
-using brisk::testing::flat;
+using brisk::testing::check_alone_and_packed;
 using brisk::testing::max_abs_diff;
 using brisk::testing::read_json;
 using nlohmann::json;
@@ -53,33 +54,31 @@ TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed
   INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   const int64_t h = (*encoder)->hidden_size();
-  const json golden = read_json("tiny_xlmr/golden_xlmr.json");
-  brisk::PackedSequences all;
-  std::vector<std::vector<float>> want;
-  for (const json& item : golden["items"]) {
-    const auto ids = item["ids"].get<std::vector<int32_t>>();
-    want.push_back(flat(item["hidden"]));
-    brisk::PackedSequences one;
-    one.add(ids);
-    all.add(ids);
-    std::vector<float> hidden(static_cast<size_t>(one.total_tokens() * h));
-    REQUIRE((*encoder)->forward(one, hidden.data()).ok());
-    INFO("alone: " << item["text"].get<std::string>());
-    CHECK(max_abs_diff(hidden.data(), want.back()) <= kTolerance);
-  }
-  REQUIRE(want.size() >= 8);
-  std::vector<float> hidden(static_cast<size_t>(all.total_tokens() * h));
-  REQUIRE((*encoder)->forward(all, hidden.data()).ok());
-  for (size_t i = 0; i < want.size(); ++i) {
-    INFO("sequence " << i << " inside the packed batch");
-    CHECK(max_abs_diff(hidden.data() + all.offsets[i] * h, want[i]) <= kTolerance);
-  }
+  check_alone_and_packed(**encoder, read_json("tiny_xlmr/golden_xlmr.json")["items"], kTolerance);
   // Positions start at 2: a sequence may hold 66 - 2 tokens, not 66.
   brisk::PackedSequences too_long;
   too_long.add(std::vector<int32_t>(65, 5));
   auto refused = (*encoder)->forward(too_long, std::vector<float>(65 * h).data());
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(std::string(refused.message()), Catch::Contains("less the position offset"));
+}
+
+TEST_CASE("xlm-roberta on a GPU: hidden states match transformers in f32, f16 and bf16, packed and padded",
+          "[encoder][model][xlmr][cuda]") {
+  BRISK_SKIP_WITHOUT_CUDA();
+  const json items = read_json("tiny_xlmr/golden_xlmr.json")["items"];
+  for (const brisk::DType activation : {brisk::DType::kF32, brisk::DType::kF16, brisk::DType::kBF16}) {
+    for (const bool remove_padding : {true, false}) {
+      INFO("activation " << brisk::dtype_name(activation) << ", remove_padding " << remove_padding);
+      auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
+      REQUIRE(m.ok());
+      auto encoder = brisk::BertEncoder::create(
+          m->config, std::move(m->weights), brisk::EncoderOptions{brisk::Device::kCUDA, activation, remove_padding});
+      INFO(encoder.status().message());
+      REQUIRE(encoder.ok());
+      check_alone_and_packed(**encoder, items, brisk::testing::tolerance_for(activation));
+    }
+  }
 }
 
 TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier's logits match transformers",

@@ -47,7 +47,7 @@ struct BRISK_API DenseLayer {
 struct BRISK_API ClassificationHead {
   enum class Input : uint8_t {
     kFirstToken,         // the last hidden state of each sequence's first token
-    kLastToken,          // that of its last token whose id is not pad_token (every token's when pad_token < 0)
+    kLastToken,          // that of its last token whose id is not pad_token (its last token when pad_token < 0)
     kSentenceEmbedding,  // the model's pooled (and, when it says so, normalised) embedding
   };
   Input input = Input::kFirstToken;
@@ -72,8 +72,8 @@ struct BRISK_API ClassificationHead {
 
 // The head of a Hugging Face *ForSequenceClassification checkpoint (BERT: bert.pooler.dense + classifier;
 // DistilBERT: pre_classifier + classifier; XLM-R: classifier.dense + classifier.out_proj; a decoder family: score),
-// with its labels from config.json's id2label ("LABEL_<i>" when absent) and
-// problem_type. nullopt when the tensors hold no classifier (an embedding model). Errors name `source`.
+// with its labels from config.json's id2label ("LABEL_<i>" when absent) and problem_type. nullopt when the tensors
+// hold no classifier (an embedding model). Errors name `source`.
 BRISK_API StatusOr<std::optional<ClassificationHead>> read_sequence_classification_head(const NamedTensors& tensors,
                                                                                         const std::string& config_json,
                                                                                         ModelFamily family,
