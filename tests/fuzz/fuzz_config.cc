@@ -2,7 +2,9 @@
 // 1_Pooling/config.json, modules.json, sentence_bert_config.json and config_sentence_transformers.json; the first
 // two are parsed from memory (a parsed config.json is also rewritten as brisk prune writes it and read back), then
 // the last four are written to a scratch model folder and read back with read_pooling_config (a missing part: no
-// file).
+// file). config.json's head settings (id2label, problem_type, a decoder's pad_token_id) are read as a Qwen3
+// sequence classifier's over a one-row score layer.
+#include "brisk/model/classification_head.h"
 #include "brisk/model/config.h"
 #include "brisk/prune/structured.h"
 #include "fuzz_util.h"
@@ -29,6 +31,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+  brisk::NamedTensors score;
+  score.emplace("score.weight", brisk::Tensor::zeros({1, 4}, brisk::DType::kF32).value());
+  auto head =
+      brisk::read_sequence_classification_head(score, std::string(parts[0]), brisk::ModelFamily::kQwen3, "config.json");
+  if (head.ok() && head->has_value() &&
+      ((*head)->num_labels() != 1 || (*head)->input != brisk::ClassificationHead::Input::kLastToken)) {
+    brisk_fuzz::invariant_failed("a one-row score layer read as other than a one-label last-token head");
+  }
+  if (!head.ok() && head.status().message().empty()) brisk_fuzz::invariant_failed("an error without a message");
   if (parts.size() > 1) (void)brisk::PoolingConfig::from_json_string(std::string(parts[1]), "1_Pooling/config.json");
 
   const auto& dir = brisk_fuzz::scratch_dir();

@@ -263,6 +263,9 @@ def config_seeds():
     write("fuzz_config", "qwen3_lasttoken", "\0".join([
         j(qwen3), j(dict(pooling, pooling_mode_lasttoken=True, pooling_mode_mean_tokens=False, include_prompt=True)),
         j(modules), j(sbert), j({"prompts": {"query": "Instruct: find\nQuery:", "document": ""}})]))
+    # Qwen3-Reranker's cross-encoder form: a one-label sequence classifier whose head skips the padding id.
+    with open(os.path.join(DATA, "tiny_qwen3_reranker", "config.json"), encoding="utf-8") as f:
+        write("fuzz_config", "qwen3_reranker", f.read())
 
 
 # ---- tokenizer loading -------------------------------------------------------------------------------------------
