@@ -29,18 +29,19 @@ SYNTHETIC_WORDS = ("hello", "the", "a", "1", ".")
 
 
 def synthetic_word(tokenizer, seq: int) -> str:
-    """The first of SYNTHETIC_WORDS that, repeated, tokenizes to exactly seq tokens with the special tokens."""
-    specials = len(tokenizer("")["input_ids"])
+    """The first of SYNTHETIC_WORDS that, repeated seq - 2 times as `brisk bench --word` repeats it, tokenizes to
+    exactly seq tokens with the model's special tokens (two: [CLS]/[SEP], <s>/</s>)."""
     for word in SYNTHETIC_WORDS:
-        if len(tokenizer(" ".join([word] * (seq - specials)))["input_ids"]) == seq:
+        if len(tokenizer(" ".join([word] * (seq - 2)))["input_ids"]) == seq:
             return word
-    raise RuntimeError(f"none of {SYNTHETIC_WORDS} repeated {seq - specials} times tokenizes to exactly {seq} tokens")
+    raise RuntimeError(f"none of {SYNTHETIC_WORDS} repeated {seq - 2} times tokenizes to exactly {seq} tokens: brisk "
+                       "bench's synthetic text needs a tokenizer that adds two special tokens and keeps one word whole")
 
 
-def synthetic_ids(tokenizer, batch: int, seq: int) -> dict[str, np.ndarray]:
-    """[CLS] word x (seq-2) [SEP] (<s> ... </s> for XLM-R) for every row, with synthetic_word's word."""
-    specials = len(tokenizer("")["input_ids"])
-    enc = tokenizer(" ".join([synthetic_word(tokenizer, seq)] * (seq - specials)))["input_ids"]
+def synthetic_ids(tokenizer, batch: int, seq: int, word: str) -> dict[str, np.ndarray]:
+    """[CLS] word x (seq-2) [SEP] (<s> ... </s> for XLM-R) for every row: synthetic_word's word, as brisk bench builds
+    the same text."""
+    enc = tokenizer(" ".join([word] * (seq - 2)))["input_ids"]
     ids = np.tile(np.asarray(enc, dtype=np.int64), (batch, 1))
     return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
 
@@ -129,7 +130,8 @@ def export_onnx(model, tokenizer, out_dir: Path, opset: int = 14) -> Path:
     path = out_dir / f"model_opset{opset}.onnx"
     if path.exists():
         return path
-    sample = {k: torch.from_numpy(v) for k, v in synthetic_ids(tokenizer, 2, 16).items()}
+    feeds = synthetic_ids(tokenizer, 2, 16, synthetic_word(tokenizer, 16))
+    sample = {k: torch.from_numpy(v) for k, v in feeds.items()}
     dyn = {0: "batch", 1: "seq"}
     with torch.no_grad():
         torch.onnx.export(

@@ -268,8 +268,8 @@ def build(args, results: dict) -> tuple[dict, object, list, np.ndarray | None]:
                 return engines.TorchEngine(qmodel, args.threads)
             attempt("torch_int8", make_torch_int8)
         if "torch_jit" in want:
-            attempt("torch_jit", lambda: engines.TorchEngine(model, args.threads, jit=True,
-                                                             sample_feeds=engines.synthetic_ids(tokenizer, 2, 16)))
+            sample = engines.synthetic_ids(tokenizer, 2, 16, engines.synthetic_word(tokenizer, 16))
+            attempt("torch_jit", lambda: engines.TorchEngine(model, args.threads, jit=True, sample_feeds=sample))
         workdir = Path(args.workdir) / Path(args.model).name
         raw = opt = None
         if want & {"ort", "ort_int8", "ort_int8_u8", "ov_fp32", "ov_bf16", "ov_int8"}:
@@ -300,8 +300,8 @@ def build(args, results: dict) -> tuple[dict, object, list, np.ndarray | None]:
             calib = None
             if "ov_int8" in ov_names:
                 calib = workdir / "calibration.npz"
-                enc = tokenizer(read_lines(args.calibration), padding=True, truncation=True, max_length=256,
-                                return_tensors="np")
+                enc = tokenizer(read_lines(args.calibration), padding=True, truncation=True,
+                                max_length=engines.max_tokens(cfg), return_tensors="np")
                 np.savez(calib, **engines.feeds_of(enc))
             for n in ov_names:
                 attempt(n, lambda n=n: engines_quant.OvEngine(args.ov_python, raw, n[len("ov_"):], args.threads,
@@ -350,11 +350,12 @@ def run(args) -> dict:
         results["busy_processes"] = args.busy
         for b, t, iters, warm in plan(args):
             # Brisk builds its own text; the zeros only carry the shape when no tokenizer was loaded.
-            feeds = (engines.synthetic_ids(tokenizer, b, t) if tokenizer is not None
+            word = engines.synthetic_word(tokenizer, t) if tokenizer is not None else "hello"
+            feeds = (engines.synthetic_ids(tokenizer, b, t, word) if tokenizer is not None
                      else {"input_ids": np.zeros((b, t), dtype=np.int64)})
             for e in built.values():
-                if isinstance(e, engines.BriskEngine) and tokenizer is not None:
-                    e.word = engines.synthetic_word(tokenizer, t)
+                if isinstance(e, engines.BriskEngine):
+                    e.word = word
             live = []
             for name in results["engines"]:
                 try:

@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10000000));
   app.add_option("--answer-cache-tenants", f.answer_cache_tenants,
-                 "tenants the answer cache holds; an answer for one more is refused with 429")
+                 "tenants the answer cache holds while the server runs; an answer for one more is refused with 507")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--stale-ttl-ms", f.stale_ttl_ms,

@@ -460,6 +460,10 @@ void HttpService::answers_insert(const httplib::Request& req, httplib::Response&
   HttpError err;
   auto r = parse_answer_request(req.body, /*with_answer=*/true, &err);
   if (!r) return reply_error(res, err);
+  // A tenant past the limit stays refused while the server runs: 507, not a 429 to retry.
+  if (brisk::Status st = options_.answers->semantic_cache().admit_tenant(r->tenant); !st.ok()) {
+    return reply_error(res, {507, "tenant: " + std::string(st.message()), "insufficient_storage"});
+  }
   brisk::cache::PutOptions put;
   put.ttl = std::chrono::seconds(r->ttl_s);
   if (brisk::Status st = options_.answers->insert(r->tenant, r->question, std::move(r->answer), put); !st.ok()) {

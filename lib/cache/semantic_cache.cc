@@ -135,6 +135,19 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::create(SemanticCacheOpti
 
 const SemanticCacheOptions& SemanticCache::options() const { return impl_->options; }
 
+Status SemanticCache::Impl::tenant_limit(std::string_view tenant_name) const {
+  if (tenants.size() < options.max_tenants) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "SemanticCache: tenant '", shown_text(tenant_name), "' would be tenant ", tenants.size() + 1,
+      "; expected at most ", "max_tenants (", options.max_tenants, ") for the cache's life: use an existing tenant"));
+}
+
+Status SemanticCache::admit_tenant(std::string_view tenant_name) const {
+  std::shared_lock lock(impl_->tenants_mu);
+  if (impl_->tenants.contains(av(tenant_name))) return absl::OkStatus();
+  return impl_->tenant_limit(tenant_name);
+}
+
 Status SemanticCache::Impl::insert_until(std::string_view tenant_name, std::string_view question,
                                          std::span<const float> embedding, std::string answer,
                                          std::vector<std::string> tags, TimePoint expires) {
@@ -148,11 +161,7 @@ Status SemanticCache::Impl::insert_until(std::string_view tenant_name, std::stri
     std::unique_lock lock(tenants_mu);
     auto it = tenants.find(av(tenant_name));
     if (it == tenants.end()) {
-      if (tenants.size() >= options.max_tenants) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "SemanticCache::insert: tenant '", shown_text(tenant_name), "' would be tenant ", tenants.size() + 1,
-            "; expected at most max_tenants (", options.max_tenants, "): insert into an existing tenant"));
-      }
+      BRISK_RETURN_IF_ERROR(tenant_limit(tenant_name));
       it = tenants.emplace(std::string(tenant_name), std::make_unique<SemanticTenant>()).first;
       it->second->name = std::string(tenant_name);
     }

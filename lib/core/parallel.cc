@@ -146,11 +146,7 @@ class RegionErrors {
 
 StatusOr<int> cpus_of_cgroup_cpu_max(std::string_view cpu_max) {
   const auto bad = [&](const char* why) {
-    std::string shown(cpu_max.substr(0, 64));
-    for (char& c : shown) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-    }
-    return absl::InvalidArgumentError(absl::StrCat("cgroup cpu.max is \"", shown, "\" (", why,
+    return absl::InvalidArgumentError(absl::StrCat("cgroup cpu.max is \"", shown_text(cpu_max, 64), "\" (", why,
                                                    "); expected \"<quota|max> <period>\", e.g. \"150000 100000\""));
   };
   std::string_view text = cpu_max;

@@ -158,11 +158,13 @@ StatusOr<ClassificationHead> read_decoder_head(const NamedTensors& tensors, cons
   // transformers reads config.pad_token_id: null or absent means the last token, whatever its id.
   BRISK_ASSIGN_OR_RETURN(const nlohmann::json config, parse_json_bounded(config_json, source + ": config.json"));
   if (auto it = config.find("pad_token_id"); config.is_object() && it != config.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    // A whole number, as config.json's other ids (5.0 reads as 5).
+    const double id = it->is_number() ? it->get<double>() : -1.0;
+    if (!(id >= 0.0 && id < 2147483648.0 && id == std::floor(id))) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": pad_token_id is ", shown_json(*it), "; expected a token id >= 0 or null"));
     }
-    head.pad_token = it->get<int64_t>();
+    head.pad_token = static_cast<int64_t>(id);
   }
   return head;
 }

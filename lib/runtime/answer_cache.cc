@@ -78,6 +78,7 @@ StatusOr<cache::SemanticLookup> AnswerCache::lookup(std::string_view tenant, std
 
 Status AnswerCache::insert(std::string_view tenant, std::string_view question, std::string answer,
                            const cache::PutOptions& options) const {
+  BRISK_RETURN_IF_ERROR(impl_->cache->admit_tenant(tenant));  // before paying for the embedding
   BRISK_ASSIGN_OR_RETURN(std::vector<float> e, embed_question(*impl_->runtime, question));
   return impl_->cache->insert(tenant, question, e, std::move(answer), options);
 }

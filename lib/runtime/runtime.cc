@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/allocator.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/device.h"
@@ -477,10 +478,10 @@ StatusOr<std::vector<int32_t>> RuntimeImpl::tokenize(std::string_view text) {
 StatusOr<std::string> prompt_for(const ModelInfo& info, std::string_view prompt_name) {
   if (prompt_name != "query" || info.query_prompt.empty()) {
     const char* expected = info.query_prompt.empty()
-                               ? "none: this model has no prompts (config_sentence_transformers.json)"
-                               : "\"query\" (the model's only prompt)";
+                               ? "none: this model has no query prompt (config_sentence_transformers.json)"
+                               : "\"query\" (the one prompt brisk reads)";
     return absl::InvalidArgumentError(
-        absl::StrCat("prompt_name is \"", std::string(prompt_name), "\"; expected ", expected));
+        absl::StrCat("prompt_name is \"", shown_text(prompt_name), "\"; expected ", expected));
   }
   return info.query_prompt;
 }

@@ -220,6 +220,8 @@ TEST_CASE("semantic cache refuses a tenant past max_tenants, naming the limit", 
   REQUIRE(third.code() == absl::StatusCode::kResourceExhausted);
   INFO(third.message());
   CHECK(contains(third.message(), "tenant 'initech?' would be tenant 3; expected at most max_tenants (2)"));
+  CHECK(cache->admit_tenant("initech").code() == absl::StatusCode::kResourceExhausted);
+  CHECK(cache->admit_tenant("acme").ok());
   // The tenants there keep working, and a lookup for an unknown tenant creates none.
   REQUIRE(cache->insert("acme", "Where is the office?", basis(5), "Springfield").ok());
   CHECK_FALSE(cache->lookup("initech", "What is the refund policy?", basis(0)).hit);

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "brisk/model/classification_head.h"
 #include "brisk/model/encoder.h"
 #include "brisk/model/loader.h"
 #include "brisk/runtime/runtime.h"
@@ -226,12 +227,31 @@ TEST_CASE("qwen3 reranker: a Qwen3ForSequenceClassification cross-encoder's logi
       CHECK(std::abs((*logits)[i] - golden["texts"][i][key].get<double>()) <= kTolerance);
     }
   }
-  // A pad_token_id that is not a token id is refused by name.
-  config["pad_token_id"] = "0";
-  std::ofstream(no_pad.path / "config.json") << config.dump();
-  brisk::RuntimeOptions bad;
-  bad.model_dir = no_pad.path.string();
-  auto refused = brisk::Runtime::create(bad);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("pad_token_id"));
+  // The head reads pad_token_id itself: a whole number (5.0 is 5), null or absent; anything else is refused by name.
+  auto m = brisk::load_model(dir);
+  REQUIRE(m.ok());
+  const auto head_with = [&](const json& pad) {
+    json c = json::parse(brisk::testing::read_test_file("tiny_qwen3_reranker/config.json"));
+    c["pad_token_id"] = pad;
+    return brisk::read_sequence_classification_head(m->head_tensors, c.dump(), brisk::ModelFamily::kQwen3, "cfg");
+  };
+  for (const auto& [pad, want] : {std::pair<json, int64_t>{0, 0}, {5.0, 5}, {nullptr, -1}}) {
+    auto head = head_with(pad);
+    INFO("pad_token_id " << pad.dump() << ": " << head.status().message());
+    REQUIRE(head.ok());
+    REQUIRE(head->has_value());
+    CHECK((*head)->pad_token == want);
+    CHECK((*head)->input == brisk::ClassificationHead::Input::kLastToken);
+  }
+  for (const json& pad : {json("0"), json(-1), json(1.5), json(1e12)}) {
+    auto head = head_with(pad);
+    INFO("pad_token_id " << pad.dump());
+    REQUIRE_FALSE(head.ok());
+    CHECK_THAT(std::string(head.status().message()), Catch::Contains("pad_token_id is"));
+  }
+  // input_token: the last id that is not the padding id; position 0 when all are; -1 for no tokens.
+  brisk::ClassificationHead head = **head_with(7);
+  CHECK(head.input_token(std::vector<int32_t>{3, 4, 7, 7}) == 1);
+  CHECK(head.input_token(std::vector<int32_t>{7, 7}) == 0);
+  CHECK(head.input_token(std::vector<int32_t>{}) == -1);
 }

@@ -2,9 +2,12 @@
 // Qwen3 decoder embedder of make_tiny_qwen.py, calibrated on their multilingual texts, written as int8 (with and
 // without SmoothQuant), bf16 and mixed model files and loaded back: each plan's embeddings stay within its
 // precision's bound of fp32's, through the encoder and through a Runtime that reads the file's own tokenizer.json
-// (Unigram, byte-level BPE) and pooling files.
+// (Unigram, byte-level BPE) and pooling files; and the tiny Qwen3 cross-encoder's int8 file, whose score head stays
+// f32.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -90,10 +93,6 @@ TEST_CASE("xlm-roberta: int8, bf16 and mixed plans load and stay within their bo
 TEST_CASE("qwen3: int8, bf16 and mixed plans load and stay within their bounds of fp32", "[quant][qwen]") {
   check_plans("tiny_qwen3", "tiny_qwen3/golden_qwen3.json", Pooling::kLastToken);
 }
-
-}  // namespace brisk
-
-namespace brisk {
 
 TEST_CASE("qwen3 reranker: an int8 model file keeps the score head and the cross-encoder's logits", "[quant][qwen]") {
   const std::string dir = (testing::test_data_dir() / "tiny_qwen3_reranker").string();

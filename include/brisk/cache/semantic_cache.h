@@ -121,9 +121,9 @@ struct SemanticCacheOptions {
   int ef_construction = 200;
   int ef_search = 64;
   size_t max_entries = 10000;  // per tenant; beyond it the least recently used entry is evicted
-  // Tenants with an index (created by their first insert, kept until the cache goes). An insert that would create
-  // one more is RESOURCE_EXHAUSTED naming the limit, so that a caller choosing tenant names (an HTTP client) cannot
-  // grow the cache past max_tenants x max_entries entries.
+  // Tenants with an index (created by their first insert, kept until the cache goes, even when their entries are
+  // gone). An insert that would create one more is RESOURCE_EXHAUSTED naming the limit (admit_tenant), so that a
+  // caller choosing tenant names (an HTTP client) cannot grow the cache past max_tenants x max_entries entries.
   size_t max_tenants = 1024;
   // Every entry expires (GPTCache has no default TTL; answers go stale). Duration::max(): never.
   Duration default_ttl = std::chrono::hours(1);
@@ -198,6 +198,10 @@ class BRISK_API SemanticCache {
   // floats, has a NaN/Inf or is all zeros, for a question that is empty or not UTF-8, or for ttl < 0.
   Status insert(std::string_view tenant, std::string_view question, std::span<const float> embedding,
                 std::string answer, const PutOptions& options = {});
+  // OK when `tenant` has an index or one more fits under options().max_tenants; else the RESOURCE_EXHAUSTED an
+  // insert into it returns, which lasts as long as the cache (tenants are never dropped). A caller that pays for the
+  // embedding (AnswerCache) asks first.
+  Status admit_tenant(std::string_view tenant) const;
   // The cached answer for the nearest acceptable question, or why there is none. Never blocks on other
   // lookups; waits for an insert into the same tenant.
   SemanticLookup lookup(std::string_view tenant, std::string_view question, std::span<const float> embedding);
