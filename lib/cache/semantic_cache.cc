@@ -139,7 +139,7 @@ Status SemanticCache::Impl::tenant_limit(std::string_view tenant_name) const {
   if (tenants.size() < options.max_tenants) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "SemanticCache: tenant '", shown_text(tenant_name), "' would be tenant ", tenants.size() + 1,
-      "; expected at most ", "max_tenants (", options.max_tenants, ") for the cache's life: use an existing tenant"));
+      "; expected at most max_tenants (", options.max_tenants, ") for the cache's life: use an existing tenant"));
 }
 
 Status SemanticCache::admit_tenant(std::string_view tenant_name) const {

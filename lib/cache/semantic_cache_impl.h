@@ -72,9 +72,9 @@ struct SemanticCache::Impl {
   metrics::Histogram verifier_ns;                             // wall time of each verifier call
   std::unique_ptr<std::atomic<uint64_t>[]> guard_rejections;  // one per options.guards
 
-  // Inserts with an absolute expiry (load() restores remaining TTLs through it).
   // OK while another tenant fits; else the RESOURCE_EXHAUSTED that names the limit. Call with tenants_mu held.
   Status tenant_limit(std::string_view tenant_name) const;
+  // Inserts with an absolute expiry (load() restores remaining TTLs through it).
   Status insert_until(std::string_view tenant, std::string_view question, std::span<const float> embedding,
                       std::string answer, std::vector<std::string> tags, TimePoint expires);
   // Every unexpired entry, per tenant least recently used first.

@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "absl/strings/str_join.h"
-#include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/allocator.h"
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/device.h"
+#include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/parallel.h"
 #include "brisk/model/config.h"
 #include "brisk/model/encoder.h"

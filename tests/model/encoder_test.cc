@@ -58,12 +58,6 @@ void add(brisk::PackedSequences& batch, const GoldenSequence& g) {
   batch.token_type_ids.insert(batch.token_type_ids.end(), g.token_type_ids.begin(), g.token_type_ids.end());
 }
 
-void check_close(const float* got, const std::vector<float>& want, double tolerance) {
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-  CHECK(worst <= tolerance);
-}
-
 void check_model(const std::string& folder, const brisk::EncoderOptions& options = {}) {
   const auto golden = load_golden(folder);
   REQUIRE(golden.size() >= 3);
@@ -76,7 +70,7 @@ void check_model(const std::string& folder, const brisk::EncoderOptions& options
     std::vector<float> hidden(static_cast<size_t>(one.total_tokens() * h));
     REQUIRE(encoder->forward(one, hidden.data()).ok());
     INFO(folder << ": sequence of " << g.ids.size() << " tokens");
-    check_close(hidden.data(), g.hidden, tolerance);
+    CHECK(brisk::testing::max_abs_diff(hidden.data(), g.hidden) <= tolerance);
   }
   brisk::PackedSequences all;
   for (const auto& g : golden) add(all, g);
@@ -84,7 +78,7 @@ void check_model(const std::string& folder, const brisk::EncoderOptions& options
   REQUIRE(encoder->forward(all, hidden.data()).ok());
   for (size_t i = 0; i < golden.size(); ++i) {
     INFO(folder << ": sequence " << i << " inside the packed batch");
-    check_close(hidden.data() + all.offsets[i] * h, golden[i].hidden, tolerance);
+    CHECK(brisk::testing::max_abs_diff(hidden.data() + all.offsets[i] * h, golden[i].hidden) <= tolerance);
   }
 }
 
