@@ -367,6 +367,14 @@ TEST_CASE("semantic verifier under concurrent lookups and writes", "[cache][sema
   o.verifier_cosine_floor = 0.0f;
   auto cache = make(o);
   const int kOps = 300;
+  // Entries before the threads start, so that the readers have candidates to verify even when the scheduler runs
+  // them all before the writer's first insert (seen on a loaded 2-core machine: no verifier call at all).
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(cache
+                ->insert("t", "question number " + std::to_string(i),
+                         brisk::testing::random_floats(kDim, -1, 1, uint32_t(i)), "answer", {.tags = {"a"}})
+                .ok());
+  }
   std::atomic<int> hits{0}, bad{0};
   std::vector<std::thread> threads;
   threads.emplace_back([&] {

@@ -88,6 +88,17 @@ TEST_CASE("bias_gelu limits: gelu(0) = 0, gelu(+big) = x, gelu(-big) = 0", "[ker
       CHECK(std::fabs(x[static_cast<size_t>(i)]) <= 1e-30f);
     }
   }
+  // The erf form from -5.6 down (erf(x / sqrt 2) is -1 in float there): exactly 0, not x times a reciprocal's
+  // last-bit error.
+  std::vector<float> neg;
+  for (float v = -5.6f; v > -3e38f; v *= 1.01f) neg.push_back(v);
+  std::vector<float> y = neg;
+  REQUIRE(bias_gelu(Device::kCPU, y.data(), nullptr, 1, static_cast<int64_t>(y.size()), GeluApproximation::kErf).ok());
+  size_t nonzero = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] != 0.0f && nonzero++ == 0) UNSCOPED_INFO("first: gelu(" << neg[i] << ") = " << y[i]);
+  }
+  CHECK(nonzero == 0);
 }
 
 TEST_CASE("bias_gelu with zero rows or columns does nothing", "[kernels]") {

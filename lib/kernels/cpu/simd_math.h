@@ -9,7 +9,7 @@
 //   exp   relative error <= 2e-7 (measured 7.5e-8) for x in [-87.3, 88.37]; exactly 0 below -87.3 (never a
 //         denormal), +inf above ln(FLT_MAX) = 88.72; saturates at ~2.4e38 in (88.37, 88.72].
 //   erf   absolute error <= 1e-6 (measured 3.8e-7 on zmm, 4.0e-7 on ymm, near |x| = 4) over the
-//         whole float range: Eigen's and XLA's rational minimax on [-4, 4], +-1 beyond (erf(4) = 1 - 1.5e-8); the
+//         whole float range: Eigen's and XLA's rational minimax on [-3.9195, 3.9195], exactly +-1 beyond; the
 //         quotient by a Newton-refined reciprocal (S::recip), not a division: 3-6% off the int8 GEMM with the GeLU
 //         epilogue on Emerald Rapids.
 //   tanh  absolute error <= 2e-7 (measured 8.2e-8): Cephes' odd polynomial for |x| <= 0.625 (relatively accurate
@@ -72,7 +72,11 @@ BRISK_SIMD_INLINE typename S::V erf(typename S::V a) {
   q = S::fmadd(x2, q, S::set1(-1.68282697438203e-03f));
   q = S::fmadd(x2, q, S::set1(-7.37332916720468e-03f));
   q = S::fmadd(x2, q, S::set1(-1.42647390514189e-02f));
-  return S::mul(p, S::recip(q));  // q is in [-2.4, -0.014], never near 0 or denormal
+  // q is in [-2.4, -0.014], never near 0 or denormal. Past |a| = 3.9195 the float nearest erf(a) is +-1 (erfc(3.9195) =
+  // 2^-25): that is returned exactly, not p / q through a reciprocal whose last bits depend on the CPU (vrcpps is
+  // vendor-specific: on a Zen 4 p * recip(q) at a = -4 was -1 + 2.4e-7, so gelu(-1e20) came out 1.2e13, not 0).
+  return S::select(S::gt(S::abs(a), S::set1(3.9195f)), S::bit_or(S::set1(1.0f), S::sign_bits(a)),
+                   S::mul(p, S::recip(q)));
 }
 
 template <class S>
