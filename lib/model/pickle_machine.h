@@ -8,8 +8,8 @@
 // small hostile pickle cannot make the reader hold ~100x its size. Errors throw CheckpointError naming what was
 // wrong and what was expected.
 //
-//   internal::PickleMachine m(pkl.data(), pkl.size());
-//   const internal::Value* root = m.run();   // the unpickled object; lives as long as m
+//   internal::pickle::PickleMachine m(pkl.data(), pkl.size());
+//   const internal::pickle::Value* root = m.run();   // the unpickled object; lives as long as m
 //
 // Thread safety: a PickleMachine is used by one thread; separate machines are independent.
 #pragma once
@@ -26,7 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace brisk::internal {
+namespace brisk::internal::pickle {
 
 enum class StorageType : uint8_t { kFloat, kHalf, kBFloat16, kDouble, kLong, kInt, kShort, kChar, kByte, kBool };
 
@@ -421,4 +421,4 @@ class PickleMachine {
   std::unordered_map<uint64_t, Value*> memo_;
 };
 
-}  // namespace brisk::internal
+}  // namespace brisk::internal::pickle

@@ -26,12 +26,11 @@ namespace brisk {
 
 namespace {
 
-using internal::CheckpointError;
-using internal::fail;
-using internal::PickleMachine;
-using internal::StorageType;
-using internal::StorageTypeInfo;
-using internal::Value;
+using internal::pickle::CheckpointError;
+using internal::pickle::PickleMachine;
+using internal::pickle::StorageType;
+using internal::pickle::StorageTypeInfo;
+using internal::pickle::Value;
 
 DType output_dtype(StorageType t) {
   switch (t) {
