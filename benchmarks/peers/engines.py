@@ -291,6 +291,9 @@ class BriskEngine:
         self.shape = (int(b), int(t))
         self.warmup = max(1, warmup)  # each samples() call is a fresh process, so it warms up every time
         self.passes_per_call: list[float] = []  # forward passes per timed call, one value per samples() call
+        # Parallel regions whose second worker started late, one value per samples() call: each put brisk's
+        # contention gate (brisk/core/internal/contention.h) on one thread for 250 ms or more of that round.
+        self.late_regions: list[int] = []
 
     def samples(self, n: int) -> list[float]:
         cmd = self.command(*self.shape, n, self.warmup)
@@ -304,6 +307,7 @@ class BriskEngine:
         if "samples_ms" not in r or "passes_per_call" not in r:
             raise RuntimeError(f"{' '.join(cmd)}: the JSON has no samples_ms or passes_per_call; rebuild brisk")
         self.passes_per_call.append(float(r["passes_per_call"]))
+        self.late_regions.append(int(r.get("late_parallel_regions", 0)))
         return [float(v) / 1e3 for v in r["samples_ms"]]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:

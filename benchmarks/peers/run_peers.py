@@ -389,6 +389,7 @@ def run(args) -> dict:
                 r["round_p50_ms"] = round_p50[name]
                 if name.startswith("brisk_"):
                     r["passes_per_call"] = max(built[name].passes_per_call)
+                    r["late_parallel_regions"] = list(built[name].late_regions)
                 log(f"{label(name):24s} B={b:<3d} T={t:<4d} {r['seq_per_s']:9.1f} seq/s  p50 {r['p50_ms']:8.2f} ms  "
                     f"p99 {r['p99_ms']:8.2f} ms  ({r['iters']} iters, {spent[name]:.1f} s)")
             results["shapes"][f"{b}x{t}"] = {"batch": b, "seq": t, "iters": iters, "results": row}
@@ -484,6 +485,11 @@ def render(args, results: dict, machine: dict, vers: dict, wall_s: float, comman
             f"{sh['batch']}x{sh['seq']}: " + ", ".join(
                 f"{label(n)} {sh['results'][n]['passes_per_call']:.2f}" for n in brisks if n in sh["results"])
             for sh in shapes)]
+        lines += ["", "brisk late parallel regions per round (each holds brisk at one thread for 250 ms or more: the "
+                  "CPUs were busy; 0 = it ran on every thread): " + "; ".join(
+                      f"{sh['batch']}x{sh['seq']}: " + ", ".join(
+                          f"{label(n)} {sh['results'][n].get('late_parallel_regions', [])}" for n in brisks
+                          if n in sh["results"]) for sh in shapes)]
     lat = results["shapes"].get("1x16", {}).get("results", {})
     if lat:
         lines += ["", f"Latency at B=1, T=16, ms per call ({results['shapes']['1x16']['iters']} iterations):", ""]
