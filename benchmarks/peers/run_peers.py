@@ -350,9 +350,11 @@ def run(args) -> dict:
         results["busy_processes"] = args.busy
         for b, t, iters, warm in plan(args):
             # Brisk builds its own text; the zeros only carry the shape when no tokenizer was loaded.
-            word = engines.synthetic_word(tokenizer, t) if tokenizer is not None else "hello"
-            feeds = (engines.synthetic_ids(tokenizer, b, t, word) if tokenizer is not None
-                     else {"input_ids": np.zeros((b, t), dtype=np.int64)})
+            if tokenizer is not None:
+                word = engines.synthetic_word(tokenizer, t)
+                feeds = engines.synthetic_ids(tokenizer, b, t, word)
+            else:
+                word, feeds = "hello", {"input_ids": np.zeros((b, t), dtype=np.int64)}
             for e in built.values():
                 if isinstance(e, engines.BriskEngine):
                     e.word = word
@@ -485,8 +487,9 @@ def render(args, results: dict, machine: dict, vers: dict, wall_s: float, comman
             f"{sh['batch']}x{sh['seq']}: " + ", ".join(
                 f"{label(n)} {sh['results'][n]['passes_per_call']:.2f}" for n in brisks if n in sh["results"])
             for sh in shapes)]
-        lines += ["", "brisk late parallel regions per round (each holds brisk at one thread for 250 ms or more: the "
-                  "CPUs were busy; 0 = it ran on every thread): " + "; ".join(
+        late_note = ("brisk late parallel regions per round (a worker started over 1 ms late, often as the process "
+                     "starts; each holds brisk at one thread for 250 ms or more; 0 = it ran on every thread): ")
+        lines += ["", late_note + "; ".join(
                       f"{sh['batch']}x{sh['seq']}: " + ", ".join(
                           f"{label(n)} {sh['results'][n].get('late_parallel_regions', [])}" for n in brisks
                           if n in sh["results"]) for sh in shapes)]
