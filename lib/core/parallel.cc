@@ -96,9 +96,11 @@ int64_t steady_ns() {
 }
 
 // Late: a member that starts 1 ms after its region opened waited for a CPU (a wake-up from sleep takes tens of
-// microseconds). One thread for 250 ms after a late region, up to 4 s while the contention persists.
+// microseconds on bare metal, now and then more on a virtual CPU). One thread for 250 ms after a second late region
+// within 100 ms of the first, up to 4 s while the contention persists.
 internal::ContentionGate& contention_gate() {
-  static internal::ContentionGate gate(/*late_start_ns=*/1'000'000, /*base_hold_ns=*/250'000'000);
+  static internal::ContentionGate gate(/*late_start_ns=*/1'000'000, /*base_hold_ns=*/250'000'000,
+                                       /*confirm_window_ns=*/100'000'000);
   return gate;
 }
 

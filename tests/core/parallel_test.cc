@@ -143,22 +143,30 @@ TEST_CASE("the ISA cap lowers the level the kernels see", "[core]") {
   CHECK(brisk::cpu_isa() <= brisk::detected_cpu_isa());
 }
 
-TEST_CASE("the contention gate holds one thread after a late region, longer while it persists", "[core]") {
+TEST_CASE("the contention gate holds one thread after two late regions, longer while it persists", "[core]") {
   using brisk::internal::ContentionGate;
   constexpr int64_t kMs = 1'000'000;
-  ContentionGate gate(/*late_start_ns=*/1 * kMs, /*base_hold_ns=*/250 * kMs);
+  ContentionGate gate(/*late_start_ns=*/1 * kMs, /*base_hold_ns=*/250 * kMs, /*confirm_window_ns=*/100 * kMs);
   CHECK_FALSE(gate.region(0, 1 * kMs));  // started exactly at the limit: not late
   CHECK_FALSE(gate.contended(2 * kMs));
   CHECK(gate.late_regions() == 0);
 
-  REQUIRE(gate.region(10 * kMs, 12 * kMs));  // 2 ms late
+  // One late region alone (a slow wake-up) holds nothing; nor does another one more than 100 ms later.
+  REQUIRE(gate.region(10 * kMs, 12 * kMs));
   CHECK(gate.late_regions() == 1);
-  CHECK(gate.contended(12 * kMs));
-  CHECK(gate.contended(261 * kMs));
-  CHECK_FALSE(gate.contended(262 * kMs));  // 250 ms after the late start
+  CHECK_FALSE(gate.contended(12 * kMs));
+  REQUIRE(gate.region(112 * kMs, 114 * kMs));  // 102 ms after the first
+  CHECK_FALSE(gate.contended(114 * kMs));
 
-  // The probe after the hold is late again: the contention persists, the hold doubles up to 16x.
-  int64_t t = 262 * kMs;
+  // A second one within 100 ms of the last: contended, for 250 ms after it.
+  REQUIRE(gate.region(150 * kMs, 152 * kMs));
+  CHECK(gate.late_regions() == 3);
+  CHECK(gate.contended(152 * kMs));
+  CHECK(gate.contended(401 * kMs));
+  CHECK_FALSE(gate.contended(402 * kMs));
+
+  // The probe after the hold is late again: the contention persists, and one late probe doubles the hold, up to 16x.
+  int64_t t = 402 * kMs;
   for (int64_t expected : {500, 1000, 2000, 4000, 4000}) {
     REQUIRE(gate.region(t, t + 2 * kMs));
     CHECK(gate.hold_ns() == expected * kMs);
@@ -166,11 +174,14 @@ TEST_CASE("the contention gate holds one thread after a late region, longer whil
     CHECK(gate.contended(t - 1));
     CHECK_FALSE(gate.contended(t));
   }
-  // A late region long after the last hold ended starts a new episode at the base hold.
+  // Long after the last hold ended, a new episode needs two late regions again and starts at the base hold.
   t += 10'000 * kMs;
   REQUIRE(gate.region(t, t + 3 * kMs));
+  CHECK_FALSE(gate.contended(t + 3 * kMs));
+  REQUIRE(gate.region(t + 20 * kMs, t + 23 * kMs));
+  CHECK(gate.contended(t + 23 * kMs));
   CHECK(gate.hold_ns() == 250 * kMs);
-  CHECK(gate.late_regions() == 7);
+  CHECK(gate.late_regions() == 10);
 }
 
 TEST_CASE("compute shares never hold more threads than the process's budget", "[core]") {
