@@ -4,8 +4,8 @@
 // self-attention in fp32 and in int8 (the encoder runs int8 where int8_attention_preferred(): the AVX-512 levels), and
 // the two LayerNorms; at B x T = 32 x 128 (4096 tokens) and 1 x 16, 2 threads. Multiply by
 // the 6 layers and compare with brisk bench's whole pass for the rest (embeddings, pooling, batching).
-//   BRISK_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 build/release/benchmarks/brisk_int8_layer_benchmark \
-//       --benchmark_repetitions=5 --benchmark_report_aggregates_only
+//   BRISK_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 build/release/benchmarks/brisk_int8_layer_benchmark
+//       --benchmark_repetitions=5 --benchmark_report_aggregates_only   (one command line)
 // Counters: GOP/s (2 m n k per call) for the GEMMs, GB/s (bytes read and written) for the quantize passes.
 #include <benchmark/benchmark.h>
 

@@ -4,6 +4,7 @@
 #include "cpu/cpu_ops.h"
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
+#include "linear_impl.h"
 
 namespace brisk::kernels {
 namespace {
@@ -47,6 +48,41 @@ Status layer_norm_bias_residual_quantize(Device device, const T* x, const std::t
   constexpr const char* kOp = "layer_norm_bias_residual_quantize";
   if (rows > 0 && cols > 0) BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"q", q}, {"row_scales", row_scales}}));
   return layer_norm(kOp, device, x, bias, residual, gamma, beta, epsilon, out, q, row_scales, rows, cols);
+}
+
+Status layer_norm_bias_residual_quantize(Device device, const float* x, const float* bias, const float* residual,
+                                         const float* gamma, const float* beta, float epsilon, float* out, int64_t rows,
+                                         int64_t cols, const Linear& consumer, QuantizedInput& q, int64_t first_row) {
+  constexpr const char* kOp = "layer_norm_bias_residual_quantize";
+  if (device != Device::kCPU) {
+    return absl::InvalidArgumentError(absl::StrCat(kOp, " for a Linear on ", device_name(device),
+                                                   "; expected cpu (the int8 Linears that take quantized input)"));
+  }
+  if (!consumer.takes_quantized_input()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kOp, ": the consuming Linear has ", dtype_name(consumer.weight_dtype()), " weights on ",
+        device_name(consumer.device()), "; expected an int8 Linear on the cpu (Linear::takes_quantized_input)"));
+  }
+  if (consumer.in_features() != cols) {
+    return absl::InvalidArgumentError(absl::StrCat(kOp, ": the consuming Linear's in_features is ",
+                                                   consumer.in_features(), "; expected cols = ", cols));
+  }
+  BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}, {"first_row", first_row}}));
+  const Linear::Impl& impl = *LinearAccess::impl(consumer);
+  if (first_row > 0 && (LinearAccess::owner(q) != &impl || q.rows() != first_row)) {
+    return absl::InvalidArgumentError(absl::StrCat(kOp, ": first_row is ", first_row, "; expected 0 or the ", q.rows(),
+                                                   " rows the QuantizedInput holds",
+                                                   LinearAccess::owner(q) != nullptr && LinearAccess::owner(q) != &impl
+                                                       ? " for this Linear (it holds another Linear's)"
+                                                       : ""));
+  }
+  LinearAccess::prepare(q, impl, first_row, rows);
+  if (rows == 0) return absl::OkStatus();
+  BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}, {"gamma", gamma}, {"beta", beta}, {"out", out}}));
+  kernels::cpu::layer_norm_bias_residual(
+      x, bias, residual, gamma, beta, epsilon, out, rows, cols,
+      [&](int64_t begin, int64_t end) { LinearAccess::quantize_rows(q, impl, out, first_row, begin, end); });
+  return absl::OkStatus();
 }
 
 #define BRISK_INSTANTIATE(T)                                                                                      \

@@ -6,6 +6,7 @@
 #include "cpu/cpu_linears.h"
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
+#include "linear_impl.h"
 
 namespace brisk::kernels {
 namespace {
@@ -102,18 +103,9 @@ std::string Linear::kernel_name() const { return impl_ != nullptr ? impl_->kerne
 
 uint64_t cuda_int8_fallback_calls() { return cuda::int8_fallback_calls(); }
 
-template <typename T>
-Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy) const {
-  if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
-  if (kernels::dtype_of<T>() != activation_dtype_) {
-    return absl::InvalidArgumentError(absl::StrCat("Linear::forward got ", dtype_name(kernels::dtype_of<T>()),
-                                                   " activations; expected ", dtype_name(activation_dtype_),
-                                                   " (the Linear's activation dtype)"));
-  }
-  if (rows == 0) return absl::OkStatus();
-  if (x == nullptr || y == nullptr || rows < 0) {
+Status Linear::check_output(const void* y, int64_t rows, GemmEpilogue epilogue, int64_t& ldy) const {
+  if (y == nullptr || rows < 0)
     return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
-  }
   if (ldy == 0) ldy = out_features_;
   if (ldy < out_features_) {
     return absl::InvalidArgumentError(
@@ -124,7 +116,42 @@ Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, in
     return absl::InvalidArgumentError(
         absl::StrCat("Linear::forward with an activation epilogue needs ldy = ", out_features_, "; got ", ldy));
   }
+  return absl::OkStatus();
+}
+
+template <typename T>
+Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy) const {
+  if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
+  if (kernels::dtype_of<T>() != activation_dtype_) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear::forward got ", dtype_name(kernels::dtype_of<T>()),
+                                                   " activations; expected ", dtype_name(activation_dtype_),
+                                                   " (the Linear's activation dtype)"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  if (x == nullptr) return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
+  BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
   return impl_->forward(x, rows, y, epilogue, ldy);
+}
+
+bool Linear::takes_quantized_input() const { return impl_ != nullptr && impl_->quantized_row_bytes() > 0; }
+
+Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
+                       int64_t ldy) const {
+  if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
+  if (LinearAccess::owner(x) != impl_.get()) {
+    return absl::InvalidArgumentError(
+        x.rows() == 0 ? "Linear::forward got an empty QuantizedInput; expected rows quantized for this Linear"
+                      : "Linear::forward got a QuantizedInput quantized for another Linear; expected this one's");
+  }
+  if (first_row < 0 || rows < 0 || first_row + rows > x.rows()) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear::forward rows [", first_row, ", ", first_row + rows,
+                                                   ") of a QuantizedInput; expected a range within its ", x.rows(),
+                                                   " rows"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
+  return impl_->forward_quantized(LinearAccess::codes(x, first_row), LinearAccess::row_scales(x, first_row), rows, y,
+                                  epilogue, ldy);
 }
 
 #define BRISK_INSTANTIATE(T) \

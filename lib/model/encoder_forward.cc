@@ -119,10 +119,34 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   T* qkv = scratch<T>(ws.qkv);
   T* context = scratch<T>(ws.context);
   T* inter = scratch<T>(ws.intermediate);
-  for (const EncoderLayer& layer : layers) {
+  // LayerNorm in place on rows [first, first + rows) of x, which on the CPU also quantizes them for `consumer` when
+  // that is an int8 Linear, into rows [q_row, q_row + rows) of q (the Linear then skips its own pass over them).
+  // Returns whether it did.
+  auto layer_norm = [&](int64_t first, int64_t rows, const void* gamma, const void* beta,
+                        const kernels::Linear* consumer, kernels::QuantizedInput& q, int64_t q_row) -> StatusOr<bool> {
+    T* rows_x = x + first * h;
+    if constexpr (kF32) {
+      if (consumer != nullptr && consumer->takes_quantized_input()) {
+        BRISK_RETURN_IF_ERROR(kernels::layer_norm_bias_residual_quantize(
+            device, rows_x, nullptr, nullptr, static_cast<const T*>(gamma), static_cast<const T*>(beta), eps, rows_x,
+            rows, h, *consumer, q, q_row));
+        return true;
+      }
+    }
+    BRISK_RETURN_IF_ERROR(kernels::layer_norm_bias_residual<T>(device, rows_x, nullptr, nullptr,
+                                                               static_cast<const T*>(gamma),
+                                                               static_cast<const T*>(beta), eps, rows_x, rows, h));
+    return false;
+  };
+  bool qkv_quantized = false;  // ws.qkv_input holds this layer's input, quantized by the last layer's LayerNorm
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const EncoderLayer& layer = layers[l];
     const int64_t attn = layer.heads * config.head_dim();
     for (const std::string& name : layer.qkv_names) BRISK_RETURN_IF_ERROR(observe(name, x, n, h));
-    if (layer.qkv.size() == 1) {
+    if (qkv_quantized) {
+      BRISK_RETURN_IF_ERROR(
+          layer.qkv[0].forward(ws.qkv_input, 0, n, reinterpret_cast<float*>(qkv), kernels::GemmEpilogue::kBias));
+    } else if (layer.qkv.size() == 1) {
       BRISK_RETURN_IF_ERROR(layer.qkv[0].forward(x, n, qkv, kernels::GemmEpilogue::kBias));
     } else {
       for (size_t i = 0; i < layer.qkv.size(); ++i) {
@@ -142,19 +166,28 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
     }
     BRISK_RETURN_IF_ERROR(observe(layer.attention_output_name, context, n, attn));
     BRISK_RETURN_IF_ERROR(layer.attention_output.forward(context, n, x, kernels::GemmEpilogue::kBiasAccumulate));
-    BRISK_RETURN_IF_ERROR(kernels::layer_norm_bias_residual<T>(
-        device, x, nullptr, nullptr, static_cast<const T*>(layer.attention_ln_gamma),
-        static_cast<const T*>(layer.attention_ln_beta), eps, x, n, h));
+    // The rest of the layer is row-wise: chunk by chunk, the attention's LayerNorm, the feed-forward and the output
+    // LayerNorm run while the chunk's rows are in cache, each LayerNorm quantizing the chunk for the int8 Linear
+    // after it (the feed-forward's, the next layer's QKV).
+    const kernels::Linear* next_qkv =
+        l + 1 < layers.size() && layers[l + 1].qkv.size() == 1 ? &layers[l + 1].qkv[0] : nullptr;
     for (int64_t t = 0; t < n; t += ffn_chunk) {
       const int64_t rows = std::min(ffn_chunk, n - t);
+      BRISK_ASSIGN_OR_RETURN(
+          const bool ffn_quantized,
+          layer_norm(t, rows, layer.attention_ln_gamma, layer.attention_ln_beta, &layer.intermediate, ws.ffn_input, 0));
       BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
-      BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, inter, ffn_epilogue));
+      if (ffn_quantized) {
+        BRISK_RETURN_IF_ERROR(
+            layer.intermediate.forward(ws.ffn_input, 0, rows, reinterpret_cast<float*>(inter), ffn_epilogue));
+      } else {
+        BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, inter, ffn_epilogue));
+      }
       BRISK_RETURN_IF_ERROR(observe(layer.output_name, inter, rows, layer.ffn_width));
       BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, kernels::GemmEpilogue::kBiasAccumulate));
+      BRISK_ASSIGN_OR_RETURN(
+          qkv_quantized, layer_norm(t, rows, layer.output_ln_gamma, layer.output_ln_beta, next_qkv, ws.qkv_input, t));
     }
-    BRISK_RETURN_IF_ERROR(
-        kernels::layer_norm_bias_residual<T>(device, x, nullptr, nullptr, static_cast<const T*>(layer.output_ln_gamma),
-                                             static_cast<const T*>(layer.output_ln_beta), eps, x, n, h));
   }
 
   if (outputs.pooled != nullptr) {

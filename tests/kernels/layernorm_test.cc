@@ -1,6 +1,7 @@
 // layer_norm_bias_residual on the cpu against a double-precision reference, per ISA level.
 #include "brisk/core/half.h"
 #include "brisk/kernels/layernorm.h"
+#include "brisk/kernels/linear.h"
 
 #include <cmath>
 #include <vector>
@@ -179,6 +180,111 @@ TEST_CASE("layer_norm_bias_residual_quantize writes the normalised rows and thei
       CHECK(std::fabs(q[r * cols + c] - want) <= 1.0f);  // a different rounding of the reciprocal may flip a tie
     }
   }
+}
+
+// The Linear form: LayerNorm quantizes its output for an int8 Linear in its own pass, and the Linear computes from
+// those codes what it computes from the floats (the same bits), chunk by chunk as the encoder's feed-forward does.
+TEST_CASE("layer_norm_bias_residual_quantize for an int8 Linear gives the bits of the Linear's own quantize pass",
+          "[kernels][isa]") {
+  // 700 rows of 72: several of the kernel's 56-row blocks per task, and more than one task on two threads; 72
+  // columns leave a tail in every vector width and pad k to 72 (k_padded, a multiple of 4).
+  const int64_t rows = 700, cols = 72, n = 40;
+  const auto x = random_floats(static_cast<size_t>(rows * cols), -3.f, 3.f, 11);
+  const auto residual = random_floats(static_cast<size_t>(rows * cols), -1.f, 1.f, 12);
+  const auto gamma = random_floats(cols, 0.5f, 1.5f, 13);
+  const auto beta = random_floats(cols, -0.5f, 0.5f, 14);
+  std::vector<int8_t> w(static_cast<size_t>(n * cols));
+  const auto wf = random_floats(w.size(), -127.f, 127.f, 15);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(std::lrint(wf[i]));
+  auto w_scales = random_floats(n, 0.001f, 0.01f, 16);  // not const: Tensor::borrow takes a mutable pointer
+  auto bias = random_floats(n, -0.5f, 0.5f, 17);
+  auto smooth = random_floats(cols, 0.25f, 4.0f, 18);
+  struct Form {
+    const char* name;
+    float static_scale;
+    bool smooth;
+  };
+  for (const Form form :
+       {Form{"dynamic", 0.0f, false}, Form{"dynamic + SmoothQuant", 0.0f, true}, Form{"static", 0.05f, false}}) {
+    CAPTURE(form.name);
+    auto fc = Linear::create(Tensor::borrow(w.data(), {n, cols}, DType::kI8),
+                             Tensor::borrow(bias.data(), {n}, DType::kF32), Device::kCPU,
+                             QuantScales{Tensor::borrow(w_scales.data(), {n}, DType::kF32), form.static_scale,
+                                         form.smooth ? Tensor::borrow(smooth.data(), {cols}, DType::kF32) : Tensor()});
+    REQUIRE(fc.ok());
+    REQUIRE(fc->takes_quantized_input());
+    std::vector<float> plain(x.size()), fused(x.size());
+    REQUIRE(layer_norm_bias_residual(Device::kCPU, x.data(), nullptr, residual.data(), gamma.data(), beta.data(),
+                                     1e-12f, plain.data(), rows, cols)
+                .ok());
+    QuantizedInput q;
+    REQUIRE(layer_norm_bias_residual_quantize(Device::kCPU, x.data(), nullptr, residual.data(), gamma.data(),
+                                              beta.data(), 1e-12f, fused.data(), rows, cols, *fc, q)
+                .ok());
+    CHECK(q.rows() == rows);
+    CHECK(fused == plain);
+    std::vector<float> want(static_cast<size_t>(rows * n)), got(want.size(), -1.0f);
+    REQUIRE(fc->forward(plain.data(), rows, want.data(), GemmEpilogue::kBiasGeluErf).ok());
+    // In two chunks, as the encoder's feed-forward reads it.
+    REQUIRE(fc->forward(q, 0, 300, got.data(), GemmEpilogue::kBiasGeluErf).ok());
+    REQUIRE(fc->forward(q, 300, rows - 300, got.data() + 300 * n, GemmEpilogue::kBiasGeluErf).ok());
+    CHECK(got == want);
+    // And independently of the Linear's own pass: within int8's rounding of the double-precision result.
+    double worst = 0.0, largest = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0.0;
+        for (int64_t c = 0; c < cols; ++c) {
+          // SmoothQuant: the Linear divides its input by input_scale (its caller scaled the weights' columns up).
+          const double in = form.smooth ? double{plain[r * cols + c]} / smooth[c] : plain[r * cols + c];
+          dot += in * w[j * cols + c] * w_scales[j];
+        }
+        const double v = dot + bias[j];
+        const double gelu = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        worst = std::max(worst, std::fabs(got[r * n + j] - gelu));
+        largest = std::max(largest, std::fabs(gelu));
+      }
+    }
+    CHECK(worst <= 0.03 * largest);
+  }
+}
+
+TEST_CASE("layer_norm_bias_residual_quantize and Linear::forward name a wrong consumer, shape or input", "[kernels]") {
+  const int64_t rows = 4, cols = 8, n = 3;
+  const auto x = random_floats(static_cast<size_t>(rows * cols), -1.f, 1.f, 21);
+  const std::vector<float> gamma(cols, 1.0f), beta(cols, 0.0f);
+  std::vector<float> scales(n, 0.01f), wf(static_cast<size_t>(n * cols), 0.5f);
+  std::vector<int8_t> w(static_cast<size_t>(n * cols), 3);
+  std::vector<float> out(x.size()), y(static_cast<size_t>(rows * n));
+  auto int8 = Linear::create(Tensor::borrow(w.data(), {n, cols}, DType::kI8), Tensor(), Device::kCPU,
+                             QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()});
+  auto other = Linear::create(Tensor::borrow(w.data(), {n, cols}, DType::kI8), Tensor(), Device::kCPU,
+                              QuantScales{Tensor::borrow(scales.data(), {n}, DType::kF32), 0.0f, Tensor()});
+  auto f32 = Linear::create(Tensor::borrow(wf.data(), {n, cols}, DType::kF32), Tensor(), Device::kCPU);
+  auto narrow = Linear::create(Tensor::borrow(w.data(), {n * 2, cols / 2}, DType::kI8), Tensor(), Device::kCPU,
+                               QuantScales{Tensor::borrow(scales.data(), {1}, DType::kF32), 0.0f, Tensor()});
+  REQUIRE((int8.ok() && other.ok() && f32.ok() && narrow.ok()));
+  CHECK_FALSE(f32->takes_quantized_input());
+  QuantizedInput q;
+  auto run = [&](const Linear& consumer, Device device = Device::kCPU) {
+    return layer_norm_bias_residual_quantize(device, x.data(), nullptr, nullptr, gamma.data(), beta.data(), 1e-12f,
+                                             out.data(), rows, cols, consumer, q);
+  };
+  CHECK_THAT(std::string(run(*f32).message()),
+             Catch::Contains("the consuming Linear has f32 weights on cpu; expected an int8 Linear on the cpu"));
+  CHECK_THAT(std::string(run(*narrow).message()),
+             Catch::Contains("the consuming Linear's in_features is 4; expected cols = 8"));
+  CHECK_THAT(std::string(run(*int8, Device::kCUDA).message()), Catch::Contains("for a Linear on cuda; expected cpu"));
+  CHECK_THAT(std::string(int8->forward(q, 0, rows, y.data(), GemmEpilogue::kBias).message()),
+             Catch::Contains("an empty QuantizedInput; expected rows quantized for this Linear"));
+  REQUIRE(run(*int8).ok());
+  CHECK(int8->forward(q, 0, rows, y.data(), GemmEpilogue::kBias).ok());
+  CHECK_THAT(std::string(other->forward(q, 0, rows, y.data(), GemmEpilogue::kBias).message()),
+             Catch::Contains("quantized for another Linear; expected this one's"));
+  CHECK_THAT(std::string(int8->forward(q, 2, 3, y.data(), GemmEpilogue::kBias).message()),
+             Catch::Contains("rows [2, 5) of a QuantizedInput; expected a range within its 4 rows"));
+  CHECK_THAT(std::string(int8->forward(q, 0, rows, nullptr, GemmEpilogue::kBias).message()),
+             Catch::Contains("needs non-null x and y"));
 }
 
 }  // namespace

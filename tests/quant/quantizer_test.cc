@@ -176,3 +176,43 @@ TEST_CASE("a SmoothQuant int8 model round-trips through the file bit for bit", "
   const Fidelity sq = compare_embeddings(embed_all(*reference, f.batches, Pooling::kMean).value(), ea, 384);
   CHECK(sq.mean_cosine > 0.99);
 }
+
+// Every int8 step is per token or per sequence (per-token activation scales, exact integer products, row-wise
+// LayerNorm, attention within a sequence), so a sequence's hidden states cannot depend on what else is in its batch.
+// A batch of over 512 tokens runs the feed-forward in several chunks, with a sequence across a chunk boundary and
+// each LayerNorm quantizing its chunk for the int8 Linear after it: any row of the wrong chunk or scale shows here.
+TEST_CASE("an int8 encoder gives each sequence the same bits alone as in a batch of several chunks",
+          "[quant][quantizer]") {
+  Fixture f;
+  auto reference = BertEncoder::create(f.config, f.fp32, Device::kCPU).value();
+  SmoothQuantOptions smooth{0.5f, channel_absmax(*reference, f.batches).value()};
+  const LayerPrecisions p = PrecisionPlan::parse("int8").value().resolve(layer_names(f.config)).value();
+  auto encoder =
+      BertEncoder::create(f.config, quantize_weights(f.fp32, f.config, p, {}, &smooth).value(), Device::kCPU);
+  REQUIRE(encoder.ok());
+  const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(f.dir).value();
+  PackedSequences batch;
+  std::vector<std::vector<int32_t>> alone;
+  for (int copy = 0; batch.total_tokens() <= 2 * 512; ++copy) {
+    for (const char* s : testing::kQuantTestSentences) {
+      // Each copy a little different, so that no two sequences are the same.
+      alone.push_back(tok.encode(std::string(s) + " " + std::to_string(copy), 128).value());
+      batch.add(alone.back());
+    }
+  }
+  const int64_t h = f.config.hidden_size;
+  std::vector<float> together(static_cast<size_t>(batch.total_tokens() * h));
+  REQUIRE((*encoder)->forward(batch, together.data()).ok());
+  int differing = 0;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    PackedSequences one;
+    one.add(alone[i]);
+    std::vector<float> single(static_cast<size_t>(one.total_tokens() * h));
+    REQUIRE((*encoder)->forward(one, single.data()).ok());
+    if (std::memcmp(single.data(), together.data() + batch.offsets[i] * h, single.size() * sizeof(float)) != 0) {
+      ++differing;
+    }
+  }
+  CHECK(batch.total_tokens() > 2 * 512);
+  CHECK(differing == 0);
+}

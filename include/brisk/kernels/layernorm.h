@@ -20,6 +20,13 @@
 // The quantizing variant also writes q[r, c] = saturate(round(out[r, c] / row_scales[r])) in [-127, 127] with
 // row_scales[r] = max|out[r, :]| / 127 (1 for an all-zero row), from the rounded output values.
 //
+// Its Linear form (CPU, float) quantizes each output row for `consumer`, an int8 Linear
+// (consumer.takes_quantized_input(), in_features == cols), into rows [first_row, first_row + rows) of q, in that
+// Linear's own encoding (SmoothQuant's division and static scales included): block by block of rows, while each
+// block is in cache, so that consumer.forward(q, ...) makes no pass of its own over out and gives the bits
+// consumer.forward(out, ...) would. first_row 0 starts q afresh for consumer; a pass in row blocks continues it
+// with first_row == q.rows().
+//
 // Dispatch: the one dispatch point switches on `device`. The CPU picks AVX-512, AVX2+FMA or the scalar reference at
 // run time (brisk::cpu_isa()) and splits rows over brisk::parallel_for; it takes float only. CUDA runs one warp
 // or block per row with vectorised loads on the calling thread's stream (device pointers); a build without CUDA
@@ -35,6 +42,7 @@
 #include "brisk/core/half.h"
 #include "brisk/core/status.h"
 #include "brisk/core/tensor.h"
+#include "brisk/kernels/linear.h"
 
 namespace brisk::kernels {
 
@@ -48,5 +56,10 @@ BRISK_API Status layer_norm_bias_residual_quantize(Device device, const T* x, co
                                                    const std::type_identity_t<T>* residual, const T* gamma,
                                                    const T* beta, float epsilon, T* out, int8_t* q, float* row_scales,
                                                    int64_t rows, int64_t cols);
+
+BRISK_API Status layer_norm_bias_residual_quantize(Device device, const float* x, const float* bias,
+                                                   const float* residual, const float* gamma, const float* beta,
+                                                   float epsilon, float* out, int64_t rows, int64_t cols,
+                                                   const Linear& consumer, QuantizedInput& q, int64_t first_row = 0);
 
 }  // namespace brisk::kernels

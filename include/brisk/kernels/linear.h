@@ -21,12 +21,24 @@
 //   BRISK_ASSIGN_OR_RETURN(Linear g, Linear::create(weight, bias, Device::kCUDA, {}, DType::kF16));
 //   BRISK_RETURN_IF_ERROR(g.forward(d_x /*float16_t* on the device*/, rows, d_y, GemmEpilogue::kBias));
 //
+// An int8 Linear on the CPU quantizes its input per token in a pass of its own over x. The op that produces x can
+// do it instead, while each row is still in cache: LayerNorm's quantizing form (brisk/kernels/layernorm.h) fills a
+// QuantizedInput for the Linear that consumes its output, and forward(QuantizedInput) skips the pass. The codes are
+// the ones forward(x) would compute from the same x, so both give the same bits.
+//
+//   if (fc.takes_quantized_input()) {
+//     BRISK_RETURN_IF_ERROR(layer_norm_bias_residual_quantize(Device::kCPU, h, nullptr, nullptr, gamma, beta, eps, h,
+//                                                             rows, hidden, fc, q));   // h = LN(h), q = its codes
+//     BRISK_RETURN_IF_ERROR(fc.forward(q, /*first_row=*/0, rows, y, GemmEpilogue::kBiasGeluErf));
+//   }
+//
 // Thread safety: a Linear is immutable after create(); forward() may run concurrently on distinct outputs.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "brisk/core/export.h"
 #include "brisk/core/half.h"
@@ -50,6 +62,24 @@ struct BRISK_API QuantScales {
   // Optional f32 [in_features], SmoothQuant: x is divided by it channel by channel before it is quantized (the
   // weight's columns were multiplied by it), moving outlier channels' range from the activations to the weights.
   Tensor input_scale;
+};
+
+struct LinearAccess;
+
+// Rows of an int8 Linear's input in that Linear's own encoding (codes and one scale per row), written by the op that
+// produced the rows. Holds its buffers between calls; reuse one per consumer. Not thread-safe: one writer at a time,
+// no reader while it is written.
+class BRISK_API QuantizedInput {
+ public:
+  int64_t rows() const { return rows_; }
+
+ private:
+  friend struct LinearAccess;
+  const void* owner_ = nullptr;  // the Linear::Impl whose encoding the codes are in
+  int64_t rows_ = 0;
+  int64_t row_bytes_ = 0;
+  std::vector<uint8_t> codes_;
+  std::vector<float> row_scales_;
 };
 
 class BRISK_API Linear {
@@ -78,9 +108,19 @@ class BRISK_API Linear {
   template <typename T>
   Status forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, int64_t ldy = 0) const;
 
+  // Whether a producer can quantize this Linear's input for it (layer_norm_bias_residual_quantize's Linear form):
+  // true for i8 weights on the CPU.
+  bool takes_quantized_input() const;
+  // forward() of rows [first_row, first_row + rows) of an input that a producer quantized for this Linear. Fails if
+  // x was quantized for another Linear or holds fewer rows.
+  Status forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
+                 int64_t ldy = 0) const;
+
   struct Impl;
 
  private:
+  friend struct LinearAccess;
+  Status check_output(const void* y, int64_t rows, GemmEpilogue epilogue, int64_t& ldy) const;
   std::shared_ptr<const Impl> impl_;
   int64_t in_features_ = 0;
   int64_t out_features_ = 0;

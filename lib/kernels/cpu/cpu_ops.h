@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "brisk/core/status.h"
 #include "brisk/kernels/attention.h"
@@ -21,8 +22,11 @@
 
 namespace brisk::kernels::cpu {
 
+// `then` (optional) runs after each block of rows, on the thread that normalised them, while they are in cache:
+// then(begin, end) for blocks that together cover [0, rows) once.
 void layer_norm_bias_residual(const float* x, const float* bias, const float* residual, const float* gamma,
-                              const float* beta, float epsilon, float* out, int64_t rows, int64_t cols);
+                              const float* beta, float epsilon, float* out, int64_t rows, int64_t cols,
+                              const std::function<void(int64_t, int64_t)>& then = nullptr);
 
 void bias_gelu(float* x, const float* bias, int64_t rows, int64_t cols, GeluApproximation approx);
 

@@ -1,5 +1,6 @@
 // layer_norm_bias_residual on the CPU: the scalar reference and the ISA choice.
 
+#include <algorithm>
 #include <cmath>
 
 #include "brisk/core/parallel.h"
@@ -41,10 +42,20 @@ void layer_norm_rows_scalar(const LayerNormArgs& a, int64_t row_begin, int64_t r
 }  // namespace
 
 void layer_norm_bias_residual(const float* x, const float* bias, const float* residual, const float* gamma,
-                              const float* beta, float epsilon, float* out, int64_t rows, int64_t cols) {
+                              const float* beta, float epsilon, float* out, int64_t rows, int64_t cols,
+                              const std::function<void(int64_t, int64_t)>& then) {
   const LayerNormArgs args{x, bias, residual, gamma, beta, epsilon, out, cols};
   const auto kernel = select_kernel(&layer_norm_rows_scalar, &layer_norm_rows_avx2, &layer_norm_rows_avx512);
-  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  // With `then`, blocks of rows that stay in L1 (16 KiB of output) between the two.
+  const int64_t block = std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1));
+  parallel_for(0, rows, row_grain(cols), [&](int64_t begin, int64_t end) {
+    if (!then) return kernel(args, begin, end);
+    for (int64_t b = begin; b < end; b += block) {
+      const int64_t e = std::min(end, b + block);
+      kernel(args, b, e);
+      then(b, e);
+    }
+  });
 }
 
 }  // namespace kernels::cpu

@@ -1,7 +1,8 @@
 // CPU Linear for i8 weights: brisk's int8 GEMM (int8_gemm.h) on the kernel of the ISA level in use when the Linear
 // is created, for dynamic (per-token) and static (per-tensor) activation scales alike. The activations are
-// quantized in one pass (SmoothQuant's division included), and the dequantisation, bias and GeLU/ReLU/residual
-// epilogues are fused into the GEMM's store. The weights are kept once, in the kernels' packed layout.
+// quantized in one pass (SmoothQuant's division included), or by the op that produced them (quantize_rows, for a
+// QuantizedInput), and the dequantisation, bias and GeLU/ReLU/residual epilogues are fused into the GEMM's store. The
+// weights are kept once, in the kernels' packed layout.
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
@@ -42,8 +43,23 @@ class Int8Linear final : public Linear::Impl {
 
   Status forward(const void* x, int64_t rows, void* y, GemmEpilogue epilogue, int64_t ldy) const override;
   std::string kernel_name() const override { return int8_kernel_name(kernel_); }
+  int64_t quantized_row_bytes() const override { return packed_.k_padded * int8_activation_bytes(kernel_); }
+  void quantize_rows(const float* x, int64_t begin, int64_t end, uint8_t* codes, float* row_scales) const override {
+    const QuantizeActivationsArgs args{x,     packed_.k,  channel_scale(),  packed_.k, packed_.k_padded,
+                                       codes, row_scales, activation_scale_};
+    int8_row_kernels(kernel_).quantize(args, begin, end);
+  }
+  Status forward_quantized(const uint8_t* codes, const float* row_scales, int64_t rows, float* y, GemmEpilogue epilogue,
+                           int64_t ldy) const override {
+    const bool has_bias = bias_.defined() && bias_.numel() > 0;
+    int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(),
+              has_bias ? bias_.data<float>() : nullptr, int8_epilogue(epilogue), y, ldy);
+    return absl::OkStatus();
+  }
 
  private:
+  const float* channel_scale() const { return inv_input_scale_.empty() ? nullptr : inv_input_scale_.data(); }
+
   Tensor bias_;
   float activation_scale_ = 0.0f;  // 0: dynamic
   Int8Kernel kernel_;
@@ -55,16 +71,12 @@ class Int8Linear final : public Linear::Impl {
 Status Int8Linear::forward(const void* xv, int64_t rows, void* yv, GemmEpilogue epilogue, int64_t ldy) const {
   thread_local std::vector<uint8_t> xq;
   thread_local std::vector<float> row_scales;
-  const int64_t ldq = packed_.k_padded;
-  const size_t bytes = static_cast<size_t>(rows * ldq * int8_activation_bytes(kernel_));
+  const auto bytes = static_cast<size_t>(rows * quantized_row_bytes());
   if (xq.size() < bytes) xq.resize(bytes);
   if (row_scales.size() < static_cast<size_t>(rows)) row_scales.resize(static_cast<size_t>(rows));
-  quantize_activations(kernel_, static_cast<const float*>(xv), rows, packed_.k, ldq, xq.data(), row_scales.data(),
-                       inv_input_scale_.empty() ? nullptr : inv_input_scale_.data(), activation_scale_);
-  const bool has_bias = bias_.defined() && bias_.numel() > 0;
-  int8_gemm(kernel_, xq.data(), ldq, row_scales.data(), rows, packed_, col_scales_.data(),
-            has_bias ? bias_.data<float>() : nullptr, int8_epilogue(epilogue), static_cast<float*>(yv), ldy);
-  return absl::OkStatus();
+  quantize_activations(kernel_, static_cast<const float*>(xv), rows, packed_.k, packed_.k_padded, xq.data(),
+                       row_scales.data(), channel_scale(), activation_scale_);
+  return forward_quantized(xq.data(), row_scales.data(), rows, static_cast<float*>(yv), epilogue, ldy);
 }
 
 }  // namespace
