@@ -460,13 +460,17 @@ void HttpService::answers_insert(const httplib::Request& req, httplib::Response&
   HttpError err;
   auto r = parse_answer_request(req.body, /*with_answer=*/true, &err);
   if (!r) return reply_error(res, err);
-  // A tenant past the limit stays refused while the server runs: 507, not a 429 to retry.
-  if (brisk::Status st = options_.answers->semantic_cache().admit_tenant(r->tenant); !st.ok()) {
-    return reply_error(res, {507, "tenant: " + std::string(st.message()), "insufficient_storage"});
-  }
   brisk::cache::PutOptions put;
   put.ttl = std::chrono::seconds(r->ttl_s);
   if (brisk::Status st = options_.answers->insert(r->tenant, r->question, std::move(r->answer), put); !st.ok()) {
+    // A tenant past the limit stays refused while the server runs: 507, not a 429 to retry. RESOURCE_EXHAUSTED is
+    // also a full queue (429), so the tenant is asked again: AnswerCache::insert refuses it before the embedding,
+    // or the cache at the insert when another request took the last tenant in between.
+    if (st.code() == absl::StatusCode::kResourceExhausted) {
+      if (brisk::Status tenant = options_.answers->semantic_cache().admit_tenant(r->tenant); !tenant.ok()) {
+        return reply_error(res, {507, "tenant: " + std::string(tenant.message()), "insufficient_storage"});
+      }
+    }
     return reply_error(res, error_of_status(st, "question"));
   }
   res.set_content(R"({"stored":true})", "application/json");
