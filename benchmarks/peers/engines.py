@@ -291,8 +291,8 @@ class BriskEngine:
         self.shape = (int(b), int(t))
         self.warmup = max(1, warmup)  # each samples() call is a fresh process, so it warms up every time
         self.passes_per_call: list[float] = []  # forward passes per timed call, one value per samples() call
-        # Parallel regions whose second worker started late, one value per samples() call: each put brisk's
-        # contention gate (brisk/core/internal/contention.h) on one thread for 250 ms or more of that round.
+        # Parallel regions whose second worker started late, one value per samples() call: two within 100 ms put
+        # brisk's contention gate (brisk/core/internal/contention.h) on one thread for 250 ms or more of that round.
         self.late_regions: list[int] = []
 
     def samples(self, n: int) -> list[float]:

@@ -488,7 +488,8 @@ def render(args, results: dict, machine: dict, vers: dict, wall_s: float, comman
                 f"{label(n)} {sh['results'][n]['passes_per_call']:.2f}" for n in brisks if n in sh["results"])
             for sh in shapes)]
         late_note = ("brisk late parallel regions per round (a worker started over 1 ms late, often as the process "
-                     "starts; each holds brisk at one thread for 250 ms or more; 0 = it ran on every thread): ")
+                     "starts; two within 100 ms hold brisk at one thread for 250 ms or more; 0 or 1 = it ran on "
+                     "every thread): ")
         lines += ["", late_note + "; ".join(
                       f"{sh['batch']}x{sh['seq']}: " + ", ".join(
                           f"{label(n)} {sh['results'][n].get('late_parallel_regions', [])}" for n in brisks

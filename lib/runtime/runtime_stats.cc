@@ -106,7 +106,7 @@ std::string Runtime::metrics_prometheus() const {
             forward_passes());
   w.counter("brisk_late_parallel_regions_total",
             "Parallel regions of this process whose workers started over 1 ms late because other work held their "
-            "CPUs; each one runs brisk on one thread for a while (brisk/core/parallel.h). Process-wide: every "
+            "CPUs; two within 100 ms run brisk on one thread for a while (brisk/core/parallel.h). Process-wide: every "
             "runtime of the process reports the same count.",
             {&model_label_pair, 1}, late_parallel_regions());
   w.counter("brisk_cuda_int8_fallback_calls_total",

@@ -32,11 +32,12 @@ BRISK_API StatusOr<int> cpus_of_cgroup_cpu_max(std::string_view cpu_max);
 // Sets the worker count used by parallel_for and by oneDNN; n <= 0 means available_cpus().
 BRISK_API void set_num_threads(int n);
 // The worker count for calls made from this thread: 1 while the process is contended, i.e. for 250 ms (up to 4 s
-// while it persists) after a parallel region whose workers started more than 1 ms late because other work held
-// their CPUs (a barrier would wait for them; see brisk/core/internal/contention.h), else the ScopedNumThreads or
-// set_num_threads count.
+// while it persists) after a second parallel region within 100 ms whose workers started more than 1 ms late because
+// other work held their CPUs (a barrier would wait for them; see brisk/core/internal/contention.h), else the
+// ScopedNumThreads or set_num_threads count.
 BRISK_API int num_threads();
-// Parallel regions whose workers started late (each one made the process contended), since the process started.
+// Parallel regions whose workers started late (two within 100 ms make the process contended), since the process
+// started.
 BRISK_API uint64_t late_parallel_regions();
 
 // Sets this thread's worker count (for parallel_for and oneDNN) for the guard's lifetime; n <= 0 keeps the
