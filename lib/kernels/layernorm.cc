@@ -76,9 +76,11 @@ Status layer_norm_bias_residual_quantize(Device device, const float* x, const fl
                                                        ? " for this Linear (it holds another Linear's)"
                                                        : ""));
   }
+  if (rows > 0) {
+    BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}, {"gamma", gamma}, {"beta", beta}, {"out", out}}));
+  }
   LinearAccess::prepare(q, impl, first_row, rows);
   if (rows == 0) return absl::OkStatus();
-  BRISK_RETURN_IF_ERROR(kernels::check_pointers(kOp, {{"x", x}, {"gamma", gamma}, {"beta", beta}, {"out", out}}));
   kernels::cpu::layer_norm_bias_residual(
       x, bias, residual, gamma, beta, epsilon, out, rows, cols,
       [&](int64_t begin, int64_t end) { LinearAccess::quantize_rows(q, impl, out, first_row, begin, end); });

@@ -279,10 +279,22 @@ TEST_CASE("layer_norm_bias_residual_quantize and Linear::forward name a wrong co
              Catch::Contains("an empty QuantizedInput; expected rows quantized for this Linear"));
   REQUIRE(run(*int8).ok());
   CHECK(int8->forward(q, 0, rows, y.data(), GemmEpilogue::kBias).ok());
+  // A pass in row blocks continues q where it ends, for the same Linear.
+  auto continue_at = [&](const Linear& consumer, int64_t first_row) {
+    return layer_norm_bias_residual_quantize(Device::kCPU, x.data(), nullptr, nullptr, gamma.data(), beta.data(),
+                                             1e-12f, out.data(), rows, cols, consumer, q, first_row);
+  };
+  CHECK_THAT(std::string(continue_at(*int8, 2).message()),
+             Catch::Contains("first_row is 2; expected 0 or the 4 rows the QuantizedInput holds"));
+  CHECK_THAT(std::string(continue_at(*other, 4).message()),
+             Catch::Contains("first_row is 4; expected 0 or the 4 rows the QuantizedInput holds for this Linear (it "
+                             "holds another Linear's)"));
+  REQUIRE(continue_at(*int8, 4).ok());
+  CHECK(q.rows() == 2 * rows);
   CHECK_THAT(std::string(other->forward(q, 0, rows, y.data(), GemmEpilogue::kBias).message()),
              Catch::Contains("quantized for another Linear; expected this one's"));
-  CHECK_THAT(std::string(int8->forward(q, 2, 3, y.data(), GemmEpilogue::kBias).message()),
-             Catch::Contains("rows [2, 5) of a QuantizedInput; expected a range within its 4 rows"));
+  CHECK_THAT(std::string(int8->forward(q, 6, 3, y.data(), GemmEpilogue::kBias).message()),
+             Catch::Contains("rows [6, 9) of a QuantizedInput; expected a range within its 8 rows"));
   CHECK_THAT(std::string(int8->forward(q, 0, rows, nullptr, GemmEpilogue::kBias).message()),
              Catch::Contains("needs non-null x and y"));
 }
