@@ -326,28 +326,41 @@ TEST_CASE("int8 attention's vector kernels write the scalar reference's codes", 
         vec.pack_values(x.data(), ld, len, d, inverses.data(), kv);
         ref.pack_values(x.data(), ld, len, d, inverses.data(), kr);
         same_pack(kv, kr, d);
-        // Softmax codes: the vector exp is shorter than std::exp, so a code may move by one; the scale is 1 / the
-        // sum of the codes. Scale 30 spreads the scores over 180: most weights underflow to a code of 0.
+        // Softmax codes from integer scores, 7 rows at a stride past len (the vector kernels take rows in groups
+        // of 4 or 2, then one by one): the vector exp is shorter than std::exp, so a code may move by one; a row's
+        // scale is 1 / the sum of its codes. Scores up to +-3000 times 0.3e-3 or 30e-3: at the second, most
+        // weights underflow to a code of 0.
         const int64_t ldp = (len + 3) / 4 * 4;
-        for (const float scale : {0.3f, 30.0f}) {
+        const int64_t rows = 7, lds = len + 5;
+        std::vector<int32_t> scores(static_cast<size_t>(rows * lds));
+        for (size_t i = 0; i < scores.size(); ++i)
+          scores[i] = static_cast<int32_t>(std::lround(x[i % x.size()] * 1000));
+        for (const float scale : {0.3e-3f, 30e-3f}) {
           for (const bool wide : {false, true}) {
             INFO("softmax scale " << scale << (wide ? ", int16 codes" : ", uint8 codes"));
-            std::vector<int16_t> cv(static_cast<size_t>(ldp), -1), cr(static_cast<size_t>(ldp), -1);
-            std::vector<uint8_t> bv(static_cast<size_t>(ldp + 64), 7), br(static_cast<size_t>(ldp), 7);
-            float rv = 0, rr = 0;
-            vec.softmax_codes(x.data(), len, scale, wide ? static_cast<void*>(cv.data()) : bv.data(), ldp, wide, &rv);
-            ref.softmax_codes(x.data(), len, scale, wide ? static_cast<void*>(cr.data()) : br.data(), ldp, wide, &rr);
-            int64_t sum = 0, max_code = 0;
-            for (int64_t j = 0; j < ldp; ++j) {
-              const int got = wide ? cv[j] : bv[j], want = wide ? cr[j] : br[j];
-              REQUIRE(std::abs(got - want) <= 1);
-              if (j >= len) REQUIRE(got == 0);
-              sum += got;
-              max_code = std::max<int64_t>(max_code, got);
+            const auto n = static_cast<size_t>(rows * ldp);
+            std::vector<int16_t> cv(n, -1), cr(n, -1);
+            std::vector<uint8_t> bv(n + 64, 7), br(n, 7);
+            std::vector<float> rv(rows), rr(rows);
+            vec.softmax_codes(scores.data(), lds, rows, len, scale, wide ? static_cast<void*>(cv.data()) : bv.data(),
+                              ldp, wide, rv.data());
+            ref.softmax_codes(scores.data(), lds, rows, len, scale, wide ? static_cast<void*>(cr.data()) : br.data(),
+                              ldp, wide, rr.data());
+            for (int64_t i = 0; i < rows; ++i) {
+              INFO("row " << i);
+              int64_t sum = 0, max_code = 0;
+              for (int64_t j = 0; j < ldp; ++j) {
+                const size_t at = static_cast<size_t>(i * ldp + j);
+                const int got = wide ? cv[at] : bv[at], want = wide ? cr[at] : br[at];
+                REQUIRE(std::abs(got - want) <= 1);
+                if (j >= len) REQUIRE(got == 0);
+                sum += got;
+                max_code = std::max<int64_t>(max_code, got);
+              }
+              CHECK(max_code == 255);
+              CHECK(rv[static_cast<size_t>(i)] == 1.0f / static_cast<float>(sum));
             }
-            CHECK(max_code == 255);
-            CHECK(rv == 1.0f / static_cast<float>(sum));
-            if (!wide) CHECK(bv[static_cast<size_t>(ldp)] == 7);  // nothing written past ldp
+            if (!wide) CHECK(bv[n] == 7);  // nothing written past the last row's ldp
           }
         }
       }

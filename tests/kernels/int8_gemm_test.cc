@@ -56,8 +56,9 @@ struct Avx512Vnni {
   REQUIRE(kernels::cpu::int8_kernel_for(TestType::kIsa) == kernel);                                         \
   INFO("kernel " << kernels::cpu::int8_kernel_name(kernel))
 
-constexpr Int8Epilogue kEpilogues[] = {Int8Epilogue::kBias, Int8Epilogue::kBiasGeluErf, Int8Epilogue::kBiasGeluTanh,
-                                       Int8Epilogue::kBiasRelu, Int8Epilogue::kBiasAccumulate};
+constexpr Int8Epilogue kEpilogues[] = {Int8Epilogue::kBias,           Int8Epilogue::kBiasGeluErf,
+                                       Int8Epilogue::kBiasGeluTanh,   Int8Epilogue::kBiasRelu,
+                                       Int8Epilogue::kBiasAccumulate, Int8Epilogue::kDots};
 
 const char* epilogue_name(Int8Epilogue e) {
   switch (e) {
@@ -66,6 +67,7 @@ const char* epilogue_name(Int8Epilogue e) {
     case Int8Epilogue::kBiasGeluTanh: return "bias+gelu_tanh";
     case Int8Epilogue::kBiasRelu: return "bias+relu";
     case Int8Epilogue::kBiasAccumulate: return "bias+accumulate";
+    case Int8Epilogue::kDots: return "int32 dot products";
   }
   return "?";
 }
@@ -222,6 +224,15 @@ void check_gemm(const Problem& p, Int8Epilogue e, bool with_bias) {
         }
         continue;
       }
+      if (e == Int8Epilogue::kDots) {  // the exact dot product's bits, whatever the scales and bias
+        int32_t got = 0;
+        std::memcpy(&got, &y[at], sizeof(got));
+        if (got != dots[r * p.n + j]) {
+          FAIL_CHECK("row " << r << " col " << j << ": dot product " << got << ", expected " << dots[r * p.n + j]);
+          return;
+        }
+        continue;
+      }
       const double b = with_bias ? p.bias[j] : 0.0;
       // The kernel computes fma(float(acc), float(row_scale * col_scale), bias): two relative roundings on the
       // product term and one on the sum.
@@ -246,6 +257,7 @@ void check_gemm(const Problem& p, Int8Epilogue e, bool with_bias) {
           want = gelu_tanh_ref(linear);
           tol = 1.13 * linear_tol + 1e-5 * std::fabs(want) + 1e-7;
           break;
+        case Int8Epilogue::kDots: break;  // checked above
       }
       const double err = std::fabs(y[at] - want);
       if (!(err <= tol)) {

@@ -105,13 +105,17 @@ Status float_attention(const char* op, const float* qkv, int64_t ld, const Atten
   return absl::OkStatus();
 }
 
+// int32 scores per block of int8 attention's rows: 16 KiB, a third of L1.
+constexpr int64_t kScoreBlockInts = 4096;
+
 int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns; }
 
 // One worker's buffers for int8 attention, grown to the longest sequence it has seen.
 struct Int8Scratch {
   std::vector<uint8_t> q_codes, p_codes;  // the GEMMs' activations in the kernel's code (u8 or s16)
   std::vector<float> absmax;              // the sequence's column_absmax over its [Q | K | V] columns
-  std::vector<float> q_scales, k_scales, v_scales, v_inverse, p_scales, scores;
+  std::vector<float> q_scales, v_scales, v_inverse, p_scales;
+  std::vector<int32_t> scores;  // Q Kᵀ's exact dot products
   Int8PackedWeights keys, values;
 };
 
@@ -174,19 +178,28 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
                                      ldq, s.q_codes.data(), s.q_scales.data(), s8_scale(q_max)};
     gemm.quantize(qa, 0, len);
     ops.pack_keys(k, qkv_ld, len, head_dim, s8_inverse(k_max), s.keys);
-    s.k_scales.assign(n, s8_scale(k_max));
-    s.scores.resize(n * n);
-    const Int8GemmArgs qk{
-        s.q_codes.data(), ldq, s.q_scales.data(), &s.keys, s.k_scales.data(), nullptr, Int8Epilogue::kBias,
-        s.scores.data(),  len};
-    gemm.gemm(qk, 0, len, 0, panels(s.keys));
-    // P as codes, at the row stride of the packed values.
+    // P as codes, at the row stride of the packed values, from the scores as exact int32 dot products (the kDots
+    // epilogue writes their bits; they carry the Q and K scales), a block of rows at a time so that the block's
+    // scores stay in L1 from the GEMM's stores to the softmax's loads.
     const int64_t ldp = round_up(len, 4);
     s.p_codes.resize(n * static_cast<size_t>(ldp * code_bytes));
     s.p_scales.resize(n);
-    for (int64_t i = 0; i < len; ++i) {
-      ops.softmax_codes(s.scores.data() + i * len, len, scale, s.p_codes.data() + i * ldp * code_bytes, ldp,
-                        code_bytes == 2, s.p_scales.data() + i);
+    const int64_t block = std::max<int64_t>(6, kScoreBlockInts / len / 6 * 6);  // whole 6-row tiles
+    s.scores.resize(static_cast<size_t>(std::min(block, len) * len));
+    for (int64_t i = 0; i < len; i += block) {
+      const int64_t rows_here = std::min(block, len - i);
+      const Int8GemmArgs qk{s.q_codes.data() + i * ldq * code_bytes,
+                            ldq,
+                            s.q_scales.data() + i,
+                            &s.keys,
+                            nullptr,
+                            nullptr,
+                            Int8Epilogue::kDots,
+                            reinterpret_cast<float*>(s.scores.data()),
+                            len};
+      gemm.gemm(qk, 0, rows_here, 0, panels(s.keys));
+      ops.softmax_codes(s.scores.data(), len, rows_here, len, scale * s8_scale(q_max) * s8_scale(k_max),
+                        s.p_codes.data() + i * ldp * code_bytes, ldp, code_bytes == 2, s.p_scales.data() + i);
     }
     // V per channel.
     s.v_scales.resize(static_cast<size_t>(head_dim));

@@ -52,22 +52,25 @@ void pack_values_scalar(const float* v, int64_t ldv, int64_t len, int64_t d, con
   }
 }
 
-void softmax_codes_scalar(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,
-                          float* row_scale) {
-  float m = -INFINITY;
-  for (int64_t j = 0; j < len; ++j) m = std::max(m, s[j] * scale);
-  int32_t sum = 0;
-  for (int64_t j = 0; j < ldp; ++j) {
-    // The maximum gives exp(0) = 1: code 255, so the sum is >= 255.
-    const int code = j < len ? static_cast<int>(std::nearbyint(255.0f * std::exp(std::fma(s[j], scale, -m)))) : 0;
-    sum += code;
-    if (wide) {
-      static_cast<int16_t*>(codes)[j] = static_cast<int16_t>(code);
-    } else {
-      static_cast<uint8_t*>(codes)[j] = static_cast<uint8_t>(code);
+void softmax_codes_scalar(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, void* codes,
+                          int64_t ldp, bool wide, float* row_scales) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const int32_t* row = s + i * lds;
+    const int32_t m = *std::max_element(row, row + len);
+    int32_t sum = 0;
+    for (int64_t j = 0; j < ldp; ++j) {
+      // The maximum gives exp(0) = 1: code 255, so the sum is >= 255.
+      const int code =
+          j < len ? static_cast<int>(std::nearbyint(255.0f * std::exp(static_cast<float>(row[j] - m) * scale))) : 0;
+      sum += code;
+      if (wide) {
+        static_cast<int16_t*>(codes)[i * ldp + j] = static_cast<int16_t>(code);
+      } else {
+        static_cast<uint8_t*>(codes)[i * ldp + j] = static_cast<uint8_t>(code);
+      }
     }
+    row_scales[i] = 1.0f / static_cast<float>(sum);
   }
-  *row_scale = 1.0f / static_cast<float>(sum);
 }
 
 AttentionInt8Kernels attention_int8_kernels(Int8Kernel kernel) {

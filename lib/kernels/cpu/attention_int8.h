@@ -6,8 +6,9 @@
 //                 quantize rows (a static scale) into that kernel's codes; K: its "weights", quantized the same way
 //                 to s8 and packed by pack_keys. One scale per head, not per token: per-token scales cost a horizontal
 //                 reduction per token, which at head_dim 32 took longer than the GEMM.
-//   P = softmax(S / sqrt(d)) as codes: e = exp(S * scale - max), code = round(255 * e) in [0, 255] (the maximum
-//                 is 255), row scale 1 / sum(codes); so the codes of a row sum to exactly 1 / row scale.
+//   P = softmax(S / sqrt(d)) as codes, read from the GEMM's int32 dot products (its kDots epilogue, no float pass):
+//                 e = exp((S - max S) * scale), scale = Q's scale * K's scale / sqrt(d), code = round(255 * e) in
+//                 [0, 255] (the maximum is 255), row scale 1 / sum(codes); so a row's codes sum to 1 / row scale.
 //   O = P V       P: the activations (raw codes, no +128 shift); V: the "weights", quantized per channel (scale
 //                 absmax over the tokens / 127) and packed transposed by pack_values, with zero compensation.
 // Every product is an exact integer dot product; the roundings are the codes of Q, K, P and V, and exp.
@@ -31,9 +32,10 @@ using PackKeys = void (*)(const float* k, int64_t ldk, int64_t len, int64_t d, f
 // compensation. inv has room for d rounded up to 16.
 using PackValues = void (*)(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,
                             Int8PackedWeights& w);
-// Scores s[len] -> codes[ldp] (uint8_t, or int16_t when `wide`; [len, ldp) zero), *row_scale = 1 / sum(codes).
-using SoftmaxCodes = void (*)(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,
-                              float* row_scale);
+// Integer score rows s [rows, len] at row stride lds (exact dot products, |s| < 2^23) -> per row i, codes at
+// row i * ldp (uint8_t, or int16_t when `wide`; [len, ldp) zero) and row_scales[i] = 1 / sum of its codes.
+using SoftmaxCodes = void (*)(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, void* codes,
+                              int64_t ldp, bool wide, float* row_scales);
 
 struct AttentionInt8Kernels {
   ColumnAbsmax column_absmax;
@@ -64,13 +66,13 @@ inline int8_t* packed_group(Int8PackedWeights& w, int64_t j, int64_t g) {
   return const_cast<int8_t*>(packed_group(static_cast<const Int8PackedWeights&>(w), j, g));
 }
 
-#define BRISK_DECLARE_ATTENTION_INT8(name)                                                                     \
-  void column_absmax_##name(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax);            \
-  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w); \
-  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,               \
-                          Int8PackedWeights& w);                                                               \
-  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,     \
-                            float* row_scale);
+#define BRISK_DECLARE_ATTENTION_INT8(name)                                                                      \
+  void column_absmax_##name(const float* x, int64_t ld, int64_t rows, int64_t cols, float* absmax);             \
+  void pack_keys_##name(const float* k, int64_t ldk, int64_t len, int64_t d, float inv, Int8PackedWeights& w);  \
+  void pack_values_##name(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,                \
+                          Int8PackedWeights& w);                                                                \
+  void softmax_codes_##name(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, void* codes, \
+                            int64_t ldp, bool wide, float* row_scales);
 BRISK_DECLARE_ATTENTION_INT8(scalar)  // attention_int8.cc
 BRISK_DECLARE_ATTENTION_INT8(avx2)    // attention_int8_avx2.cc
 BRISK_DECLARE_ATTENTION_INT8(avx512)  // attention_int8_avx512.cc

@@ -1,8 +1,7 @@
 // Private: the vector kernels of int8 self-attention (attention_int8.h), one template over simd.h's S for every ISA.
 // Included by attention_int8_avx512.cc and attention_int8_avx2.cc only. They give the scalar references' codes
 // (attention_int8.cc): values are clamped, then rounded half to even by adding and subtracting 1.5 * 2^23 (exact
-// for |v| < 2^22); only the softmax's exp is shorter than std::exp (exp_nonpositive), which moves a code by one at
-// most.
+// for |v| < 2^22); only the softmax's exp is shorter than std::exp (code_value), which moves a code by one at most.
 #pragma once
 
 #include <algorithm>
@@ -34,27 +33,6 @@ BRISK_SIMD_INLINE void store_bytes(void* p, typename S::V v) {
     _mm_storel_epi64(static_cast<__m128i*>(p), bytes);
   }
 }
-// W integral floats in [-32768, 32767] -> W int16.
-template <class S>
-BRISK_SIMD_INLINE void store_int16(int16_t* p, typename S::V v) {
-  if constexpr (S::kWidth == 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(v)));
-  } else {
-    const __m256i i = _mm256_cvtps_epi32(v);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1)));
-  }
-}
-
-template <class S, typename Code>
-BRISK_SIMD_INLINE void store_codes(Code* p, typename S::V v) {
-  if constexpr (sizeof(Code) == 1) {
-    store_bytes<S>(p, v);
-  } else {
-    store_int16<S>(p, v);
-  }
-}
-
 template <class S>
 BRISK_SIMD_INLINE typename S::V load_n(const float* p, int64_t n) {  // lanes >= n read as 0
   return n >= S::kWidth ? S::load(p) : S::load_partial(p, S::tail_mask(n));
@@ -145,54 +123,132 @@ void pack_values(const float* v, int64_t ldv, int64_t len, int64_t d, const floa
   std::fill_n(w.compensation.begin(), d, 0);
 }
 
-// e^x for x <= 0, to the precision 8-bit codes need: relative error ~3e-6 (degree-5 Taylor of e^r, |r| <= ln 2 / 2),
-// against the ~20 operations of simd_math.h's full-range exp; 0 (a code of 0) below -87.3.
+// ---- Softmax codes from integer scores ----
+
+// The int32 lanes a float vector of S holds, and the few integer operations the softmax needs.
 template <class S>
-BRISK_SIMD_INLINE typename S::V exp_nonpositive(typename S::V x) {
+struct Lanes;
+#if defined(__AVX512F__)
+template <>
+struct Lanes<Avx512> {
+  using I = __m512i;
+  static BRISK_SIMD_INLINE __m512 load(const int32_t* p) { return _mm512_cvtepi32_ps(_mm512_loadu_si512(p)); }
+  static BRISK_SIMD_INLINE __m512 load_partial(const int32_t* p, __mmask16 m) {
+    return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, p));
+  }
+  static BRISK_SIMD_INLINE I zero() { return _mm512_setzero_si512(); }
+  static BRISK_SIMD_INLINE I round(__m512 v) { return _mm512_cvtps_epi32(v); }  // half to even (MXCSR's default)
+  static BRISK_SIMD_INLINE I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static BRISK_SIMD_INLINE __m512 to_float(I v) { return _mm512_cvtepi32_ps(v); }
+  static BRISK_SIMD_INLINE void store(uint8_t* p, I v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
+  }
+  static BRISK_SIMD_INLINE void store(int16_t* p, I v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(v));
+  }
+};
+#endif
+#if defined(__AVX2__)
+template <>
+struct Lanes<Avx2> {
+  using I = __m256i;
+  static BRISK_SIMD_INLINE __m256 load(const int32_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static BRISK_SIMD_INLINE __m256 load_partial(const int32_t* p, __m256i m) {
+    return _mm256_cvtepi32_ps(_mm256_maskload_epi32(p, m));
+  }
+  static BRISK_SIMD_INLINE I zero() { return _mm256_setzero_si256(); }
+  static BRISK_SIMD_INLINE I round(__m256 v) { return _mm256_cvtps_epi32(v); }
+  static BRISK_SIMD_INLINE I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static BRISK_SIMD_INLINE __m256 to_float(I v) { return _mm256_cvtepi32_ps(v); }
+  static BRISK_SIMD_INLINE void store(uint8_t* p, I v) {  // codes in [0, 255]: the low byte of each int16
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(w, w));
+  }
+  static BRISK_SIMD_INLINE void store(int16_t* p, I v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+  }
+};
+#endif
+
+// 255 e^(d scale) for d = s - max(s) <= 0, as 2^(d log2(e) scale + log2(255)): the exponent's integer part goes to
+// the float's exponent bits, its fraction f in [-1/2, 1/2] through a degree-5 Taylor polynomial of 2^f (relative
+// error ~2e-7, well inside the half code that rounding leaves). Exponents below -30 give 2^-30 (code 0).
+template <class S>
+BRISK_SIMD_INLINE typename S::V code_value(typename S::V d, typename S::V log2_scale) {
   using V = typename S::V;
-  const V magic = S::set1(12583039.0f);  // 1.5 * 2^23 + 127: rounds x log2(e) and biases the exponent (simd_math.h)
-  const V xc = S::max(x, S::set1(-87.3f));
-  const V t = S::fmadd(xc, S::set1(1.44269504088896341f), magic);
-  const V k = S::sub(t, magic);
-  V r = S::fnmadd(k, S::set1(0.693359375f), xc);
-  r = S::fnmadd(k, S::set1(-2.12194440e-4f), r);
-  V y = S::fmadd(S::set1(1.0f / 120.0f), r, S::set1(1.0f / 24.0f));
-  y = S::fmadd(y, r, S::set1(1.0f / 6.0f));
-  y = S::fmadd(y, r, S::set1(0.5f));
-  y = S::fmadd(y, r, S::set1(1.0f));
-  y = S::fmadd(y, r, S::set1(1.0f));
-  return S::mul(y, S::shift_to_exponent(t));
+  const V magic = S::set1(12583039.0f);  // 1.5 * 2^23 + 127: rounds y and biases the exponent (simd_math.h)
+  const V y = S::max(S::fmadd(d, log2_scale, S::set1(7.99435343685885793f)), S::set1(-30.0f));
+  const V t = S::add(y, magic);
+  const V f = S::sub(y, S::sub(t, magic));
+  V p = S::fmadd(S::set1(1.3333558146428443e-3f), f, S::set1(9.6181291076284772e-3f));  // ln(2)^n / n!
+  p = S::fmadd(p, f, S::set1(5.5504108664821580e-2f));
+  p = S::fmadd(p, f, S::set1(2.4022650695910071e-1f));
+  p = S::fmadd(p, f, S::set1(6.9314718055994531e-1f));
+  p = S::fmadd(p, f, S::set1(1.0f));
+  return S::mul(p, S::shift_to_exponent(t));
+}
+
+// R score rows at once (independent chains for the out-of-order core: one row alone waits on its reductions).
+template <class S, typename Code, int R>
+void softmax_code_rows(const int32_t* s, int64_t lds, int64_t len, float scale, Code* codes, int64_t ldp,
+                       float* row_scales) {
+  using V = typename S::V;
+  using L = Lanes<S>;
+  constexpr int64_t W = S::kWidth;
+  const int64_t full = len / W * W;
+  const typename S::Tail tail = S::tail_mask(len - full);
+  V top[R];
+  for (int r = 0; r < R; ++r) top[r] = S::set1(-__builtin_inff());
+  for (int64_t j = 0; j < full; j += W) {
+    for (int r = 0; r < R; ++r) top[r] = S::max(top[r], L::load(s + r * lds + j));
+  }
+  if (full < len) {
+    for (int r = 0; r < R; ++r)
+      top[r] = S::max(top[r], S::keep(tail, L::load_partial(s + r * lds + full, tail), top[r]));
+  }
+  for (int r = 0; r < R; ++r) top[r] = S::set1(S::reduce_max(top[r]));
+  const V log2_scale = S::set1(scale * 1.44269504088896341f);
+  typename L::I sum[R];
+  for (int r = 0; r < R; ++r) sum[r] = L::zero();
+  for (int64_t j = 0; j < full; j += W) {
+    for (int r = 0; r < R; ++r) {
+      const typename L::I q = L::round(code_value<S>(S::sub(L::load(s + r * lds + j), top[r]), log2_scale));
+      sum[r] = L::add(sum[r], q);
+      L::store(codes + r * ldp + j, q);
+    }
+  }
+  for (int64_t j = full; j < ldp; j += W) {  // the last partial vector and the zero padding, through a buffer
+    const int64_t valid = std::max<int64_t>(0, len - j);
+    for (int r = 0; r < R; ++r) {
+      V value = S::zero();
+      if (valid > 0) {
+        const typename S::Tail m = S::tail_mask(valid);
+        value = S::keep(m, code_value<S>(S::sub(L::load_partial(s + r * lds + j, m), top[r]), log2_scale), value);
+      }
+      const typename L::I q = L::round(value);
+      sum[r] = L::add(sum[r], q);
+      alignas(64) Code buffer[W];
+      L::store(buffer, q);
+      std::memcpy(codes + r * ldp + j, buffer, static_cast<size_t>(std::min<int64_t>(W, ldp - j)) * sizeof(Code));
+    }
+  }
+  // Each lane's sum is at most 255 len / W: exact in float, and so is the total below 2^24.
+  for (int r = 0; r < R; ++r) row_scales[r] = 1.0f / S::reduce_add(L::to_float(sum[r]));
 }
 
 template <class S, typename Code>
-void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_t ldp, float* row_scale) {
-  constexpr int64_t W = S::kWidth;
-  typename S::V vmax = S::set1(-__builtin_inff());
-  int64_t j = 0;
-  for (; j + W <= len; j += W) vmax = S::max(vmax, S::load(s + j));
-  if (j < len) vmax = S::max(vmax, S::keep(S::tail_mask(len - j), S::load_partial(s + j, S::tail_mask(len - j)), vmax));
-  const typename S::V vscale = S::set1(scale);
-  const typename S::V neg_m = S::set1(-(S::reduce_max(vmax) * scale));  // scale > 0: max(s) * scale = max(s * scale)
-  const typename S::V k255 = S::set1(255.0f);
-  typename S::V sum = S::zero();
-  auto code_of = [&](typename S::V x) {
-    return round_even<S>(S::mul(k255, exp_nonpositive<S>(S::fmadd(x, vscale, neg_m))));
-  };
-  for (j = 0; j + W <= len; j += W) {
-    const typename S::V q = code_of(S::load(s + j));
-    sum = S::add(sum, q);
-    store_codes<S>(codes + j, q);
+void softmax_codes(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, Code* codes, int64_t ldp,
+                   float* row_scales) {
+  constexpr int kRows = S::kWidth == 16 ? 4 : 2;  // what the registers hold: 32 zmm, 16 ymm
+  int64_t i = 0;
+  for (; i + kRows <= rows; i += kRows) {
+    softmax_code_rows<S, Code, kRows>(s + i * lds, lds, len, scale, codes + i * ldp, ldp, row_scales + i);
   }
-  for (; j < ldp; j += W) {  // the last partial vector and the zero padding, through a buffer: codes end at ldp
-    const int64_t valid = std::max<int64_t>(0, len - j);
-    typename S::V q = S::zero();
-    if (valid > 0) q = S::keep(S::tail_mask(valid), code_of(S::load_partial(s + j, S::tail_mask(valid))), S::zero());
-    sum = S::add(sum, q);
-    alignas(64) Code tail[W];
-    store_codes<S>(tail, q);
-    std::memcpy(codes + j, tail, static_cast<size_t>(std::min<int64_t>(W, ldp - j)) * sizeof(Code));
-  }
-  *row_scale = 1.0f / S::reduce_add(sum);
+  for (; i < rows; ++i)
+    softmax_code_rows<S, Code, 1>(s + i * lds, lds, len, scale, codes + i * ldp, ldp, row_scales + i);
 }
 
 }  // namespace
@@ -211,11 +267,11 @@ void softmax_codes(const float* s, int64_t len, float scale, Code* codes, int64_
                           Int8PackedWeights& w) {                                                               \
     pack_values<S>(v, ldv, len, d, inv, w);                                                                     \
   }                                                                                                             \
-  void softmax_codes_##name(const float* s, int64_t len, float scale, void* codes, int64_t ldp, bool wide,      \
-                            float* row_scale) {                                                                 \
+  void softmax_codes_##name(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, void* codes, \
+                            int64_t ldp, bool wide, float* row_scales) {                                        \
     if (wide) {                                                                                                 \
-      softmax_codes<S>(s, len, scale, static_cast<int16_t*>(codes), ldp, row_scale);                            \
+      softmax_codes<S>(s, lds, rows, len, scale, static_cast<int16_t*>(codes), ldp, row_scales);                \
     } else {                                                                                                    \
-      softmax_codes<S>(s, len, scale, static_cast<uint8_t*>(codes), ldp, row_scale);                            \
+      softmax_codes<S>(s, lds, rows, len, scale, static_cast<uint8_t*>(codes), ldp, row_scales);                \
     }                                                                                                           \
   }

@@ -137,6 +137,10 @@ void int8_gemm_block_scalar(const Int8GemmArgs& a, int64_t row_begin, int64_t ro
         for (int64_t g = 0; g < groups; ++g) {
           for (int64_t b = 0; b < 4; ++b) acc += static_cast<int32_t>(x[4 * g + b]) * col[g * width * 4 + b];
         }
+        if (a.epilogue == Int8Epilogue::kDots) {
+          std::memcpy(y + j, &acc, sizeof(acc));
+          continue;
+        }
         // The same operations, in the same order, as the vector kernels' epilogue.
         const float scale = a.row_scales[r] * a.col_scales[j];
         float v = std::fma(static_cast<float>(acc), scale, a.bias != nullptr ? a.bias[j] : 0.0f);

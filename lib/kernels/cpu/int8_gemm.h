@@ -101,7 +101,9 @@ void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k);
 void quantize_activations(Int8Kernel kernel, const float* x, int64_t rows, int64_t k, int64_t ldq, void* xq,
                           float* row_scales, const float* channel_scale = nullptr, float static_scale = 0.0f);
 
-enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, kBiasAccumulate };
+// kDots writes the exact int32 dot products themselves (their bits, into y's floats: y must point at int32_t storage),
+// with no scale, bias or activation: int8 attention's scores, which its softmax reads as integers.
+enum class Int8Epilogue : int { kBias, kBiasGeluErf, kBiasGeluTanh, kBiasRelu, kBiasAccumulate, kDots };
 
 // y[r, j] (row stride ldy >= n) = epi(row_scales[r] * col_scales[j] * sum_k q[r,k] * w[j,k] + bias[j]) for r < m,
 // j < n; kBiasAccumulate adds that value to y's contents (y must be initialised); bias is nullable (0). xq: m rows

@@ -128,7 +128,7 @@ BRISK_SIMD_INLINE typename S::V int32_to_float(const int32_t* p) {
 }
 
 // y[row + r, col + c] = epi(float(acc[r * kInt8PanelColumns + c]) * row_scale * col_scale + bias) for c < cols
-// (the columns of one panel), stopping at n.
+// (the columns of one panel), stopping at n; kDots stores acc's bits instead.
 template <typename S, Int8Epilogue E>
 void tile_epilogue(const Int8GemmArgs& a, const int32_t* acc, int64_t row, int64_t rows, int64_t col, int64_t cols) {
   const int64_t n = a.w->n;
@@ -137,13 +137,18 @@ void tile_epilogue(const Int8GemmArgs& a, const int32_t* acc, int64_t row, int64
     const int64_t valid = std::min<int64_t>(S::kWidth, n - j);
     if (valid <= 0) break;
     const typename S::Tail mask = S::tail_mask(valid);
-    const typename S::V col_scale = S::load_partial(a.col_scales + j, mask);
-    const typename S::V bias = a.bias != nullptr ? S::load_partial(a.bias + j, mask) : S::zero();
+    constexpr bool scaled = E != Int8Epilogue::kDots;
+    const typename S::V col_scale = scaled ? S::load_partial(a.col_scales + j, mask) : S::zero();
+    const typename S::V bias = scaled && a.bias != nullptr ? S::load_partial(a.bias + j, mask) : S::zero();
     for (int64_t r = 0; r < rows; ++r) {
       float* y = a.y + (row + r) * a.ldy + j;
-      const typename S::V dot = int32_to_float<S>(acc + r * kInt8PanelColumns + c);
-      const typename S::V scale = S::mul(S::set1(a.row_scales[row + r]), col_scale);
-      typename S::V out = S::fmadd(dot, scale, bias);
+      typename S::V out;
+      if constexpr (E == Int8Epilogue::kDots) {  // the int32 bits as they are (intrinsic loads may alias)
+        out = S::load(reinterpret_cast<const float*>(acc + r * kInt8PanelColumns + c));
+      } else {
+        const typename S::V scale = S::mul(S::set1(a.row_scales[row + r]), col_scale);
+        out = S::fmadd(int32_to_float<S>(acc + r * kInt8PanelColumns + c), scale, bias);
+      }
       if constexpr (E == Int8Epilogue::kBiasGeluErf) out = vmath::gelu_erf<S>(out);
       if constexpr (E == Int8Epilogue::kBiasGeluTanh) out = vmath::gelu_tanh<S>(out);
       if constexpr (E == Int8Epilogue::kBiasRelu) out = S::max(out, S::zero());
@@ -161,6 +166,7 @@ template <typename S>
 void tile_epilogue_any(const Int8GemmArgs& a, const int32_t* acc, int64_t row, int64_t rows, int64_t col,
                        int64_t cols) {
   switch (a.epilogue) {
+    case Int8Epilogue::kDots: return tile_epilogue<S, Int8Epilogue::kDots>(a, acc, row, rows, col, cols);
     case Int8Epilogue::kBias: return tile_epilogue<S, Int8Epilogue::kBias>(a, acc, row, rows, col, cols);
     case Int8Epilogue::kBiasGeluErf: return tile_epilogue<S, Int8Epilogue::kBiasGeluErf>(a, acc, row, rows, col, cols);
     case Int8Epilogue::kBiasGeluTanh:
