@@ -135,10 +135,13 @@ Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, in
 
 bool Linear::takes_quantized_input() const { return impl_ != nullptr && impl_->quantized_row_bytes() > 0; }
 
-Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
-                       int64_t ldy) const {
-  if (impl_ == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
-  if (LinearAccess::owner(x) != impl_.get()) {
+namespace {
+
+// The checks of Linear::forward's QuantizedInput forms: x quantized for `impl`, and [first_row, first_row + rows)
+// within it.
+Status check_quantized_input(const Linear::Impl* impl, const QuantizedInput& x, int64_t first_row, int64_t rows) {
+  if (impl == nullptr) return absl::FailedPreconditionError("Linear::forward on an empty Linear");
+  if (LinearAccess::owner(x) != impl) {
     return absl::InvalidArgumentError(
         x.rows() == 0 ? "Linear::forward got an empty QuantizedInput; expected rows quantized for this Linear"
                       : "Linear::forward got a QuantizedInput quantized for another Linear; expected this one's");
@@ -148,10 +151,47 @@ Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows,
                                                    ") of a QuantizedInput; expected a range within its ", x.rows(),
                                                    " rows"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
+                       int64_t ldy) const {
+  BRISK_RETURN_IF_ERROR(check_quantized_input(impl_.get(), x, first_row, rows));
   if (rows == 0) return absl::OkStatus();
   BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
   return impl_->forward_quantized(LinearAccess::codes(x, first_row), LinearAccess::row_scales(x, first_row), rows, y,
-                                  epilogue, ldy);
+                                  epilogue, ldy, nullptr);
+}
+
+Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
+                       const Linear& consumer, QuantizedInput& q) const {
+  BRISK_RETURN_IF_ERROR(check_quantized_input(impl_.get(), x, first_row, rows));
+  if (!consumer.takes_quantized_input()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Linear::forward: the consuming Linear has ", dtype_name(consumer.weight_dtype()), " weights on ",
+        device_name(consumer.device()), "; expected an int8 Linear on the cpu (Linear::takes_quantized_input)"));
+  }
+  if (consumer.in_features() != out_features_) {
+    return absl::InvalidArgumentError(absl::StrCat("Linear::forward: the consuming Linear's in_features is ",
+                                                   consumer.in_features(),
+                                                   "; expected this Linear's out_features = ", out_features_));
+  }
+  if (&q == &x) {
+    return absl::InvalidArgumentError(
+        "Linear::forward got its input QuantizedInput as the consumer's; expected another one");
+  }
+  int64_t ldy = out_features_;
+  if (rows > 0) BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
+  const Impl& encoding = *consumer.impl_;
+  LinearAccess::prepare(q, encoding, 0, rows);
+  if (rows == 0) return absl::OkStatus();
+  const std::function<void(int64_t, int64_t)> then = [&](int64_t begin, int64_t end) {
+    LinearAccess::quantize_rows(q, encoding, y, 0, begin, end);
+  };
+  return impl_->forward_quantized(LinearAccess::codes(x, first_row), LinearAccess::row_scales(x, first_row), rows, y,
+                                  epilogue, ldy, &then);
 }
 
 #define BRISK_INSTANTIATE(T) \

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "brisk/kernels/linear.h"
@@ -23,8 +24,11 @@ struct Linear::Impl {
   // Quantizes rows [begin, end) of x (in_features floats apart) into codes (quantized_row_bytes() apart) and
   // row_scales, on the calling thread: the same values forward(x) quantizes.
   virtual void quantize_rows(const float*, int64_t, int64_t, uint8_t*, float*) const {}
-  // forward() from codes and row_scales that quantize_rows wrote; arguments checked by Linear::forward.
-  virtual Status forward_quantized(const uint8_t*, const float*, int64_t, float*, GemmEpilogue, int64_t) const {
+  // forward() from codes and row_scales that quantize_rows wrote; arguments checked by Linear::forward. With
+  // `then`, the GEMM's tasks are whole row blocks, each calling (*then)(begin, end) on its worker for the rows of y
+  // it wrote (concurrently, on disjoint ranges).
+  virtual Status forward_quantized(const uint8_t*, const float*, int64_t, float*, GemmEpilogue, int64_t,
+                                   const std::function<void(int64_t, int64_t)>*) const {
     return absl::UnimplementedError("Linear::forward of a QuantizedInput; expected an int8 Linear on the cpu");
   }
 };

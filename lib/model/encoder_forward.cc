@@ -177,14 +177,24 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
           const bool ffn_quantized,
           layer_norm(t, rows, layer.attention_ln_gamma, layer.attention_ln_beta, &layer.intermediate, ws.ffn_input, 0));
       BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
-      if (ffn_quantized) {
+      // The feed-forward's first int8 Linear quantizes its GeLU output for the second, block by block of rows.
+      const bool down_quantized = ffn_quantized && layer.output.takes_quantized_input();
+      if (down_quantized) {
+        BRISK_RETURN_IF_ERROR(layer.intermediate.forward(ws.ffn_input, 0, rows, reinterpret_cast<float*>(inter),
+                                                         ffn_epilogue, layer.output, ws.ffn_down_input));
+      } else if (ffn_quantized) {
         BRISK_RETURN_IF_ERROR(
             layer.intermediate.forward(ws.ffn_input, 0, rows, reinterpret_cast<float*>(inter), ffn_epilogue));
       } else {
         BRISK_RETURN_IF_ERROR(layer.intermediate.forward(x + t * h, rows, inter, ffn_epilogue));
       }
       BRISK_RETURN_IF_ERROR(observe(layer.output_name, inter, rows, layer.ffn_width));
-      BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, kernels::GemmEpilogue::kBiasAccumulate));
+      if (down_quantized) {
+        BRISK_RETURN_IF_ERROR(layer.output.forward(ws.ffn_down_input, 0, rows, reinterpret_cast<float*>(x + t * h),
+                                                   kernels::GemmEpilogue::kBiasAccumulate));
+      } else {
+        BRISK_RETURN_IF_ERROR(layer.output.forward(inter, rows, x + t * h, kernels::GemmEpilogue::kBiasAccumulate));
+      }
       BRISK_ASSIGN_OR_RETURN(
           qkv_quantized, layer_norm(t, rows, layer.output_ln_gamma, layer.output_ln_beta, next_qkv, ws.qkv_input, t));
     }

@@ -45,8 +45,9 @@ struct EncoderLayer {
 struct EncoderWorkspace {
   Tensor qkv, context, intermediate, hidden, hidden_f32, pooled, inputs;
   Tensor normed, gate_up;  // decoders: the RMSNorm of the residual stream, the SwiGLU's [tokens, 2 x intermediate]
-  // int8 Linears' inputs quantized by the LayerNorm before them (CPU): the feed-forward's, the next layer's QKV.
-  kernels::QuantizedInput ffn_input, qkv_input;
+  // int8 Linears' inputs quantized by the op before them (CPU): the feed-forward's and the next layer's QKV by a
+  // LayerNorm, the feed-forward's second Linear's by the first (its GeLU output).
+  kernels::QuantizedInput ffn_input, qkv_input, ffn_down_input;
   std::vector<int32_t> staging;  // the token layout's index arrays, gathered for one upload
   std::vector<float> host_rows;  // device results on their way to the caller
 };

@@ -7,6 +7,7 @@
 // An exactness case feeds integers that int8 represents without loss, so any indexing or scaling slip shows.
 #include <cmath>
 
+#include "brisk/kernels/layernorm.h"
 #include "brisk/kernels/linear.h"
 #include "brisk/quant/scheme.h"
 #include "kernel_test_util.h"
@@ -236,4 +237,98 @@ TEST_CASE("int8 Linear divides its input by input_scale before quantizing (Smoot
   REQUIRE_FALSE(tiny.ok());
   CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("input_scale[2] is 1.4013e-45"));
   CHECK_THAT(std::string(tiny.status().message()), Catch::Contains("whose inverse is finite"));
+}
+
+TEST_CASE("an int8 Linear quantizes its output for the next int8 Linear with the bits of that Linear's own pass",
+          "[kernels][gemm][quant][isa]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  using brisk::kernels::QuantizedInput;
+  // 700 rows: the GEMM's row-block tasks (several per thread); 50 rows: below them, the quantize pass after it.
+  // 72 outputs feed the second Linear: a tail in every vector width, k padded to 72.
+  const int64_t rows = GENERATE(700, 50), k = 40, mid = 72, n = 24;
+  const auto x = random_floats(static_cast<size_t>(rows * k), -3.f, 3.f, 31);
+  const std::vector<float> gamma(k, 1.0f), beta(k, 0.0f);
+  auto int8_linear = [](int64_t out, int64_t in, uint32_t seed, std::vector<int8_t>& w, std::vector<float>& scales,
+                        std::vector<float>& bias, float static_scale, std::vector<float>* smooth) {
+    const auto wf = random_floats(static_cast<size_t>(out * in), -127.f, 127.f, seed);
+    w.resize(wf.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(std::lrint(wf[i]));
+    scales = random_floats(static_cast<size_t>(out), 0.001f, 0.01f, seed + 1);
+    bias = random_floats(static_cast<size_t>(out), -0.5f, 0.5f, seed + 2);
+    return Linear::create(
+        Tensor::borrow(w.data(), {out, in}, DType::kI8), Tensor::borrow(bias.data(), {out}, DType::kF32),
+        brisk::Device::kCPU,
+        QuantScales{Tensor::borrow(scales.data(), {out}, DType::kF32), static_scale,
+                    smooth != nullptr ? Tensor::borrow(smooth->data(), {in}, DType::kF32) : Tensor()});
+  };
+  std::vector<int8_t> w1, w2;
+  std::vector<float> s1, s2, b1, b2;
+  auto smooth = random_floats(static_cast<size_t>(mid), 0.25f, 4.0f, 41);
+  auto up = int8_linear(mid, k, 51, w1, s1, b1, 0.0f, nullptr);
+  REQUIRE(up.ok());
+  struct Form {
+    const char* name;
+    float static_scale;
+    bool smooth;
+  };
+  for (const Form form :
+       {Form{"dynamic", 0.0f, false}, Form{"dynamic + SmoothQuant", 0.0f, true}, Form{"static", 0.02f, false}}) {
+    CAPTURE(form.name, rows);
+    auto down = int8_linear(n, mid, 61, w2, s2, b2, form.static_scale, form.smooth ? &smooth : nullptr);
+    REQUIRE(down.ok());
+    // The first Linear's input, quantized for it by a LayerNorm.
+    std::vector<float> normed(x.size());
+    QuantizedInput in;
+    REQUIRE(brisk::kernels::layer_norm_bias_residual_quantize(brisk::Device::kCPU, x.data(), nullptr, nullptr,
+                                                              gamma.data(), beta.data(), 1e-12f, normed.data(), rows, k,
+                                                              *up, in)
+                .ok());
+    std::vector<float> y_want(static_cast<size_t>(rows * mid)), z_want(static_cast<size_t>(rows * n));
+    REQUIRE(up->forward(in, 0, rows, y_want.data(), GemmEpilogue::kBiasGeluErf).ok());
+    REQUIRE(down->forward(y_want.data(), rows, z_want.data(), GemmEpilogue::kBias).ok());
+    std::vector<float> y(y_want.size(), -1.0f), z(z_want.size(), -1.0f);
+    QuantizedInput q;
+    REQUIRE(up->forward(in, 0, rows, y.data(), GemmEpilogue::kBiasGeluErf, *down, q).ok());
+    CHECK(y == y_want);
+    CHECK(q.rows() == rows);
+    REQUIRE(down->forward(q, 0, rows, z.data(), GemmEpilogue::kBias).ok());
+    CHECK(z == z_want);
+  }
+}
+
+TEST_CASE("an int8 Linear's quantizing forward names a wrong consumer or QuantizedInput", "[kernels][gemm][quant]") {
+  using brisk::kernels::QuantizedInput;
+  const int64_t rows = 4, k = 8, n = 6;
+  const auto x = random_floats(static_cast<size_t>(rows * k), -1.f, 1.f, 71);
+  const std::vector<float> gamma(k, 1.0f), beta(k, 0.0f);
+  std::vector<float> scales(16, 0.01f), wf(static_cast<size_t>(n * n), 0.5f), normed(x.size());
+  std::vector<float> y(static_cast<size_t>(rows * n));
+  std::vector<int8_t> w(static_cast<size_t>(n * n), 3);
+  auto make = [&](int64_t out, int64_t in) {
+    return Linear::create(Tensor::borrow(w.data(), {out, in}, DType::kI8), Tensor(), brisk::Device::kCPU,
+                          QuantScales{Tensor::borrow(scales.data(), {out}, DType::kF32), 0.0f, Tensor()});
+  };
+  auto up = make(n, k), down = make(4, n), narrow = make(4, 4);
+  auto f32 = Linear::create(Tensor::borrow(wf.data(), {n, n}, DType::kF32), Tensor(), brisk::Device::kCPU);
+  REQUIRE((up.ok() && down.ok() && narrow.ok() && f32.ok()));
+  QuantizedInput in, q;
+  REQUIRE(brisk::kernels::layer_norm_bias_residual_quantize(brisk::Device::kCPU, x.data(), nullptr, nullptr,
+                                                            gamma.data(), beta.data(), 1e-12f, normed.data(), rows, k,
+                                                            *up, in)
+              .ok());
+  auto run = [&](const Linear& consumer, QuantizedInput& out) {
+    return std::string(up->forward(in, 0, rows, y.data(), GemmEpilogue::kBias, consumer, out).message());
+  };
+  CHECK_THAT(run(*f32, q),
+             Catch::Contains("the consuming Linear has f32 weights on cpu; expected an int8 Linear on the cpu"));
+  CHECK_THAT(run(*narrow, q),
+             Catch::Contains("the consuming Linear's in_features is 4; expected this Linear's out_features = 6"));
+  CHECK_THAT(run(*down, in), Catch::Contains("got its input QuantizedInput as the consumer's; expected another one"));
+  CHECK_THAT(std::string(down->forward(in, 0, rows, y.data(), GemmEpilogue::kBias, *down, q).message()),
+             Catch::Contains("quantized for another Linear; expected this one's"));
+  CHECK_THAT(std::string(up->forward(in, 0, rows, nullptr, GemmEpilogue::kBias, *down, q).message()),
+             Catch::Contains("needs non-null x and y"));
+  CHECK(q.rows() == 0);  // nothing was written by the failed calls
+  CHECK(run(*down, q).empty());
+  CHECK(q.rows() == rows);
 }

@@ -16,6 +16,11 @@ namespace {
 // panels it computes; a multiple of the kernels' row tiles (4 and 6).
 constexpr int64_t kRowsPerTask = 192;
 
+// Rows per task of the row-block form (int8_gemm with `then`), and the fewest rows it runs on: each task reads all of
+// the weights (from L2), so blocks stay well above the row tiles, and a thread needs several blocks to balance.
+constexpr int64_t kRowsPerBlockTask = 32;
+constexpr int64_t kMinRowBlockRows = 128;
+
 // Each task should hold at least this many multiply-adds (~0.3 us of VNNI work on one core): below that, the
 // second thread's wake-up costs more than it saves.
 constexpr int64_t kMinMacsPerTask = 1 << 18;
@@ -188,6 +193,30 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
       const int64_t p_end = std::min(panels, p_begin + (end - t));
       block(args, rb * rows_per_block, std::min(m, (rb + 1) * rows_per_block), p_begin, p_end);
       t += p_end - p_begin;
+    }
+  });
+}
+
+void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
+               const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
+               int64_t ldy, const std::function<void(int64_t, int64_t)>& then) {
+  if (m <= 0 || w.n <= 0) return;
+  if (m < kMinRowBlockRows) {
+    int8_gemm(kernel, xq, ldq, row_scales, m, w, col_scales, bias, epilogue, y, ldy);
+    parallel_for(0, m, row_grain(w.n) + 1, then);
+    return;
+  }
+  const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
+  const Int8GemmBlock block = int8_row_kernels(kernel).gemm;
+  const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
+  // A multiple of the thread count of blocks, so that parallel_for's even split gives each thread as many.
+  const int64_t threads = std::max(1, num_threads());
+  const int64_t blocks = round_up((m + kRowsPerBlockTask - 1) / kRowsPerBlockTask, threads);
+  parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t first = m * b / blocks, last = m * (b + 1) / blocks;
+      block(args, first, last, 0, panels);
+      then(first, last);
     }
   });
 }

@@ -50,10 +50,15 @@ class Int8Linear final : public Linear::Impl {
     int8_row_kernels(kernel_).quantize(args, begin, end);
   }
   Status forward_quantized(const uint8_t* codes, const float* row_scales, int64_t rows, float* y, GemmEpilogue epilogue,
-                           int64_t ldy) const override {
-    const bool has_bias = bias_.defined() && bias_.numel() > 0;
-    int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(),
-              has_bias ? bias_.data<float>() : nullptr, int8_epilogue(epilogue), y, ldy);
+                           int64_t ldy, const std::function<void(int64_t, int64_t)>* then) const override {
+    const float* bias = bias_.defined() && bias_.numel() > 0 ? bias_.data<float>() : nullptr;
+    if (then != nullptr) {
+      int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(), bias,
+                int8_epilogue(epilogue), y, ldy, *then);
+    } else {
+      int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(), bias,
+                int8_epilogue(epilogue), y, ldy);
+    }
     return absl::OkStatus();
   }
 
@@ -76,7 +81,7 @@ Status Int8Linear::forward(const void* xv, int64_t rows, void* yv, GemmEpilogue 
   if (row_scales.size() < static_cast<size_t>(rows)) row_scales.resize(static_cast<size_t>(rows));
   quantize_activations(kernel_, static_cast<const float*>(xv), rows, packed_.k, packed_.k_padded, xq.data(),
                        row_scales.data(), channel_scale(), activation_scale_);
-  return forward_quantized(xq.data(), row_scales.data(), rows, static_cast<float*>(yv), epilogue, ldy);
+  return forward_quantized(xq.data(), row_scales.data(), rows, static_cast<float*>(yv), epilogue, ldy, nullptr);
 }
 
 }  // namespace
