@@ -183,12 +183,13 @@ Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows,
         "Linear::forward got its input QuantizedInput as the consumer's; expected another one");
   }
   int64_t ldy = out_features_;
-  if (rows > 0) BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
+  // y may be null here: the output then reaches only q.
+  if (rows > 0 && y != nullptr) BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
   const Impl& encoding = *consumer.impl_;
   LinearAccess::prepare(q, encoding, 0, rows);
   if (rows == 0) return absl::OkStatus();
-  const std::function<void(int64_t, int64_t)> then = [&](int64_t begin, int64_t end) {
-    LinearAccess::quantize_rows(q, encoding, y, 0, begin, end);
+  const Impl::RowsDone then = [&](int64_t begin, int64_t end, const float* block) {
+    LinearAccess::quantize_block(q, encoding, block, begin, end - begin);
   };
   return impl_->forward_quantized(LinearAccess::codes(x, first_row), LinearAccess::row_scales(x, first_row), rows, y,
                                   epilogue, ldy, &then);

@@ -25,10 +25,12 @@ struct Linear::Impl {
   // row_scales, on the calling thread: the same values forward(x) quantizes.
   virtual void quantize_rows(const float*, int64_t, int64_t, uint8_t*, float*) const {}
   // forward() from codes and row_scales that quantize_rows wrote; arguments checked by Linear::forward. With
-  // `then`, the GEMM's tasks are whole row blocks, each calling (*then)(begin, end) on its worker for the rows of y
-  // it wrote (concurrently, on disjoint ranges).
+  // `then`, the GEMM's tasks are whole row blocks, each calling (*then)(begin, end, rows) on its worker for the rows
+  // of the output it computed (concurrently, on disjoint ranges); y (ldy == out_features) may then be null: the
+  // blocks go to scratch and reach the caller through `then` only.
+  using RowsDone = std::function<void(int64_t begin, int64_t end, const float* rows)>;
   virtual Status forward_quantized(const uint8_t*, const float*, int64_t, float*, GemmEpilogue, int64_t,
-                                   const std::function<void(int64_t, int64_t)>*) const {
+                                   const RowsDone*) const {
     return absl::UnimplementedError("Linear::forward of a QuantizedInput; expected an int8 Linear on the cpu");
   }
 };
@@ -50,6 +52,11 @@ struct LinearAccess {
   static void quantize_rows(QuantizedInput& q, const Linear::Impl& consumer, const float* x, int64_t first_row,
                             int64_t begin, int64_t end) {
     consumer.quantize_rows(x, begin, end, q.codes_.data() + first_row * q.row_bytes_, q.row_scales_.data() + first_row);
+  }
+  // Quantizes `count` rows at x (consumer.in_features floats apart) into q's rows [row, row + count).
+  static void quantize_block(QuantizedInput& q, const Linear::Impl& consumer, const float* x, int64_t row,
+                             int64_t count) {
+    consumer.quantize_rows(x, 0, count, q.codes_.data() + row * q.row_bytes_, q.row_scales_.data() + row);
   }
   static const void* owner(const QuantizedInput& q) { return q.owner_; }
   static const uint8_t* codes(const QuantizedInput& q, int64_t row) { return q.codes_.data() + row * q.row_bytes_; }

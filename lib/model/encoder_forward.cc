@@ -177,10 +177,14 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
           const bool ffn_quantized,
           layer_norm(t, rows, layer.attention_ln_gamma, layer.attention_ln_beta, &layer.intermediate, ws.ffn_input, 0));
       BRISK_RETURN_IF_ERROR(observe(layer.intermediate_name, x + t * h, rows, h));
-      // The feed-forward's first int8 Linear quantizes its GeLU output for the second, block by block of rows.
+      // The feed-forward's first int8 Linear quantizes its GeLU output for the second, block by block of rows; the
+      // float output is written only for a tap to see (else each block stays in cache and reaches the second
+      // Linear as codes only).
       const bool down_quantized = ffn_quantized && layer.output.takes_quantized_input();
       if (down_quantized) {
-        BRISK_RETURN_IF_ERROR(layer.intermediate.forward(ws.ffn_input, 0, rows, reinterpret_cast<float*>(inter),
+        const bool tapped = tap != nullptr && *tap;
+        BRISK_RETURN_IF_ERROR(layer.intermediate.forward(ws.ffn_input, 0, rows,
+                                                         tapped ? reinterpret_cast<float*>(inter) : nullptr,
                                                          ffn_epilogue, layer.output, ws.ffn_down_input));
       } else if (ffn_quantized) {
         BRISK_RETURN_IF_ERROR(

@@ -115,10 +115,11 @@ class BRISK_API Linear {
   // x was quantized for another Linear or holds fewer rows.
   Status forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
                  int64_t ldy = 0) const;
-  // The same into y [rows, out_features], for an output that feeds `consumer`, another int8 Linear: y's rows are
-  // also quantized for it into q (afresh, rows [0, rows)), each block of rows by the worker that just wrote it,
-  // while it is in cache; consumer.forward(q, ...) then makes no pass of its own, with the same bits as from y.
-  // Fails if consumer does not take quantized input or its in_features is not out_features.
+  // The same for an output that feeds `consumer`, another int8 Linear: the output's rows are quantized for it into
+  // q (afresh, rows [0, rows)), each block of rows by the worker that just computed it, while it is in cache;
+  // consumer.forward(q, ...) then makes no pass of its own, with the same bits as from y. y [rows, out_features]
+  // gets the float output too; null: it is not written at all (kept per block in cache only). Fails if consumer
+  // does not take quantized input or its in_features is not out_features.
   Status forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
                  const Linear& consumer, QuantizedInput& q) const;
 

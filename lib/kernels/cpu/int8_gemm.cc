@@ -199,24 +199,46 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
 
 void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
                const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
-               int64_t ldy, const std::function<void(int64_t, int64_t)>& then) {
+               const Int8RowsDone& then) {
   if (m <= 0 || w.n <= 0) return;
+  const int64_t n = w.n;
   if (m < kMinRowBlockRows) {
-    int8_gemm(kernel, xq, ldq, row_scales, m, w, col_scales, bias, epilogue, y, ldy);
-    parallel_for(0, m, row_grain(w.n) + 1, then);
+    thread_local std::vector<float> whole;  // the caller's: y's stand-in when y is null
+    float* out = y;
+    if (out == nullptr) {
+      if (whole.size() < static_cast<size_t>(m * n)) whole.resize(static_cast<size_t>(m * n));
+      out = whole.data();
+    }
+    int8_gemm(kernel, xq, ldq, row_scales, m, w, col_scales, bias, epilogue, out, n);
+    parallel_for(0, m, row_grain(n) + 1, [&](int64_t begin, int64_t end) { then(begin, end, out + begin * n); });
     return;
   }
-  const Int8GemmArgs args{xq, ldq, row_scales, &w, col_scales, bias, epilogue, y, ldy};
   const Int8GemmBlock block = int8_row_kernels(kernel).gemm;
+  const int64_t code_bytes = int8_activation_bytes(kernel);
   const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
   // A multiple of the thread count of blocks, so that parallel_for's even split gives each thread as many.
   const int64_t threads = std::max(1, num_threads());
   const int64_t blocks = round_up((m + kRowsPerBlockTask - 1) / kRowsPerBlockTask, threads);
   parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scratch;  // the worker's: one block's output when y is null
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t first = m * b / blocks, last = m * (b + 1) / blocks;
-      block(args, first, last, 0, panels);
-      then(first, last);
+      const int64_t first = m * b / blocks, rows = m * (b + 1) / blocks - first;
+      float* out = y != nullptr ? y + first * n : nullptr;
+      if (out == nullptr) {
+        if (scratch.size() < static_cast<size_t>(rows * n)) scratch.resize(static_cast<size_t>(rows * n));
+        out = scratch.data();
+      }
+      const Int8GemmArgs args{static_cast<const uint8_t*>(xq) + first * ldq * code_bytes,
+                              ldq,
+                              row_scales + first,
+                              &w,
+                              col_scales,
+                              bias,
+                              epilogue,
+                              out,
+                              n};
+      block(args, 0, rows, 0, panels);
+      then(first, first + rows, out);
     }
   });
 }

@@ -114,13 +114,15 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
                const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
                int64_t ldy);
 
-// int8_gemm in tasks of whole row blocks (all of n for ~32 rows), each followed on its worker by then(begin, end) for
-// the rows [begin, end) it wrote, while they are in cache: a consumer's per-token quantization of y. Below 128 rows
-// (too few blocks to share out), int8_gemm's own split, then `then` over row ranges in parallel. `then` must be
-// safe to call concurrently on disjoint ranges.
+// int8_gemm in tasks of whole row blocks (all of n for ~32 rows), each followed on its worker by then(begin, end,
+// rows) for the rows [begin, end) it computed, at `rows` (n floats apart), while they are in cache: a consumer's
+// per-token quantization of y. y (ldy == n) may be null: each block then goes to a scratch buffer of its worker, and
+// no output is written but through `then`. Below 128 rows (too few blocks to share out), int8_gemm's own split, then
+// `then` over row ranges in parallel. `then` must be safe to call concurrently on disjoint ranges.
+using Int8RowsDone = std::function<void(int64_t begin, int64_t end, const float* rows)>;
 void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
                const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
-               int64_t ldy, const std::function<void(int64_t, int64_t)>& then);
+               const Int8RowsDone& then);
 
 // ---- Row kernels behind the two ops (the dispatch is in int8_gemm.cc) ----
 

@@ -50,11 +50,11 @@ class Int8Linear final : public Linear::Impl {
     int8_row_kernels(kernel_).quantize(args, begin, end);
   }
   Status forward_quantized(const uint8_t* codes, const float* row_scales, int64_t rows, float* y, GemmEpilogue epilogue,
-                           int64_t ldy, const std::function<void(int64_t, int64_t)>* then) const override {
+                           int64_t ldy, const RowsDone* then) const override {
     const float* bias = bias_.defined() && bias_.numel() > 0 ? bias_.data<float>() : nullptr;
     if (then != nullptr) {
       int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(), bias,
-                int8_epilogue(epilogue), y, ldy, *then);
+                int8_epilogue(epilogue), y, *then);
     } else {
       int8_gemm(kernel_, codes, packed_.k_padded, row_scales, rows, packed_, col_scales_.data(), bias,
                 int8_epilogue(epilogue), y, ldy);
