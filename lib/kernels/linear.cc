@@ -182,6 +182,11 @@ Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows,
     return absl::InvalidArgumentError(
         "Linear::forward got its input QuantizedInput as the consumer's; expected another one");
   }
+  if (y == nullptr && epilogue == GemmEpilogue::kBiasAccumulate) {
+    return absl::InvalidArgumentError(
+        "Linear::forward with kBiasAccumulate got a null y; expected the output to add to (null y: kBias or an "
+        "activation epilogue only)");
+  }
   int64_t ldy = out_features_;
   // y may be null here: the output then reaches only q.
   if (rows > 0 && y != nullptr) BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));

@@ -333,6 +333,8 @@ TEST_CASE("an int8 Linear's quantizing forward names a wrong consumer or Quantiz
   CHECK_THAT(run(*down, in), Catch::Contains("got its input QuantizedInput as the consumer's; expected another one"));
   CHECK_THAT(std::string(down->forward(in, 0, rows, y.data(), GemmEpilogue::kBias, *down, q).message()),
              Catch::Contains("quantized for another Linear; expected this one's"));
+  CHECK_THAT(std::string(up->forward(in, 0, rows, nullptr, GemmEpilogue::kBiasAccumulate, *down, q).message()),
+             Catch::Contains("kBiasAccumulate got a null y; expected the output to add to"));
   CHECK(q.rows() == 0);  // nothing was written by the failed calls
   CHECK(run(*down, q).empty());
   CHECK(q.rows() == rows);
