@@ -47,7 +47,8 @@ for isa in levels:
             us = statistics.median(t for t, _ in v)
             gops = statistics.median(g for _, g in v)
             kind = name.split("/")[0]
-            # per layer: QKV, attention output and FFN up read k=384 inputs, FFN down k=1536: 3 + 1 quantize passes
+            # per layer: QKV, attention output and FFN up read k=384 inputs, FFN down k=1536: 3 + 1 quantizations (in
+            # the encoder, all but the attention output's made by their producer: two LayerNorms and the GeLU GEMM)
             count = 3 if (kind == "quantize" and "k:384" in name) else 2 if kind == "layer_norm" else 1
             # the encoder's attention at this level: int8 where int8_attention_preferred() (the AVX-512 levels)
             if kind.startswith("attention_"):
