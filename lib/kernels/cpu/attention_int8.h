@@ -32,7 +32,7 @@ using PackKeys = void (*)(const float* k, int64_t ldk, int64_t len, int64_t d, f
 // compensation. inv has room for d rounded up to 16.
 using PackValues = void (*)(const float* v, int64_t ldv, int64_t len, int64_t d, const float* inv,
                             Int8PackedWeights& w);
-// Integer score rows s [rows, len] at row stride lds (exact dot products, |s| < 2^23) -> per row i, codes at
+// Integer score rows s [rows, len >= 1] at row stride lds (exact dot products, |s| < 2^23) -> per row i, codes at
 // row i * ldp (uint8_t, or int16_t when `wide`; [len, ldp) zero) and row_scales[i] = 1 / sum of its codes.
 using SoftmaxCodes = void (*)(const int32_t* s, int64_t lds, int64_t rows, int64_t len, float scale, void* codes,
                               int64_t ldp, bool wide, float* row_scales);
