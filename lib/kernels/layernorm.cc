@@ -82,8 +82,9 @@ Status layer_norm_bias_residual_quantize(Device device, const float* x, const fl
   LinearAccess::prepare(q, impl, first_row, rows);
   if (rows == 0) return absl::OkStatus();
   kernels::cpu::layer_norm_bias_residual(
-      x, bias, residual, gamma, beta, epsilon, out, rows, cols,
-      [&](int64_t begin, int64_t end) { LinearAccess::quantize_rows(q, impl, out, first_row, begin, end); });
+      x, bias, residual, gamma, beta, epsilon, out, rows, cols, [&](int64_t begin, int64_t end) {
+        LinearAccess::quantize_block(q, impl, out + begin * cols, first_row + begin, end - begin);
+      });
   return absl::OkStatus();
 }
 

@@ -48,12 +48,8 @@ struct LinearAccess {
     if (q.codes_.size() < bytes) q.codes_.resize(bytes);
     if (q.row_scales_.size() < static_cast<size_t>(q.rows_)) q.row_scales_.resize(static_cast<size_t>(q.rows_));
   }
-  // Quantizes rows [begin, end) of x into q's rows [first_row + begin, first_row + end), q prepared for consumer.
-  static void quantize_rows(QuantizedInput& q, const Linear::Impl& consumer, const float* x, int64_t first_row,
-                            int64_t begin, int64_t end) {
-    consumer.quantize_rows(x, begin, end, q.codes_.data() + first_row * q.row_bytes_, q.row_scales_.data() + first_row);
-  }
-  // Quantizes `count` rows at x (consumer.in_features floats apart) into q's rows [row, row + count).
+  // Quantizes `count` rows at x (consumer.in_features floats apart) into q's rows [row, row + count), q prepared for
+  // consumer.
   static void quantize_block(QuantizedInput& q, const Linear::Impl& consumer, const float* x, int64_t row,
                              int64_t count) {
     consumer.quantize_rows(x, 0, count, q.codes_.data() + row * q.row_bytes_, q.row_scales_.data() + row);
