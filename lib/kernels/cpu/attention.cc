@@ -108,8 +108,6 @@ Status float_attention(const char* op, const float* qkv, int64_t ld, const Atten
 // int32 scores per block of int8 attention's rows: 16 KiB, a third of L1.
 constexpr int64_t kScoreBlockInts = 4096;
 
-int64_t panels(const Int8PackedWeights& w) { return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns; }
-
 // One worker's buffers for int8 attention, grown to the longest sequence it has seen.
 struct Int8Scratch {
   std::vector<uint8_t> q_codes, p_codes;  // the GEMMs' activations in the kernel's code (u8 or s16)
@@ -197,7 +195,7 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
                             Int8Epilogue::kDots,
                             reinterpret_cast<float*>(s.scores.data()),
                             len};
-      gemm.gemm(qk, 0, rows_here, 0, panels(s.keys));
+      gemm.gemm(qk, 0, rows_here, 0, panel_count(s.keys));
       ops.softmax_codes(s.scores.data(), len, rows_here, len, scale * s8_scale(q_max) * s8_scale(k_max),
                         s.p_codes.data() + i * ldp * code_bytes, ldp, code_bytes == 2, s.p_scales.data() + i);
     }
@@ -219,7 +217,7 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
                           Int8Epilogue::kBias,
                           out,
                           hidden};
-    gemm.gemm(pv, 0, len, 0, panels(s.values));
+    gemm.gemm(pv, 0, len, 0, panel_count(s.values));
   };
   return for_each_head<Int8Scratch>(seqs, heads, prepare, attend);
 }

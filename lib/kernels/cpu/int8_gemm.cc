@@ -180,7 +180,7 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
   // Tasks are (row block, column panel) pairs, row-block-major: a thread's contiguous range of tasks sweeps all
   // panels over one row block while that block's activations (<= 192 x k elements) stay in L2, with the weights
   // (n x k bytes: 147 KB to 590 KB at MiniLM's shapes) beside them; for m <= 192 the tasks are the panels.
-  const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
+  const int64_t panels = panel_count(w);
   const int64_t row_blocks = (m + kRowsPerTask - 1) / kRowsPerTask;
   const int64_t rows_per_block = (m + row_blocks - 1) / row_blocks;
   const int64_t macs_per_task = rows_per_block * kInt8PanelColumns * w.k_padded;
@@ -215,7 +215,7 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
   }
   const Int8GemmBlock block = int8_row_kernels(kernel).gemm;
   const int64_t code_bytes = int8_activation_bytes(kernel);
-  const int64_t panels = (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
+  const int64_t panels = panel_count(w);
   // A multiple of the thread count of blocks, so that parallel_for's even split gives each thread as many.
   const int64_t threads = std::max(1, num_threads());
   const int64_t blocks = round_up((m + kRowsPerBlockTask - 1) / kRowsPerBlockTask, threads);

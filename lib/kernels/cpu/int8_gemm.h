@@ -89,6 +89,11 @@ Int8PackedWeights pack_int8_weights(const int8_t* w, int64_t n, int64_t k);
 
 inline constexpr int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 
+// The panels of w: the range of panel indices the GEMM blocks take.
+inline int64_t panel_count(const Int8PackedWeights& w) {
+  return (w.n_padded + kInt8PanelColumns - 1) / kInt8PanelColumns;
+}
+
 // Sets w's shape for n x k (k_padded, n_padded as above) and sizes its buffers, keeping their capacity; the caller
 // writes the bytes (int8 attention packs K and V into reused weights this way, per head).
 void reshape_packed(Int8PackedWeights& w, int64_t n, int64_t k);
