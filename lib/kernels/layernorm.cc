@@ -58,15 +58,7 @@ Status layer_norm_bias_residual_quantize(Device device, const float* x, const fl
     return absl::InvalidArgumentError(absl::StrCat(kOp, " for a Linear on ", device_name(device),
                                                    "; expected cpu (the int8 Linears that take quantized input)"));
   }
-  if (!consumer.takes_quantized_input()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kOp, ": the consuming Linear has ", dtype_name(consumer.weight_dtype()), " weights on ",
-        device_name(consumer.device()), "; expected an int8 Linear on the cpu (Linear::takes_quantized_input)"));
-  }
-  if (consumer.in_features() != cols) {
-    return absl::InvalidArgumentError(absl::StrCat(kOp, ": the consuming Linear's in_features is ",
-                                                   consumer.in_features(), "; expected cols = ", cols));
-  }
+  BRISK_RETURN_IF_ERROR(LinearAccess::check_consumer(kOp, consumer, cols, "cols"));
   BRISK_RETURN_IF_ERROR(kernels::check_sizes(kOp, {{"rows", rows}, {"cols", cols}, {"first_row", first_row}}));
   const Linear::Impl& impl = *LinearAccess::impl(consumer);
   if (first_row > 0 && (LinearAccess::owner(q) != &impl || q.rows() != first_row)) {

@@ -135,6 +135,19 @@ Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, in
 
 bool Linear::takes_quantized_input() const { return impl_ != nullptr && impl_->quantized_row_bytes() > 0; }
 
+Status LinearAccess::check_consumer(const char* op, const Linear& consumer, int64_t width, const char* width_name) {
+  if (!consumer.takes_quantized_input()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": the consuming Linear has ", dtype_name(consumer.weight_dtype()), " weights on ",
+        device_name(consumer.device()), "; expected an int8 Linear on the cpu (Linear::takes_quantized_input)"));
+  }
+  if (consumer.in_features() != width) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": the consuming Linear's in_features is ",
+                                                   consumer.in_features(), "; expected ", width_name, " = ", width));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // The checks of Linear::forward's QuantizedInput forms: x quantized for `impl`, and [first_row, first_row + rows)
@@ -168,16 +181,8 @@ Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows,
 Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows, float* y, GemmEpilogue epilogue,
                        const Linear& consumer, QuantizedInput& q) const {
   BRISK_RETURN_IF_ERROR(check_quantized_input(impl_.get(), x, first_row, rows));
-  if (!consumer.takes_quantized_input()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Linear::forward: the consuming Linear has ", dtype_name(consumer.weight_dtype()), " weights on ",
-        device_name(consumer.device()), "; expected an int8 Linear on the cpu (Linear::takes_quantized_input)"));
-  }
-  if (consumer.in_features() != out_features_) {
-    return absl::InvalidArgumentError(absl::StrCat("Linear::forward: the consuming Linear's in_features is ",
-                                                   consumer.in_features(),
-                                                   "; expected this Linear's out_features = ", out_features_));
-  }
+  BRISK_RETURN_IF_ERROR(
+      LinearAccess::check_consumer("Linear::forward", consumer, out_features_, "this Linear's out_features"));
   if (&q == &x) {
     return absl::InvalidArgumentError(
         "Linear::forward got its input QuantizedInput as the consumer's; expected another one");

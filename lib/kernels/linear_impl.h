@@ -38,6 +38,9 @@ struct Linear::Impl {
 // What lib/kernels reads and writes behind Linear's and QuantizedInput's public faces.
 struct LinearAccess {
   static const Linear::Impl* impl(const Linear& l) { return l.impl_.get(); }
+  // That `consumer` takes a producer's quantized rows of `width` floats: an int8 Linear on the cpu whose in_features
+  // is width. The errors start with `op` and call the width `width_name` (linear.cc).
+  static Status check_consumer(const char* op, const Linear& consumer, int64_t width, const char* width_name);
   // Makes q hold rows [0, first_row + rows) of consumer's encoding: afresh when first_row is 0, else keeping the
   // rows it holds (the caller checked that q is consumer's and holds first_row rows).
   static void prepare(QuantizedInput& q, const Linear::Impl& consumer, int64_t first_row, int64_t rows) {
