@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "brisk/core/cpu_features.h"
 #include "brisk/core/internal/contention.h"
 #include "brisk/core/parallel.h"
+#include "test_skip.h"
 
 TEST_CASE("parallel_for covers every index exactly once", "[core]") {
   brisk::set_num_threads(2);
@@ -21,6 +23,29 @@ TEST_CASE("parallel_for covers every index exactly once", "[core]") {
     });
     for (int64_t i = 0; i < n; ++i) REQUIRE(hits[static_cast<size_t>(i)].load() == 1);
   }
+}
+
+TEST_CASE("parallel_for: a worker that stalls does not hold its share, the others take it", "[core]") {
+  brisk::ScopedNumThreads two(2);
+  if (brisk::num_threads() < 2) {
+    BRISK_SKIP("the contention gate holds this process at one thread (late parallel regions: a busy host)");
+  }
+  // The calling thread is member 0 of the region and owns [0, 32); its first chunk stalls 200 ms. The other member
+  // runs its own share, then the rest of member 0's while it sleeps: every index once, most by the other thread.
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<int>> hits(64);
+  std::atomic<int64_t> by_caller{0};
+  std::atomic<bool> stalled{false};
+  brisk::parallel_for(0, 64, 1, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() == caller) {
+      by_caller.fetch_add(e - b);
+      if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+  });
+  for (size_t i = 0; i < hits.size(); ++i) REQUIRE(hits[i].load() == 1);
+  // A static split would leave the caller all 32 of its share; it ran its first chunk (8) and at most a few more.
+  CHECK(by_caller.load() < 32);
 }
 
 TEST_CASE("parallel_for_dynamic covers every index exactly once", "[core]") {

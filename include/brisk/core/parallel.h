@@ -89,8 +89,10 @@ class BRISK_API ComputeShare {
 };
 
 // Splits [begin, end) into contiguous chunks of at least `grain` indices and calls fn(chunk_begin, chunk_end)
-// on each, in parallel. Runs inline when the range is smaller than two grains or when called from inside
-// another parallel region.
+// on each, in parallel, each index exactly once. Each worker starts on its own even share of the range, front to
+// back in a few chunks, and a worker done early takes chunks from the others' shares, so a worker that is slowed
+// or descheduled does not hold the call's end. Runs inline when the range is smaller than two grains or when
+// called from inside another parallel region.
 BRISK_API void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 // Calls fn(i) for each i in [begin, end), handing indices out one at a time to whichever worker is free: for
