@@ -1,6 +1,7 @@
 // bias_gelu on the cpu (exact erf form and FastGeLU tanh form) against double-precision references, per ISA level.
 #include "brisk/kernels/gelu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -99,6 +100,40 @@ TEST_CASE("bias_gelu limits: gelu(0) = 0, gelu(+big) = x, gelu(-big) = 0", "[ker
     if (y[i] != 0.0f && nonzero++ == 0) UNSCOPED_INFO("first: gelu(" << neg[i] << ") = " << y[i]);
   }
   CHECK(nonzero == 0);
+}
+
+TEST_CASE("bias_gelu's erf form stays within its documented error on a dense sweep and at every table edge",
+          "[kernels][isa]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  // The zmm levels evaluate erf(t / sqrt 2) / 2 from a 32-interval table on [0, 8) (simd_math.h): 1.2e-7 absolute on
+  // it, so 1.2e-7 |x| on gelu; the others through erf (0.5e-6 |x|). Every interval's two edges (where a wrong index
+  // or a wrong u would show), a dense sweep of [-9, 9], and around 5.5, where the table becomes exactly 1/2.
+  std::vector<float> x;
+  for (int i = -36; i <= 36; ++i) {
+    const float edge = 0.25f * static_cast<float>(i);
+    x.push_back(edge);
+    x.push_back(std::nextafter(edge, -100.0f));
+    x.push_back(std::nextafter(edge, 100.0f));
+  }
+  for (int i = 0; i <= 180000; ++i) x.push_back(-9.0f + 18.0f * static_cast<float>(i) / 180000.0f);
+  std::vector<float> y = x;
+  REQUIRE(bias_gelu(Device::kCPU, y.data(), nullptr, 1, static_cast<int64_t>(y.size()), GeluApproximation::kErf).ok());
+  const bool zmm = isa >= CpuIsa::kAvx512;
+  double worst = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = gelu_erf_ref(x[i]);
+    const double err = std::fabs(y[i] - want);
+    // The result's own rounding (half an ulp) on top of the approximation's error.
+    const double tol = (zmm ? 1.2e-7 : 5e-7) * std::fabs(x[i]) + 6e-8 * std::fabs(want) + 1e-30;
+    worst = std::max(worst, err / (std::fabs(x[i]) + 1e-30));
+    if (!(err <= tol)) {
+      FAIL_CHECK("gelu(" << x[i] << ") = " << y[i] << ", want " << want << " (error " << err << ", tolerance " << tol
+                         << ")");
+      return;
+    }
+  }
+  INFO("max error / |x| " << worst);
+  SUCCEED();
 }
 
 TEST_CASE("bias_gelu with zero rows or columns does nothing", "[kernels]") {
