@@ -104,8 +104,8 @@ std::string Linear::kernel_name() const { return impl_ != nullptr ? impl_->kerne
 uint64_t cuda_int8_fallback_calls() { return cuda::int8_fallback_calls(); }
 
 Status Linear::check_output(const void* y, int64_t rows, GemmEpilogue epilogue, int64_t& ldy) const {
-  if (y == nullptr || rows < 0)
-    return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
+  if (rows < 0) return absl::InvalidArgumentError(absl::StrCat("Linear::forward rows is ", rows, "; expected >= 0"));
+  if (y == nullptr) return absl::InvalidArgumentError("Linear::forward got a null y; expected the output rows");
   if (ldy == 0) ldy = out_features_;
   if (ldy < out_features_) {
     return absl::InvalidArgumentError(
@@ -128,7 +128,7 @@ Status Linear::forward(const T* x, int64_t rows, T* y, GemmEpilogue epilogue, in
                                                    " (the Linear's activation dtype)"));
   }
   if (rows == 0) return absl::OkStatus();
-  if (x == nullptr) return absl::InvalidArgumentError("Linear::forward needs non-null x and y and rows >= 0");
+  if (x == nullptr) return absl::InvalidArgumentError("Linear::forward got a null x; expected the input rows");
   BRISK_RETURN_IF_ERROR(check_output(y, rows, epilogue, ldy));
   return impl_->forward(x, rows, y, epilogue, ldy);
 }
@@ -198,7 +198,7 @@ Status Linear::forward(const QuantizedInput& x, int64_t first_row, int64_t rows,
   const Impl& encoding = *consumer.impl_;
   LinearAccess::prepare(q, encoding, 0, rows);
   if (rows == 0) return absl::OkStatus();
-  const Impl::RowsDone then = [&](int64_t begin, int64_t end, const float* block) {
+  const RowsDone then = [&](int64_t begin, int64_t end, const float* block) {
     LinearAccess::quantize_block(q, encoding, block, begin, end - begin);
   };
   return impl_->forward_quantized(LinearAccess::codes(x, first_row), LinearAccess::row_scales(x, first_row), rows, y,

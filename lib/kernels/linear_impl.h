@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "brisk/kernels/linear.h"
+#include "rows_done.h"
 
 namespace brisk::kernels {
 
@@ -28,7 +28,6 @@ struct Linear::Impl {
   // `then`, the GEMM's tasks are whole row blocks, each calling (*then)(begin, end, rows) on its worker for the rows
   // of the output it computed (concurrently, on disjoint ranges); y (ldy == out_features) may then be null: the
   // blocks go to scratch and reach the caller through `then` only.
-  using RowsDone = std::function<void(int64_t begin, int64_t end, const float* rows)>;
   virtual Status forward_quantized(const uint8_t*, const float*, int64_t, float*, GemmEpilogue, int64_t,
                                    const RowsDone*) const {
     return absl::UnimplementedError("Linear::forward of a QuantizedInput; expected an int8 Linear on the cpu");

@@ -82,8 +82,13 @@ TEST_CASE("Linear rejects bad weights and arguments", "[kernels][gemm]") {
                                            brisk::Device::kCPU);
   REQUIRE(fc.ok());
   std::vector<float> y(3);
-  CHECK_FALSE(fc->forward(static_cast<const float*>(nullptr), 1, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
-  CHECK_FALSE(fc->forward(w.data(), -1, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());
+  const auto message = [](const brisk::Status& s) { return std::string(s.message()); };
+  CHECK(message(fc->forward(static_cast<const float*>(nullptr), 1, y.data(), brisk::kernels::GemmEpilogue::kBias)) ==
+        "Linear::forward got a null x; expected the input rows");
+  CHECK(message(fc->forward(w.data(), 1, static_cast<float*>(nullptr), brisk::kernels::GemmEpilogue::kBias)) ==
+        "Linear::forward got a null y; expected the output rows");
+  CHECK(message(fc->forward(w.data(), -1, y.data(), brisk::kernels::GemmEpilogue::kBias)) ==
+        "Linear::forward rows is -1; expected >= 0");
   CHECK(fc->forward(w.data(), 0, static_cast<float*>(nullptr), brisk::kernels::GemmEpilogue::kBias)
             .ok());  // nothing to do
   CHECK_FALSE(brisk::kernels::Linear().forward(w.data(), 1, y.data(), brisk::kernels::GemmEpilogue::kBias).ok());

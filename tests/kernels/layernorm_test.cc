@@ -296,7 +296,7 @@ TEST_CASE("layer_norm_bias_residual_quantize and Linear::forward name a wrong co
   CHECK_THAT(std::string(int8->forward(q, 6, 3, y.data(), GemmEpilogue::kBias).message()),
              Catch::Contains("rows [6, 9) of a QuantizedInput; expected a range within its 8 rows"));
   CHECK_THAT(std::string(int8->forward(q, 0, rows, nullptr, GemmEpilogue::kBias).message()),
-             Catch::Contains("needs non-null x and y"));
+             Catch::Contains("got a null y; expected the output rows"));
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
 
 void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
                const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
-               const Int8RowsDone& then) {
+               const RowsDone& then) {
   if (m <= 0 || w.n <= 0) return;
   const int64_t n = w.n;
   if (m < kMinRowBlockRows) {

@@ -32,11 +32,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <new>
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
+#include "../rows_done.h"
 
 namespace brisk::kernels::cpu {
 
@@ -124,10 +124,9 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
 // per-token quantization of y. y (ldy == n) may be null: each block then goes to a scratch buffer of its worker, and
 // no output is written but through `then`. Below 128 rows (too few blocks to share out), int8_gemm's own split, then
 // `then` over row ranges in parallel. `then` must be safe to call concurrently on disjoint ranges.
-using Int8RowsDone = std::function<void(int64_t begin, int64_t end, const float* rows)>;
 void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_scales, int64_t m,
                const Int8PackedWeights& w, const float* col_scales, const float* bias, Int8Epilogue epilogue, float* y,
-               const Int8RowsDone& then);
+               const RowsDone& then);
 
 // ---- Row kernels behind the two ops (the dispatch is in int8_gemm.cc) ----
 
