@@ -289,22 +289,22 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     return;
   }
   // Member t owns the t-th of `threads` even, contiguous shares and takes it front to back, a piece (a quarter of
-  // it, at least a grain) at a time; a member done with its own share then takes pieces from the others' fronts.
-  // With equal members each runs just its share, in order, as a static split does; a member that is descheduled
-  // (a busy host) or slowed no longer holds the region's end, and a share whose member never started (a team
-  // smaller than asked) is run by the others.
+  // it, or fewer pieces so that each holds at least a grain) at a time; a member done with its own share then takes
+  // pieces from the others' fronts. With equal members each runs just its share, in order, as a static split does; a
+  // member that is descheduled (a busy host) or slowed no longer holds the region's end, and a share whose member
+  // never started (a team smaller than asked) is run by the others.
   constexpr int64_t kPiecesPerShare = 4;
   struct alignas(64) Share {  // one cache line each: the members claim pieces concurrently
-    std::atomic<int64_t> next;
-    int64_t end;
-    int64_t piece;
+    std::atomic<int64_t> next{0};
+    int64_t begin = 0, size = 0, pieces = 1;
+    int64_t piece_begin(int64_t j) const { return begin + size * j / pieces; }
   };
   std::vector<Share> shares(static_cast<size_t>(threads));
   for (int64_t t = 0; t < threads; ++t) {
     Share& s = shares[static_cast<size_t>(t)];
-    s.next.store(begin + n * t / threads, std::memory_order_relaxed);
-    s.end = begin + n * (t + 1) / threads;
-    s.piece = std::max(grain, (s.end - s.next.load(std::memory_order_relaxed) + kPiecesPerShare - 1) / kPiecesPerShare);
+    s.begin = begin + n * t / threads;
+    s.size = begin + n * (t + 1) / threads - s.begin;  // >= grain: threads <= n / grain
+    s.pieces = std::clamp<int64_t>(s.size / grain, 1, kPiecesPerShare);
   }
   RegionErrors errors;
   MemberStarts starts;
@@ -314,9 +314,9 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     const int t = omp_get_thread_num();
     for (int k = 0; k < threads; ++k) {
       Share& s = shares[static_cast<size_t>((t + k) % threads)];
-      for (int64_t b = s.next.fetch_add(s.piece, std::memory_order_relaxed); b < s.end;
-           b = s.next.fetch_add(s.piece, std::memory_order_relaxed)) {
-        errors.run([&] { fn(b, std::min(b + s.piece, s.end)); });
+      for (int64_t j = s.next.fetch_add(1, std::memory_order_relaxed); j < s.pieces;
+           j = s.next.fetch_add(1, std::memory_order_relaxed)) {
+        errors.run([&] { fn(s.piece_begin(j), s.piece_begin(j + 1)); });
       }
     }
   }
