@@ -44,11 +44,20 @@ Status for_each_head(const AttentionRows& seqs, int64_t heads, const Prepare& pr
         for (int64_t h = 0; h < heads; ++h) attend(b, h, scratch);
       });
     } else {
-      // Few sequences: split their heads between the workers.
+      // Few sequences: split their heads between the workers. A worker may get several chunks of one sequence's
+      // heads (parallel_for's pieces): it prepares each sequence once per call.
+      static std::atomic<uint64_t> calls{0};
+      const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
       parallel_for(0, seqs.batch * heads, 1, [&](int64_t begin, int64_t end) {
         thread_local Scratch scratch;
+        thread_local uint64_t prepared_call = 0;  // (call, sequence) that scratch holds the preparation of
+        thread_local int64_t prepared_sequence = -1;
         for (int64_t i = begin; i < end; ++i) {
-          if (i == begin || i % heads == 0) prepare(i / heads, scratch);
+          if (prepared_call != call || prepared_sequence != i / heads) {
+            prepare(i / heads, scratch);
+            prepared_call = call;
+            prepared_sequence = i / heads;
+          }
           attend(i / heads, i % heads, scratch);
         }
       });
