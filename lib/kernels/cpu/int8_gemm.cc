@@ -216,7 +216,7 @@ void int8_gemm(Int8Kernel kernel, const void* xq, int64_t ldq, const float* row_
   const Int8GemmBlock block = int8_row_kernels(kernel).gemm;
   const int64_t code_bytes = int8_activation_bytes(kernel);
   const int64_t panels = panel_count(w);
-  // A multiple of the thread count of blocks, so that parallel_for's even split gives each thread as many.
+  // A multiple of the thread count of blocks, so that parallel_for's even shares give each thread as many.
   const int64_t threads = std::max(1, num_threads());
   const int64_t blocks = round_up((m + kRowsPerBlockTask - 1) / kRowsPerBlockTask, threads);
   parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
