@@ -11,6 +11,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -299,9 +300,17 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     int64_t begin = 0, size = 0, pieces = 1;
     int64_t piece_begin(int64_t j) const { return begin + size * j / pieces; }
   };
-  std::vector<Share> shares(static_cast<size_t>(threads));
+  // On the stack for the usual team sizes: no allocation per region on this hot path.
+  constexpr int kStackShares = 16;
+  Share stack_shares[kStackShares];
+  std::unique_ptr<Share[]> heap_shares;
+  Share* shares = stack_shares;
+  if (threads > kStackShares) {
+    heap_shares = std::make_unique<Share[]>(static_cast<size_t>(threads));
+    shares = heap_shares.get();
+  }
   for (int64_t t = 0; t < threads; ++t) {
-    Share& s = shares[static_cast<size_t>(t)];
+    Share& s = shares[t];
     s.begin = begin + n * t / threads;
     s.size = begin + n * (t + 1) / threads - s.begin;  // >= grain: threads <= n / grain
     s.pieces = std::clamp<int64_t>(s.size / grain, 1, kPiecesPerShare);
@@ -313,7 +322,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
     starts.started();
     const int t = omp_get_thread_num();
     for (int k = 0; k < threads; ++k) {
-      Share& s = shares[static_cast<size_t>((t + k) % threads)];
+      Share& s = shares[(t + k) % threads];
       for (int64_t j = s.next.fetch_add(1, std::memory_order_relaxed); j < s.pieces;
            j = s.next.fetch_add(1, std::memory_order_relaxed)) {
         errors.run([&] { fn(s.piece_begin(j), s.piece_begin(j + 1)); });

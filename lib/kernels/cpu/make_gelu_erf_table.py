@@ -5,8 +5,8 @@ simd_math.h, gelu(x) = x / 2 + |x| E(|x|).
 [0, 8) is cut into 32 intervals of 1/4; on interval i, with u = 4t - i in [0, 1), E is a degree-4 polynomial in u:
 a Chebyshev least-squares fit (near minimax) of the double-precision E, rounded to float. From t = 5.5 on the
 intervals are the constant 1/2 exactly (E(5.5) = 1/2 - 1.9e-8, E(5.55) = 1/2 - 1.4e-8: from there the float nearest
-E is 1/2, as the float nearest erf(t / sqrt 2) is 1), so that gelu(x) is exactly x or 0 for large |x|. The script evaluates every interval in float32 Horner form, as the kernel does, and fails if
-the error exceeds 1.2e-7.
+E is 1/2, as the float nearest erf(t / sqrt 2) is 1), so that gelu(x) is exactly x or 0 for large |x|. The script
+evaluates every interval in float32 Horner form, as the kernel does, and fails if the error exceeds 1.2e-7.
 
     ~/.cache/brisk/pyref/bin/python lib/kernels/cpu/make_gelu_erf_table.py > lib/kernels/cpu/gelu_erf_table.h
 """
