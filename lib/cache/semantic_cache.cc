@@ -92,11 +92,6 @@ StatusOr<std::string> checked_question(std::string_view question, std::string_vi
   return nq;
 }
 
-TimePoint expiry_after(TimePoint now, Duration ttl) {
-  if (ttl >= TimePoint::max() - now) return TimePoint::max();
-  return now + ttl;
-}
-
 // Removes a live slot; the caller holds t.mu exclusively.
 void remove_slot(SemanticTenant& t, uint32_t label) {
   SemanticSlot& s = t.slots[label];
@@ -255,7 +250,7 @@ Status SemanticCache::insert(std::string_view tenant, std::string_view question,
         absl::StrCat("SemanticCache::insert: ttl is ", options.ttl.count(), " ns; expected >= 0 (0: default_ttl)"));
   Duration ttl = options.ttl > Duration::zero() ? options.ttl : impl_->options.default_ttl;
   return impl_->insert_until(tenant, question, embedding, std::move(answer), options.tags,
-                             expiry_after(impl_->clock->now(), ttl));
+                             deadline_after(impl_->clock->now(), ttl));
 }
 
 SemanticLookup SemanticCache::lookup(std::string_view tenant_name, std::string_view question,

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -185,6 +186,37 @@ TEST_CASE("Cache: an invalidation during a load keeps the loaded value out", "[c
   loader_thread.join();
   CHECK(*r == 1);  // the caller still gets what it asked for
   CHECK_FALSE(cache->contains(5));
+}
+
+TEST_CASE("Cache: a get_or_load after an invalidation loads afresh instead of joining the withdrawn load",
+          "[cache][cache-core][singleflight]") {
+  auto cache = make(entries(100, 1));
+  std::latch loading(1), release(1);
+  StatusOr<uint64_t> first;
+  std::thread loader_thread([&] {
+    first = cache->get_or_load(5, [&](const uint64_t&) -> StatusOr<uint64_t> {
+      loading.count_down();
+      release.wait();
+      return 1;  // computed from the data the invalidation withdrew
+    });
+  });
+  loading.wait();
+  SECTION("invalidate") { cache->invalidate(5); }
+  SECTION("invalidate_all") { cache->invalidate_all(); }
+  // A caller arriving after the invalidation must not wait for, nor get, the withdrawn load's value. Asked on its
+  // own thread: joining the old load would block until release.
+  auto second = std::async(std::launch::async, [&] {
+    return cache->get_or_load(5, [](const uint64_t&) -> StatusOr<uint64_t> { return 2; });
+  });
+  const bool answered = second.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  release.count_down();
+  loader_thread.join();
+  CHECK(answered);
+  const StatusOr<uint64_t> fresh = second.get();
+  REQUIRE(fresh.ok());
+  CHECK(*fresh == 2);
+  CHECK(*first == 1);                                  // the first caller still gets what it asked for
+  CHECK(cache->get(5) == std::optional<uint64_t>(2));  // and only the fresh value is stored
 }
 
 TEST_CASE("Cache: XFetch refreshes a hot entry before it expires", "[cache][cache-core][refresh]") {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -220,6 +221,40 @@ TEST_CASE("Cache: a per-entry ttl overrides expire_after_write", "[cache][cache-
   clock->advance(1h);
   CHECK_FALSE(c2->get("ttl"));
   CHECK(c2->get("forever"));
+}
+
+TEST_CASE("Cache: a ttl of Duration::max() never expires instead of overflowing", "[cache][cache-core][expiry]") {
+  auto clock = std::make_shared<ManualClock>();
+  const Duration forever = Duration::max();
+  SECTION("per-entry ttl") {
+    auto o = entries(100);
+    o.clock = clock;
+    auto cache = make(o);
+    cache->put("k", "v", with_ttl(forever));
+    clock->advance(24h * 365);
+    CHECK(cache->get("k") == std::optional<std::string>("v"));
+    CHECK(cache->stats().expirations == 0);
+  }
+  SECTION("expire_after_write") {
+    auto o = entries(100);
+    o.clock = clock;
+    o.expire_after_write = forever;
+    auto cache = make(o);
+    cache->put("k", "v");
+    clock->advance(24h * 365);
+    CHECK(cache->get("k") == std::optional<std::string>("v"));
+  }
+  SECTION("expire_after_access") {
+    auto o = entries(100);
+    o.clock = clock;
+    o.expire_after_access = forever - 1s;
+    auto cache = make(o);
+    cache->put("k", "v");
+    clock->advance(24h * 365);
+    CHECK(cache->get("k") == std::optional<std::string>("v"));
+    cache->put("k2", "v2");  // a write drains what has expired: nothing has
+    CHECK(cache->size() == 2);
+  }
 }
 
 TEST_CASE("Cache: expired entries are never returned and are reclaimed", "[cache][cache-core][expiry]") {

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -212,6 +214,62 @@ TEST_CASE("tiered cache invalidation by one instance drops the other's L1 entry"
   a->invalidate("t", "k");
   REQUIRE(a->flush(5s));
   CHECK(server.raw({"EXISTS", stored_key(*a, "t", "k")}) == "0");
+}
+
+TEST_CASE("tiered cache get that read Redis before an invalidation does not leave the old value in L1",
+          "[cache][tiered]") {
+  RedisServer server;
+  REQUIRE(server.ok());
+  // The L1 weigher runs inside the backfill's put: it holds the reader there, after its Redis read, while the
+  // value is invalidated (or replaced), then lets it go on.
+  std::atomic<bool> hold{false};
+  std::atomic<bool> held{false}, release{false};
+  auto o = options_for<std::string>(server.port());
+  o.l1.max_entries = 0;
+  o.l1.max_weight = 1 << 20;
+  o.l1.weigher = [&](const std::string&, const std::string&) -> uint64_t {
+    if (hold.exchange(false)) {
+      held = true;
+      while (!release) std::this_thread::yield();
+    }
+    return 1;
+  };
+  auto made = StringCache::create(o);
+  REQUIRE(made.ok());
+  auto& c = *made;
+  REQUIRE(wait_until([&] { return c->stats().redis.subscribed; }));
+  const std::string l1k = StringCache::l1_key("t", "q");
+
+  const auto race = [&](const PutOptions& put_options, const std::function<void()>& change) {
+    c->put("t", "q", "answer-v1", put_options);
+    REQUIRE(c->flush(5s));
+    c->l1().invalidate_all();  // L1 misses, Redis has it (another instance wrote it, or L1 evicted it)
+    held = false;
+    release = false;
+    hold = true;
+    std::optional<std::string> concurrent;
+    std::thread reader([&] { concurrent = c->get("t", "q"); });
+    REQUIRE(wait_until([&] { return held.load(); }));  // the reader has read answer-v1 from Redis
+    change();
+    release = true;
+    reader.join();
+    CHECK(concurrent == std::optional<std::string>("answer-v1"));  // it began before the change
+  };
+
+  SECTION("invalidate") {
+    race({}, [&] { REQUIRE(c->invalidate("t", "q").l2_status.ok()); });
+    CHECK_FALSE(c->l1().contains(l1k));
+    CHECK_FALSE(c->get("t", "q").has_value());
+  }
+  SECTION("invalidate_tag") {
+    race({.tags = {"kb-v1"}}, [&] { REQUIRE(c->invalidate_tag("kb-v1").l2_status.ok()); });
+    CHECK_FALSE(c->l1().contains(l1k));
+  }
+  SECTION("put of a new value") {
+    race({}, [&] { c->put("t", "q", "answer-v2"); });
+    REQUIRE(c->flush(5s));
+    CHECK(c->get("t", "q") == std::optional<std::string>("answer-v2"));
+  }
 }
 
 TEST_CASE("tiered cache tags: invalidate_tag removes across L1, Redis and other instances", "[cache][tiered]") {

@@ -27,8 +27,9 @@
 // Loading: get_or_load() calls the loader once per key however many callers miss together (the others wait
 // and get the same result or error; errors are not cached). A loader that throws is reported as INTERNAL. A
 // put(), invalidate() or invalidate_tag() of the key while its load runs wins: the loaded value is returned to
-// the waiting callers but not stored. With refresh_ahead_beta > 0, a get_or_load() hit on an entry with a
-// write deadline (ttl or expire_after_write) reloads it early, XFetch style, when
+// the callers already waiting but not stored, and a get_or_load() after it starts a fresh load. With
+// refresh_ahead_beta > 0, a get_or_load() hit on an entry with a write deadline (ttl or expire_after_write)
+// reloads it early, XFetch style, when
 //   now - delta * beta * ln(U) >= deadline   (U uniform in (0, 1], delta = the entry's last load time),
 // so hot entries are refreshed before they expire without a stampede: the caller that draws the refresh
 // reloads (single-flight; if the reload fails it still gets the current value) while others keep getting the
@@ -251,9 +252,8 @@ class Cache {
       {
         std::lock_guard<std::mutex> lock(s->mu);
         n += s->core.remove_tag(tag, removed);
-        for (auto& [k, flight] : s->flights) {
-          if (std::find(flight->tags.begin(), flight->tags.end(), tag) != flight->tags.end()) flight->superseded = true;
-        }
+        supersede_flights(
+            *s, [&](const Flight& f) { return std::find(f.tags.begin(), f.tags.end(), tag) != f.tags.end(); });
       }
       notify(removed);
     }
@@ -266,7 +266,7 @@ class Cache {
       {
         std::lock_guard<std::mutex> lock(s->mu);
         s->core.clear(removed);
-        for (auto& [k, flight] : s->flights) flight->superseded = true;
+        supersede_flights(*s, [](const Flight&) { return true; });
       }
       notify(removed);
     }
@@ -460,9 +460,26 @@ class Cache {
   }
 
   // Caller holds s.mu.
+  // A put or invalidation during a load wins: the load's value is not stored, and the flight leaves the map, so that
+  // a get_or_load() arriving after the invalidation starts a fresh load instead of waiting for the withdrawn one
+  // (only the callers already waiting get its result).
   static void supersede_flight(Slot& s, const K& key) {
     if (s.flights.empty()) return;
-    if (auto it = s.flights.find(key); it != s.flights.end()) it->second->superseded = true;
+    if (auto it = s.flights.find(key); it != s.flights.end()) {
+      it->second->superseded = true;
+      s.flights.erase(it);
+    }
+  }
+  template <typename Pred>
+  static void supersede_flights(Slot& s, const Pred& pred) {
+    for (auto it = s.flights.begin(); it != s.flights.end();) {
+      if (pred(*it->second)) {
+        it->second->superseded = true;
+        s.flights.erase(it++);
+      } else {
+        ++it;
+      }
+    }
   }
 
   // Runs the removal callback for (and then forgets) each removed entry; called with no lock held.

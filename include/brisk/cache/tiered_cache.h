@@ -190,10 +190,10 @@ class TieredCache {
     const std::string k = l1_key(tenant, key);
     if (std::optional<V> v = l1_->get(k)) return v;
     if (!redis_) return std::nullopt;
+    const uint64_t epoch = writes_.load();
     std::optional<L2Hit> hit = l2_lookup(k);
     if (!hit) return std::nullopt;
-    l1_->put(k, hit->value, hit->options);
-    backfills_.fetch_add(1, std::memory_order_relaxed);
+    backfill(k, *hit, epoch);
     return std::move(hit->value);
   }
 
@@ -219,6 +219,7 @@ class TieredCache {
     std::vector<std::string> rkeys;
     rkeys.reserve(missed.size());
     for (size_t i : missed) rkeys.push_back(redis_key(l1keys[i]));
+    const uint64_t epoch = writes_.load();
     StatusOr<std::vector<std::optional<RedisTier::ValueWithTtl>>> got = redis_->get_many_with_ttl(rkeys);
     if (!got.ok()) {
       l2_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -229,8 +230,7 @@ class TieredCache {
       const size_t i = missed[j];
       std::optional<L2Hit> hit = l2_decode(l1keys[i], std::move((*got)[j]));
       if (!hit) continue;
-      l1_->put(l1keys[i], hit->value, hit->options);
-      backfills_.fetch_add(1, std::memory_order_relaxed);
+      backfill(l1keys[i], *hit, epoch);
       out[i] = std::move(hit->value);
     }
     return out;
@@ -239,6 +239,7 @@ class TieredCache {
   // L1 now; Redis through the write-behind queue (never waits on Redis).
   void put(std::string_view tenant, std::string_view key, V value, const PutOptions& options = {}) {
     const std::string k = l1_key(tenant, key);
+    writes_.fetch_add(1);
     if (redis_) write_l2(k, value, options);
     l1_->put(k, std::move(value), options);
   }
@@ -268,19 +269,21 @@ class TieredCache {
   InvalidationResult invalidate(std::string_view tenant, std::string_view key) {
     const std::string k = l1_key(tenant, key);
     InvalidationResult r;
+    writes_.fetch_add(1);
     if (redis_) {
       const std::string rk = redis_key(k);
       writer_->cancel_key(rk);  // no queued write may bring it back after the DEL
       r.l2_status = redis_->del(rk);
       if (!r.l2_status.ok()) l2_errors_.fetch_add(1, std::memory_order_relaxed);
     }
-    r.l1_removed = l1_->invalidate(k) ? 1 : 0;  // after Redis: a concurrent get cannot backfill the old value
+    r.l1_removed = l1_->invalidate(k) ? 1 : 0;  // after Redis (a concurrent backfill: see backfill())
     return r;
   }
 
   // Removes every entry tagged `tag` here and in Redis (all models and tenants), and tells the other instances.
   InvalidationResult invalidate_tag(std::string_view tag) {
     InvalidationResult r;
+    writes_.fetch_add(1);
     if (redis_) {
       writer_->cancel_tag(tag);
       StatusOr<size_t> n = redis_->invalidate_tag(tag);
@@ -415,6 +418,7 @@ class TieredCache {
   // On the subscriber thread: another instance invalidated something.
   void apply_remote(const Invalidation& inv) {
     remote_invalidations_.fetch_add(1, std::memory_order_relaxed);
+    writes_.fetch_add(1);
     auto drop_key = [&](std::string_view rk) {
       if (rk.substr(0, model_prefix_.size()) == model_prefix_) {
         l1_->invalidate(std::string(rk.substr(model_prefix_.size())));
@@ -431,6 +435,20 @@ class TieredCache {
     }
   }
 
+  // Copies an L2 hit into L1, unless a put or an invalidation began after `epoch` was read (before the Redis
+  // read): then the copy is withdrawn, since the value read may be the one that was replaced or withdrawn. Each
+  // put and invalidation counts itself in writes_ before it touches either tier, and an invalidation removes from
+  // L1 last, so an old value is never left in L1 once the invalidation has returned (the cost: a concurrent
+  // backfill may drop a fresh entry, a miss).
+  void backfill(const std::string& k, const L2Hit& hit, uint64_t epoch) {
+    l1_->put(k, hit.value, hit.options);
+    if (writes_.load() != epoch) {
+      l1_->invalidate(k);
+      return;
+    }
+    backfills_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   const TieredCacheOptions<V> options_;
   const std::string model_prefix_;  // "<escaped model>:"
   std::unique_ptr<Cache<std::string, V>> l1_;
@@ -439,6 +457,7 @@ class TieredCache {
   std::atomic<uint64_t> l2_hits_{0}, l2_misses_{0}, l2_errors_{0}, backfills_{0};
   std::atomic<uint64_t> rejected_[4] = {};  // by EnvelopeRejection
   std::atomic<uint64_t> remote_invalidations_{0};
+  std::atomic<uint64_t> writes_{0};  // puts and invalidations begun, local and remote: see backfill()
 };
 
 }  // namespace brisk::cache

@@ -260,7 +260,8 @@ class CacheShard {
       return false;
     }
     const Duration write_ttl = ttl.count() > 0 ? ttl : config_.expire_after_write;
-    Box box{std::move(value), write_ttl.count() > 0 ? now.get() + write_ttl : TimePoint::max()};
+    // Saturating: a ttl past the clock's range (Duration::max(): never) is no deadline, not one in the past.
+    Box box{std::move(value), write_ttl.count() > 0 ? deadline_after(now.get(), write_ttl) : kNoDeadline};
     const TimePoint write_deadline = box.write_deadline;
     NodeT* n = find(key, hash);
     const bool inserted = n == nullptr;
@@ -343,7 +344,7 @@ class CacheShard {
       ++n;
     }
     if (config_.expire_after_access.count() > 0) {
-      while (access_.head != nullptr && access_.head->last_access + config_.expire_after_access <= now) {
+      while (access_.head != nullptr && deadline_after(access_.head->last_access, config_.expire_after_access) <= now) {
         remove_node(access_.head, Cause::kExpired, out);
         ++n;
       }
