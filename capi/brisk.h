@@ -198,7 +198,9 @@ typedef struct brisk_runtime_options {
   /* The semantic answer cache (appended in 0.9; a struct from before gets none): answers stored by question and
    * served to a later question that asks the same thing (brisk_answer_cache_insert / _lookup). An embedding model
    * only. */
-  int32_t answer_cache;          /* 1: keep one, cosine and the default guards deciding; 0 (default): none */
+  int32_t answer_cache;          /* 1: keep one, cosine and the default guards deciding; 0 (default): none.
+                                    It occupies 0.8's tail padding, so a struct_size of at most
+                                    offsetof(brisk_runtime_options, semantic_verifier) reads it as 0 */
   const char* semantic_verifier; /* non-NULL and not "": a verifier file from `brisk fit-verifier` for this model
                                     decides which stored answer is served (implies answer_cache); a file fitted
                                     for another model fails brisk_runtime_create with BRISK_FAILED_PRECONDITION

@@ -43,7 +43,10 @@ brisk_status answers_of(const char* function, brisk_runtime* runtime, const bris
 brisk_status make_handle(const char* function, const brisk_runtime_options* options,
                          std::unique_ptr<brisk::Runtime> runtime, brisk_runtime** out) {
   auto handle = std::make_unique<brisk_runtime>(std::move(runtime));
-  const brisk_runtime_options o = over_defaults(*options, brisk_runtime_options_init);
+  brisk_runtime_options o = over_defaults(*options, brisk_runtime_options_init);
+  // answer_cache sits in what was the tail padding of 0.8's struct (after redis_allow_unsigned): a caller built
+  // against 0.8 passes struct_size offsetof(semantic_verifier), and those four bytes are whatever its stack held.
+  if (options->struct_size <= offsetof(brisk_runtime_options, semantic_verifier)) o.answer_cache = 0;
   const auto bad = [&](const char* field, int64_t value, const char* expected) {
     return fail(BRISK_INVALID_ARGUMENT, std::string(function) + ": options->" + field + " is " + std::to_string(value) +
                                             "; expected " + expected);

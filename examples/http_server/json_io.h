@@ -57,7 +57,7 @@ struct RerankRequest {
   std::vector<std::string> texts;
   bool raw_scores = false;
   bool return_text = false;
-  bool truncate = false;
+  bool truncate = false;  // TEI's truncate: false refuses a (query, text) pair over max_input_length
 };
 
 // brisk's semantic answer cache (brisk::AnswerCache): POST /v1/answers/lookup {"question", "tenant"?} and

@@ -317,6 +317,25 @@ bool HttpService::check_lengths(const std::vector<std::string>& texts, const cha
   return true;
 }
 
+bool HttpService::check_pair_lengths(const std::string& query, const std::vector<std::string>& passages,
+                                     HttpError* err) {
+  const size_t max_len = static_cast<size_t>(rt_.info().max_seq_len);
+  for (size_t i = 0; i < passages.size(); ++i) {
+    brisk::StatusOr<size_t> n = rt_.count_tokens(query, passages[i]);
+    const std::string name = "texts[" + std::to_string(i) + "]";
+    if (!n.ok()) {
+      *err = {400, name + ": " + std::string(n.status().message()), "tokenizer"};
+      return false;
+    }
+    if (*n > max_len) {
+      *err = {413, "query and " + name + " have " + std::to_string(*n) + " tokens together; expected at most " +
+                       std::to_string(max_len) + " (max_input_length), or \"truncate\": true"};
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const httplib::Request& req,
                                                                       const std::vector<std::string>& texts,
                                                                       httplib::Response& res, HttpError* err) {
@@ -403,6 +422,7 @@ void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
   }
   auto r = parse_tei_rerank(req.body, {options_.max_inputs}, &err);
   if (!r) return reply_error(res, err);
+  if (!r->truncate && !check_pair_lengths(r->query, r->texts, &err)) return reply_error(res, err);
   const auto opts = request_options(req, &err);
   if (!opts) return reply_error(res, err);
   auto scores = submit_each<float>(

@@ -84,6 +84,8 @@ class HttpService {
   // Refuses a text over max_input_length unless truncate; adds the (truncated) token counts to *tokens.
   bool check_lengths(const std::vector<std::string>& texts, const char* field, bool truncate, size_t* tokens,
                      HttpError* err);
+  // Refuses a (query, passage) pair over max_input_length: /rerank without truncate.
+  bool check_pair_lengths(const std::string& query, const std::vector<std::string>& passages, HttpError* err);
   std::optional<std::chrono::milliseconds> timeout_of(const httplib::Request& req, HttpError* err) const;
   // The per-request options from the headers: the deadline (kTimeoutHeader), "Cache-Control: stale-if-error"
   // (RFC 5861), which lets a stale cached result answer when the model cannot, and a W3C `traceparent` (one that does

@@ -338,7 +338,10 @@ class Brisk:
         t = tenant.encode() if tenant else None
         status = self._lib.brisk_answer_cache_lookup(self._rt, t, question.encode(), ctypes.byref(result), buf,
                                                      len(buf))
-        if status == 3 and result.answer_size > len(buf):  # BRISK_OUT_OF_RANGE: a longer answer
+        # BRISK_OUT_OF_RANGE: a longer answer; it may be replaced by a longer one still before the next call.
+        for _ in range(8):
+            if status != 3 or result.answer_size <= len(buf):
+                break
             buf = ctypes.create_string_buffer(result.answer_size)
             status = self._lib.brisk_answer_cache_lookup(self._rt, t, question.encode(), ctypes.byref(result), buf,
                                                          len(buf))
@@ -389,11 +392,17 @@ class Brisk:
             future.set_exception(BriskError(status, f"request {request_id}: {error.decode(errors='replace')}"))
 
     def _json(self, function) -> str:
+        # The text can grow between asking its size and writing it (counters gain digits while the runtime is busy):
+        # a buffer with room to spare, and again with the new size when it was still too small.
         needed = ctypes.c_size_t()
         function(self._rt, None, 0, ctypes.byref(needed))
-        buf = ctypes.create_string_buffer(needed.value)
-        self._check(function(self._rt, buf, needed.value, None))
-        return buf.value.decode()
+        for _ in range(8):
+            buf = ctypes.create_string_buffer(needed.value + 256)
+            status = function(self._rt, buf, len(buf), ctypes.byref(needed))
+            if status != 3:  # not BRISK_OUT_OF_RANGE
+                self._check(status)
+                return buf.value.decode()
+        self._check(status)
 
     def stats_json(self) -> str:
         return self._json(self._lib.brisk_stats_json)

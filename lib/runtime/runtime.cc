@@ -3,6 +3,7 @@
 #include "brisk/runtime/runtime.h"
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -406,6 +407,13 @@ StatusOr<size_t> Runtime::count_tokens(std::string_view text) const {
   BRISK_ASSIGN_OR_RETURN(std::vector<std::string> pieces, impl_->tokenizer->tokenize(text));
   return pieces.size() + 2;
 }
+
+StatusOr<size_t> Runtime::count_tokens(std::string_view query, std::string_view passage) const {
+  BRISK_ASSIGN_OR_RETURN(EncodedPair pair,
+                         impl_->tokenizer->encode_pair(query, passage, std::numeric_limits<int>::max()));
+  return pair.ids.size();
+}
+
 const BackendInfo& Runtime::backend_info() const { return impl_->backend->info(); }
 
 StatusOr<std::vector<float>> Runtime::embed(std::span<const std::string_view> texts) const {

@@ -1,6 +1,7 @@
 /* The C API's semantic answer cache from C99 (brisk_answer_cache_insert / _lookup): answers served by question per
- * tenant, the buffer protocol, the errors (no cache, NULLs, bad options, a file that is not a verifier), and a
- * verifier file fitted by `brisk fit-verifier` (the fixture before this test) refusing a changed amount.
+ * tenant, the buffer protocol, the errors (no cache, NULLs, bad options, a file that is not a verifier), a caller
+ * built against 0.8 whose struct's tail padding holds garbage, and a verifier file fitted by `brisk fit-verifier`
+ * (the fixture before this test) refusing a changed amount.
  *
  *   brisk_capi_answers_test VERIFIER_FILE */
 #include <stddef.h>
@@ -73,6 +74,31 @@ static void without_verifier(void) {
   CHECK(strstr(brisk_last_error(), "answer_cache_entries is -1") != NULL);
 }
 
+/* A caller built against 0.8's header: its struct ended at redis_allow_unsigned, and answer_cache lies in that
+ * struct's tail padding, which such a caller never writes (here: garbage). It must get no answer cache, not a
+ * create that fails (or an answer cache it never asked for). */
+static void caller_from_0_8(void) {
+  const size_t old_size = offsetof(brisk_runtime_options, semantic_verifier);
+  CHECK(offsetof(brisk_runtime_options, answer_cache) + sizeof(int32_t) <= old_size);
+  unsigned char garbage[] = {0x01, 0xab};
+  for (size_t i = 0; i < sizeof garbage; ++i) {
+    brisk_runtime_options opts;
+    memset(&opts, garbage[i], sizeof opts);
+    CHECK(brisk_runtime_options_init(&opts, old_size) == BRISK_OK);
+    memset((unsigned char*)&opts + offsetof(brisk_runtime_options, answer_cache), garbage[i], sizeof(int32_t));
+    opts.model_dir = brisk_default_model_dir();
+    opts.num_threads = 1;
+    brisk_runtime* rt = NULL;
+    CHECK(brisk_runtime_create(&opts, &rt) == BRISK_OK);
+    if (rt != NULL) {
+      brisk_answer_cache_result r;
+      char buf[64];
+      CHECK(brisk_answer_cache_lookup(rt, "bank", kQuestion, &r, buf, sizeof buf) == BRISK_FAILED_PRECONDITION);
+      brisk_runtime_destroy(rt);
+    }
+  }
+}
+
 static void with_verifier(const char* verifier) {
   brisk_runtime* rt = NULL;
   brisk_answer_cache_result r;
@@ -111,6 +137,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   without_verifier();
+  caller_from_0_8();
   with_verifier(argv[1]);
   printf("%d checks passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

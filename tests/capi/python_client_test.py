@@ -7,6 +7,7 @@ semantic answer cache (answer_insert / answer_lookup), and the model families be
     python_client_test.py LIBBRISK_SO
 Prints 'N passed, N failed' and exits non-zero on any failure. Expected values come from the golden files (softmax /
 sigmoid in plain Python) or from the test's own callback, never from brisk."""
+import ctypes
 import json
 import math
 import os
@@ -253,6 +254,28 @@ def test_families(lib):
     check(worst < 5e-5, f"qwen3 reranker: brisk_rerank gives transformers' logits (worst |diff| {worst:.2g})")
 
 
+def test_json_that_grows(lib):
+    """stats_json()'s text can grow between the size query and the copy (counters gain digits under load): the
+    client used to raise BRISK_OUT_OF_RANGE then. A stand-in for brisk_stats_json, with brisk's buffer protocol,
+    whose text grows by 300 bytes after the size query, drives it deterministically."""
+    calls = []
+
+    def growing(rt, buf, length, required):
+        text = b"{" + b"9" * (300 if calls else 0) + b"}"
+        calls.append(length)
+        if required:
+            required._obj.value = len(text) + 1
+        if buf is None or length < len(text) + 1:
+            return 3  # BRISK_OUT_OF_RANGE, nothing written
+        ctypes.memmove(buf, text, len(text) + 1)
+        return 0
+
+    with Brisk(lib, os.path.join(TASKS, "bert_cls"), max_seq_len=MAX_LEN) as b:
+        text = b._json(growing)
+    check(text.startswith("{9") and text.endswith("}") and len(calls) >= 3,
+          f"a stats text that outgrows its first buffer is read whole ({len(text)} bytes, {len(calls)} calls)")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -264,6 +287,7 @@ def main():
     test_policy_path(lib)
     test_answer_cache(lib)
     test_families(lib)
+    test_json_that_grows(lib)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

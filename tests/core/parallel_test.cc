@@ -218,6 +218,33 @@ TEST_CASE("the contention gate holds one thread after two late regions, longer w
   CHECK(gate.late_regions() == 10);
 }
 
+TEST_CASE("the contention gate ignores regions in flight when it closed, and an on-time probe ends the episode",
+          "[core]") {
+  using brisk::internal::ContentionGate;
+  constexpr int64_t kMs = 1'000'000;
+  ContentionGate gate(/*late_start_ns=*/1 * kMs, /*base_hold_ns=*/250 * kMs, /*confirm_window_ns=*/100 * kMs);
+  REQUIRE(gate.region(0, 2 * kMs));
+  REQUIRE(gate.region(10 * kMs, 12 * kMs));  // confirmed: held until 262 ms
+  REQUIRE(gate.contended(12 * kMs));
+  // Other host threads' regions, opened before or during the hold, report late after it began: counted, but the
+  // hold stays 250 ms (each used to double it, to 4 s, with no probe run).
+  for (int64_t opened : {5, 11, 100, 261}) REQUIRE(gate.region(opened * kMs, (opened + 3) * kMs));
+  CHECK(gate.late_regions() == 6);
+  CHECK(gate.hold_ns() == 250 * kMs);
+  CHECK(gate.contended(261 * kMs));
+  CHECK_FALSE(gate.contended(262 * kMs));
+
+  // The probe after the hold is on time: the episode is over. One late region after it is a new episode's first,
+  // which holds nothing on its own (it used to count as persisting contention and hold 500 ms at once).
+  CHECK_FALSE(gate.region(262 * kMs, 262 * kMs + 100'000));
+  REQUIRE(gate.region(300 * kMs, 303 * kMs));
+  CHECK_FALSE(gate.contended(303 * kMs));
+  CHECK(gate.hold_ns() == 250 * kMs);
+  REQUIRE(gate.region(350 * kMs, 352 * kMs));  // its second within 100 ms: contended, at the base hold
+  CHECK(gate.contended(352 * kMs));
+  CHECK(gate.hold_ns() == 250 * kMs);
+}
+
 TEST_CASE("compute shares never hold more threads than the process's budget", "[core]") {
   brisk::set_compute_budget(3);
   REQUIRE(brisk::compute_budget() == 3);

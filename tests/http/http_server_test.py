@@ -207,12 +207,19 @@ def test_tasks(binary):
         ok = True
         for p in golden["pairs"]:
             r = requests.post(f"{srv.url}/rerank", json={"query": p["query"], "texts": [p["passage"]],
-                                                          "raw_scores": True}).json()
+                                                          "raw_scores": True, "truncate": True}).json()
             ok &= abs(r[0]["score"] - p["logits"][0]) < 1e-4
-        check(ok, "/rerank raw scores are transformers' cross-encoder logits")
+        check(ok, "/rerank raw scores are transformers' cross-encoder logits (pairs truncated to 24 tokens)")
+        # Without "truncate": true, a pair over max_input_length is refused (TEI), not cut silently: two passages
+        # that differ only past the limit used to get the same score.
+        r = requests.post(f"{srv.url}/rerank", json={"query": "How do I reset my PIN?",
+                                                      "texts": ["Open the app.", "open the app and go to card " * 8]})
+        check(r.status_code == 413 and "texts[1]" in r.json()["error"] and "expected at most 24" in r.json()["error"],
+              f"/rerank without truncate: a pair over max_input_length is 413 naming it ({r.status_code} {r.text[:160]})")
         q = golden["pairs"][0]["query"]
         passages = [p["passage"] for p in golden["pairs"]]
-        r = requests.post(f"{srv.url}/rerank", json={"query": q, "texts": passages, "return_text": True}).json()
+        r = requests.post(f"{srv.url}/rerank", json={"query": q, "texts": passages, "return_text": True,
+                                                      "truncate": True}).json()
         scores = [x["score"] for x in r]
         check(sorted(x["index"] for x in r) == list(range(len(passages))) and scores == sorted(scores, reverse=True)
               and all(x["text"] == passages[x["index"]] and 0 < x["score"] < 1 for x in r),

@@ -6,6 +6,7 @@
 // whose ISA level this CPU lacks is skipped.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -405,6 +406,30 @@ TEMPLATE_TEST_CASE("quantize_activations round trip, zero rows, outliers and pad
     CHECK(scales[1] == 1.0f);
     for (int64_t c = 0; c < ldq; ++c) CHECK(xq.q(1, c) == 0);
     CHECK(xq.q(2, k / 3) == -127);  // the outlier is -absmax
+  }
+}
+
+// Inputs must be finite (linear.h), but a NaN must not be undefined behaviour (a float-to-int conversion of NaN in
+// the scalar code): its code is -127 on every level, as the vector kernels' max/min give it, and a static scale too.
+TEMPLATE_TEST_CASE("quantize_activations gives a NaN the code -127 on every level", "[kernels][int8]",
+                   BRISK_INT8_KERNELS) {
+  BRISK_INT8_KERNEL();
+  for (const float static_scale : {0.0f, 0.05f}) {
+    for (const int64_t k : {5, 17, 384}) {
+      const int64_t rows = 2, ldq = round_up4(k);
+      std::vector<float> x = random_floats(static_cast<size_t>(rows * k), -2.0f, 2.0f, static_cast<uint32_t>(k));
+      x[k + k / 2] = std::numeric_limits<float>::quiet_NaN();
+      x[k + k - 1] = std::numeric_limits<float>::quiet_NaN();  // in the scalar tail of the vector kernels
+      Activations xq(kernel, rows, ldq);
+      std::vector<float> scales(static_cast<size_t>(rows), -1.0f);
+      INFO("k " << k << ", static scale " << static_scale);
+      kernels::cpu::quantize_activations(kernel, x.data(), rows, k, ldq, xq.bytes.data(), scales.data(), nullptr,
+                                         static_scale);
+      CHECK(xq.q(1, k / 2) == -127);
+      CHECK(xq.q(1, k - 1) == -127);
+      for (int64_t c = 0; c < k; ++c) CHECK(std::abs(xq.q(1, c)) <= 127);
+      if (static_scale == 0.0f) check_quantized(std::vector<float>(x.begin(), x.begin() + k), 1, k, xq, scales);
+    }
   }
 }
 

@@ -11,6 +11,8 @@
 //        calibrated scale (static); s8 x s8 products accumulated exactly in s32, then scaled back to f32 before the
 //        bias and the epilogue: brisk's kernel for the ISA level at create() (lib/kernels/cpu/int8_gemm.h: VNNI,
 //        AVX-VNNI, or vpmaddwd on AVX-512BW / AVX2), IMMA tensor cores on CUDA (dynamic per-token scales).
+//        x must be finite: a NaN or an infinity makes its row of y unspecified (a NaN is not carried into y as in
+//        f32: its code is -127, the same on every ISA level).
 // Activations (x, y) are float on the CPU. On CUDA they are the `activation` dtype given to create(): f32, f16 or
 // bf16 (f32 or bf16 weights are converted to it once, at create()), accumulated in f32.
 //

@@ -7,7 +7,8 @@
 //                                              GemmEpilogue::kBiasGeluErf, y, n, rows, n));
 //
 //   quantize_rows_int8    row_scales[r] = max|x[r, :]| / 127 (1 for an all-zero row);
-//                         q[r, c] = saturate(round(x[r, c] / row_scales[r])) into [-127, 127].
+//                         q[r, c] = saturate(round(x[r, c] / row_scales[r])) into [-127, 127]. x must be
+//                         finite: a row with a NaN or an infinity gets unspecified codes (a NaN's is -127).
 //   dequantize_rows_int8  v = acc[r, c] * row_scales[r] * col_scales[n_col_scales == 1 ? 0 : c] + bias[c], then
 //                         the epilogue: kBias y = v; kBiasGeluErf / kBiasGeluTanh y = gelu(v); kBiasRelu
 //                         y = max(v, 0); kBiasAccumulate y += v. y rows are ldy elements apart (ldy >= cols).

@@ -373,6 +373,9 @@ class BRISK_API Runtime {
   // info().max_seq_len is truncated to it by embed() and submit(). Invalid UTF-8 is an error as in submit(). For a
   // service's usage accounting and its refusal of over-long inputs (TEI's truncate=false).
   StatusOr<size_t> count_tokens(std::string_view text) const;
+  // The same for a (query, passage) pair as a cross-encoder sees it (rerank(), submit_rerank()): both texts and the
+  // template's special tokens, before the pair is truncated to info().max_seq_len.
+  StatusOr<size_t> count_tokens(std::string_view query, std::string_view passage) const;
 
   // Cancels a submitted request (see Batcher::cancel); NOT_FOUND once it has completed.
   Status cancel(uint64_t request_id) const;

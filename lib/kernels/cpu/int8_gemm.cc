@@ -8,6 +8,7 @@
 
 #include "brisk/core/parallel.h"
 #include "cpu_kernels.h"
+#include "quantize_rows_impl.h"
 
 namespace brisk::kernels::cpu {
 namespace {
@@ -116,7 +117,7 @@ void quantize_activation_rows_scalar(const QuantizeActivationsArgs& a, int64_t r
     }
     for (int64_t c = 0; c < a.k; ++c) {
       // Dynamic: |x * inv| <= 127 up to one rounding, so the clamp only guards against that last ulp.
-      const float v = std::nearbyint(std::min(std::max(value(c) * inv, -127.0f), 127.0f));
+      const float v = std::nearbyint(clamp_to_code(value(c) * inv));
       q[c] = static_cast<uint8_t>(static_cast<int>(v) + 128);
     }
     std::memset(q + a.k, 128, static_cast<size_t>(a.ldq - a.k));

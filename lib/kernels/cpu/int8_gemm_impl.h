@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "int8_gemm.h"
+#include "quantize_rows_impl.h"
 #include "simd.h"
 #include "simd_math.h"
 
@@ -101,7 +102,7 @@ void quantize_rows_impl(const QuantizeActivationsArgs& a, int64_t row_begin, int
     for (; c + S::kWidth <= k; c += S::kWidth) store_codes(q + c, S::min(S::max(S::mul(load(x, c), vinv), lo), hi));
     for (; c < k; ++c) {
       const float v = cs != nullptr ? x[c] * cs[c] : x[c];
-      q[c] = code_of<Code>(static_cast<int>(std::nearbyint(std::min(std::max(v * inv, -127.0f), 127.0f))));
+      q[c] = code_of<Code>(static_cast<int>(std::nearbyint(clamp_to_code(v * inv))));
     }
     std::fill(q + k, q + a.ldq, code_of<Code>(0));
   }

@@ -14,10 +14,11 @@ inline float scaled_input(const QuantizeRowsArgs& a, const float* x, int64_t c) 
   return a.channel_scale != nullptr ? x[c] * a.channel_scale[c] : x[c];
 }
 
-inline int8_t quantize_one(float v, float inv) {
-  const float r = std::nearbyint(v * inv);
-  return static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
-}
+// x clamped to the codes' range [-127, 127], a NaN to -127 as the vector kernels' max/min give it (std::clamp would
+// keep the NaN, and converting that to an integer is undefined).
+inline float clamp_to_code(float x) { return std::min(127.0f, std::max(-127.0f, x)); }
+
+inline int8_t quantize_one(float v, float inv) { return static_cast<int8_t>(std::nearbyint(clamp_to_code(v * inv))); }
 
 // One output of the dequantize kernel: y[r, j] (+)= row_scales[r] * col_scales[j] * acc[r, j] + bias[j].
 inline void dequantize_one(const DequantizeRowsArgs& a, int64_t r, int64_t j) {

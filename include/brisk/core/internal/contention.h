@@ -13,7 +13,8 @@
 // punish (one late region at start-up held one of two threads for most of a 300-call benchmark). When the hold
 // expires the next regions run the whole team again, which is the probe: a probe that is late again within a hold
 // of the expiry doubles the hold (up to 16x) at once, since the contention persists and each probe costs one late
-// region; one that is not late ends the episode, and the next episode needs two late regions again.
+// region; one that is not late ends the episode, and the next episode needs two late regions again. Late regions
+// that opened before the hold ended (other host threads' regions in flight when it began) are counted only.
 //
 // Thread safety: every member may be called concurrently.
 #pragma once
@@ -36,9 +37,20 @@ class ContentionGate {
 
   // A region that opened at start_ns and whose last member started at last_member_start_ns. True when late.
   bool region(int64_t start_ns, int64_t last_member_start_ns) {
-    if (last_member_start_ns - start_ns <= late_start_ns_) return false;
+    int64_t until = contended_until_ns_.load(std::memory_order_relaxed);
+    if (last_member_start_ns - start_ns <= late_start_ns_) {
+      // On time, and opened after the hold: a probe that found the CPUs free ends the episode.
+      if (until != 0 && start_ns >= until &&
+          contended_until_ns_.compare_exchange_strong(until, 0, std::memory_order_relaxed)) {
+        hold_ns_.store(base_hold_ns_, std::memory_order_relaxed);
+        last_late_ns_.store(0, std::memory_order_relaxed);
+      }
+      return false;
+    }
     late_regions_.fetch_add(1, std::memory_order_relaxed);
-    const int64_t until = contended_until_ns_.load(std::memory_order_relaxed);
+    // Opened before the hold ended: a region that was in flight when the gate closed (another host thread's), not a
+    // probe. It is counted but neither extends nor doubles the hold.
+    if (until != 0 && start_ns < until) return true;
     const int64_t hold = hold_ns_.load(std::memory_order_relaxed);
     const bool persists = until != 0 && last_member_start_ns < until + hold;
     if (!persists) {
