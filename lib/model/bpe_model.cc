@@ -71,30 +71,62 @@ void BpeModel::encode(std::string_view word, std::vector<int32_t>& ids, std::vec
       return;
     }
   }
-  thread_local std::vector<int32_t> parts;
+  // The merges as tokenizers' Word::merge_all makes them, in O(n log n): the parts are a linked list, and a
+  // min-heap holds every adjacent pair that has a merge, ordered by (rank, position). A popped pair is applied
+  // unless it is stale (its left part was merged away or either part has changed since it was pushed); each
+  // merge pushes the two pairs it forms with its neighbours. This is the lowest rank first, the leftmost first
+  // on a tie (the same pair at several places, as in "aaaa"), exactly as a rescan of all pairs per merge gives.
+  struct Part {
+    int32_t id;
+    size_t prev, next;  // kNone at the ends
+  };
+  struct Candidate {
+    int32_t rank, merged, left, right;
+    size_t pos;  // the left part's index
+  };
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  thread_local std::vector<Part> parts;
+  thread_local std::vector<Candidate> heap;
   parts.clear();
+  heap.clear();
   for (size_t pos = 0; pos < word.size();) {
     const auto n = static_cast<size_t>(decode_utf8(word, pos).length);
     // A character outside the vocabulary is left out before the merges, as tokenizers does without an unk_token.
-    if (const int32_t id = token_to_id(word.substr(pos, n)); id >= 0) parts.push_back(id);
+    if (const int32_t id = token_to_id(word.substr(pos, n)); id >= 0) {
+      parts.push_back(Part{id, parts.empty() ? kNone : parts.size() - 1, kNone});
+      if (parts.size() > 1) parts[parts.size() - 2].next = parts.size() - 1;
+    }
     pos += n;
   }
-  while (parts.size() > 1) {
-    int32_t best_rank = std::numeric_limits<int32_t>::max(), best_id = -1;
-    size_t best = 0;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) {
-      auto it = merges_.find(pair_key(parts[i], parts[i + 1]));
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_id = it->second.second;
-        best = i;
-      }
-    }
-    if (best_id < 0) break;
-    parts[best] = best_id;
-    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  // std::push_heap keeps the greatest first: "greater" here is the lower rank, then the lower position.
+  const auto later = [](const Candidate& a, const Candidate& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+  };
+  const auto push_pair = [&](size_t left) {
+    const size_t right = parts[left].next;
+    if (right == kNone) return;
+    auto it = merges_.find(pair_key(parts[left].id, parts[right].id));
+    if (it == merges_.end()) return;
+    heap.push_back(Candidate{it->second.first, it->second.second, parts[left].id, parts[right].id, left});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (size_t i = 0; i + 1 < parts.size(); ++i) push_pair(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Candidate c = heap.back();
+    heap.pop_back();
+    Part& left = parts[c.pos];
+    if (left.id != c.left || left.next == kNone || parts[left.next].id != c.right) continue;  // stale
+    const size_t right = left.next;
+    left.id = c.merged;
+    left.next = parts[right].next;
+    if (left.next != kNone) parts[left.next].prev = c.pos;
+    parts[right].id = -1;  // merged away
+    if (left.prev != kNone) push_pair(left.prev);
+    push_pair(c.pos);
   }
-  for (const int32_t id : parts) {
+  for (size_t i = parts.empty() ? kNone : 0; i != kNone; i = parts[i].next) {
+    const int32_t id = parts[i].id;
     ids.push_back(id);
     if (pieces != nullptr) pieces->emplace_back(tokens_[static_cast<size_t>(id)]);
   }

@@ -1,8 +1,8 @@
 // Internal to lib/model: the BPE model of a tokenizer.json, as Hugging Face tokenizers 0.19 computes it for
 // byte-level vocabularies: a word (one pre-token, already byte-level mapped) starts as its characters and the
-// adjacent pair of lowest merge rank is merged, the leftmost first on a tie, until no pair has a rank; each part
-// is then looked up in the vocabulary. With ignore_merges (Llama 3), a word that is itself in the vocabulary is
-// one token.
+// adjacent pair of lowest merge rank is merged, the leftmost first on a tie, until no pair has a rank (in
+// O(n log n) with a heap of candidate pairs, as tokenizers' Word::merge_all); each part is then looked up in the
+// vocabulary. With ignore_merges (Llama 3), a word that is itself in the vocabulary is one token.
 //
 //   BRISK_ASSIGN_OR_RETURN(BpeModel m, BpeModel::create(vocab, {{"h", "i"}}, false, "tokenizer.json"));
 //   std::vector<int32_t> ids;

@@ -2,7 +2,8 @@
 // pattern, ByteLevel, BPE; a TemplateProcessing that appends <|endoftext|> in tokenizer_eos.json) against Hugging
 // Face tokenizers 0.19: tests/data/bpe_golden.json, made by tests/data/make_bpe_golden.py from a tiny BPE trained
 // with tokenizers on local text (tests/data/tiny_qwen_tokenizer/); the same vocabulary under GPT-2's and Llama 3's
-// pre-tokenizers; and the errors for what is not supported.
+// pre-tokenizers; the order of merges on words of up to 20000 characters (bpe_merge_order_golden.json, made by
+// make_bpe_merge_order_golden.py); and the errors for what is not supported.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -123,6 +124,45 @@ TEST_CASE("hf tokenizer bpe: GPT-2's and Llama 3's pre-tokenizers on the same vo
     }
     CHECK(n >= 200);
   }
+}
+
+TEST_CASE("hf tokenizer bpe: merges on long words and overlapping runs come in tokenizers' order", "[tokenizer][bpe]") {
+  // tests/data/bpe_merge_order_golden.json (make_bpe_merge_order_golden.py): merges where the same pair stands at
+  // several places ("a a" in a run of "a") and two pairs make one token, on words of up to 20000 characters.
+  const json g = json::parse(brisk::testing::read_test_file("bpe_merge_order_golden.json"));
+  auto order = HfTokenizer::from_json(brisk::testing::read_test_file(g["tokenizer"].get<std::string>()), "order");
+  REQUIRE(order.ok());
+  size_t n = 0;
+  for (const json& c : g["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    INFO("text of " << text.size() << " bytes: " << text.substr(0, 60));
+    auto ids = order->encode(text, 100000);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+    ++n;
+  }
+  CHECK(n >= 250);
+  const HfTokenizer tiny = load("tokenizer.json");
+  for (const json& r : g["runs"]) {
+    REQUIRE(r["tokenizer"] == "tiny_qwen_tokenizer/tokenizer.json");
+    const std::string unit = r["unit"].get<std::string>();
+    const auto unit_ids = r["unit_ids"].get<std::vector<int32_t>>();
+    std::string text;
+    std::vector<int32_t> want;
+    for (int i = 0; i < r["repeat"].get<int>(); ++i) {
+      text += unit;
+      want.insert(want.end(), unit_ids.begin(), unit_ids.end());
+    }
+    INFO("unit " << unit << " x " << r["repeat"].get<int>());
+    auto ids = tiny.encode(text, 1 << 20);
+    REQUIRE(ids.ok());
+    CHECK(*ids == want);
+  }
+  const json& mixed = g["long_mixed"];
+  REQUIRE(mixed["tokenizer"] == "tiny_qwen_tokenizer/tokenizer.json");
+  auto ids = tiny.encode(mixed["text"].get<std::string>(), 1 << 20);
+  REQUIRE(ids.ok());
+  CHECK(*ids == mixed["ids"].get<std::vector<int32_t>>());
 }
 
 TEST_CASE("hf tokenizer bpe: unsupported BPE options and patterns are refused by name", "[tokenizer][bpe]") {
