@@ -155,9 +155,12 @@ typedef struct brisk_runtime_options {
   int32_t redis_tls;             /* 1: TLS to Redis; this build's hiredis has no TLS, so BRISK_UNIMPLEMENTED
                                     (default 0) */
   /* Text handling (appended in 0.4). */
-  int32_t replace_invalid_utf8; /* 1: invalid UTF-8 bytes in a text are dropped (as U+FFFD, which BERT's
-                                   tokenizer removes) instead of failing the text; 0 (default): a text with
-                                   invalid UTF-8 fails with BRISK_INVALID_ARGUMENT naming the byte offset */
+  int32_t replace_invalid_utf8; /* 1: each ill-formed UTF-8 sequence in a text becomes one U+FFFD (one per
+                                   maximal subpart, as Python's errors="replace" decodes) instead of failing the
+                                   text, and the tokenizer treats it as U+FFFD: BERT's WordPiece drops it (with
+                                   clean_text, the default), XLM-R's normalizer turns it into a space, byte-level
+                                   BPE (Qwen) encodes it as tokens; 0 (default): a text with invalid UTF-8 fails
+                                   with BRISK_INVALID_ARGUMENT naming the byte offset */
   /* The GPU (appended in 0.5; a struct from before gets the defaults). */
   int32_t device_index;        /* with device = BRISK_DEVICE_CUDA: the GPU's ordinal (default 0) */
   int32_t activation_dtype;    /* a brisk_dtype: BRISK_DTYPE_DEFAULT (f32 on cpu, f16 on cuda), F32, F16 or BF16 */

@@ -13,7 +13,8 @@
 namespace brisk {
 namespace {
 
-// text with each byte that is not UTF-8 as U+FFFD.
+// text with each maximal subpart that is not UTF-8 as one U+FFFD (utf8.h), as Python's
+// bytes.decode("utf-8", "replace") gives it.
 std::string sanitized(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -24,7 +25,7 @@ std::string sanitized(std::string_view text) {
       pos += static_cast<size_t>(c.length);
     } else {
       out += "\xEF\xBF\xBD";  // U+FFFD
-      ++pos;
+      pos += utf8_maximal_subpart(text, pos);
     }
   }
   return out;

@@ -315,9 +315,9 @@ struct WordPieceTokenizer::Impl {
         continue;
       }
       const Utf8Char decoded = decode_utf8(text, i);
-      // validate() already rejected a bad sequence unless replacing: one byte becomes U+FFFD.
+      // validate() already rejected a bad sequence unless replacing: each maximal subpart becomes U+FFFD.
       const int32_t c = decoded.ok() ? decoded.code_point : 0xFFFD;
-      i += decoded.ok() ? static_cast<size_t>(decoded.length) : 1;
+      i += decoded.ok() ? static_cast<size_t>(decoded.length) : utf8_maximal_subpart(text, i);
       if (const detail::HfCharOverride ov = detail::hf_char_override(c); ov != detail::kNoOverride) {
         if ((ov == detail::kMark && strip_accents) || (ov == detail::kControl && opts.clean_text)) continue;
         if (ov == detail::kPunct && !flush()) return;

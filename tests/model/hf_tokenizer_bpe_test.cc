@@ -3,7 +3,8 @@
 // Face tokenizers 0.19: tests/data/bpe_golden.json, made by tests/data/make_bpe_golden.py from a tiny BPE trained
 // with tokenizers on local text (tests/data/tiny_qwen_tokenizer/); the same vocabulary under GPT-2's and Llama 3's
 // pre-tokenizers; the order of merges on words of up to 20000 characters (bpe_merge_order_golden.json, made by
-// make_bpe_merge_order_golden.py); and the errors for what is not supported.
+// make_bpe_merge_order_golden.py); invalid UTF-8 replaced as Python does (utf8_replace_golden.json, made by
+// make_utf8_replace_golden.py); and the errors for what is not supported.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "brisk/model/hf_tokenizer.h"
+#include "brisk/model/text_tokenizer.h"
 #include "test_util.h"
 
 using brisk::HfTokenizer;
@@ -163,6 +166,28 @@ TEST_CASE("hf tokenizer bpe: merges on long words and overlapping runs come in t
   auto ids = tiny.encode(mixed["text"].get<std::string>(), 1 << 20);
   REQUIRE(ids.ok());
   CHECK(*ids == mixed["ids"].get<std::vector<int32_t>>());
+}
+
+TEST_CASE("hf tokenizer bpe: replace_invalid_utf8 gives tokenizers' ids for Python's errors=replace text",
+          "[tokenizer][bpe]") {
+  // tests/data/utf8_replace_golden.json (make_utf8_replace_golden.py): one U+FFFD per maximal subpart of an
+  // ill-formed sequence ("\xE2\x82" is one), and byte-level BPE shows each U+FFFD as tokens.
+  const json g = json::parse(brisk::testing::read_test_file("utf8_replace_golden.json"));
+  REQUIRE(g["tokenizer"] == "tiny_qwen_tokenizer/tokenizer.json");
+  const brisk::TextTokenizer replacing(load("tokenizer.json"), /*replace_invalid_utf8=*/true);
+  size_t n = 0;
+  for (const json& c : g["cases"]) {
+    const std::string bytes = absl::HexStringToBytes(c["hex"].get<std::string>());
+    INFO("bytes " << c["hex"].get<std::string>());
+    auto ids = replacing.encode(bytes, 100000);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
+    ++n;
+  }
+  CHECK(n >= 400);
+  auto pair = replacing.encode_pair("a\xE2\x82", "\xF0\x9F\x98 b", 64);
+  REQUIRE(pair.ok());
+  CHECK(pair->ids == load("tokenizer.json").encode_pair("a\xEF\xBF\xBD", "\xEF\xBF\xBD b", 64).value().ids);
 }
 
 TEST_CASE("hf tokenizer bpe: unsupported BPE options and patterns are refused by name", "[tokenizer][bpe]") {

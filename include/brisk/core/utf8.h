@@ -54,6 +54,35 @@ inline Utf8Char decode_utf8(std::string_view text, size_t pos) {
   return {c, len, nullptr};
 }
 
+// The bytes at text[pos] (pos < text.size()) that one U+FFFD replaces when decode_utf8(text, pos) is not ok: the
+// "maximal subpart" of Unicode's chapter 3 (U+FFFD substitution of maximal subparts), as Python's
+// errors="replace", Rust's String::from_utf8_lossy and WHATWG's decoder count them. That is the longest start of
+// a well-formed sequence there, or the one byte when no sequence starts with it. So e2 82 becomes one U+FFFD;
+// f0 80 two (0x80 cannot follow f0); ed a0 80 three (ed a0 would start a surrogate). Where the sequence is
+// well-formed: its length.
+inline size_t utf8_maximal_subpart(std::string_view text, size_t pos) {
+  const auto b0 = static_cast<unsigned char>(text[pos]);
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range (table 3-7)
+  if (b0 < 0x80) {
+    return 1;
+  } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3, lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4, lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 1;  // a continuation byte, C0, C1, F5..FF
+  }
+  size_t n = 1;
+  for (; n < len && pos + n < text.size(); ++n) {
+    const auto b = static_cast<unsigned char>(text[pos + n]);
+    if (n == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
+  }
+  return n;
+}
+
 // text.size() when all of text is well-formed, else the byte offset of the first sequence that is not.
 inline size_t first_invalid_utf8(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {

@@ -28,8 +28,9 @@ namespace brisk {
 class BRISK_API TextTokenizer {
  public:
   TextTokenizer(WordPieceTokenizer tokenizer);  // NOLINT(google-explicit-constructor): a WordPiece tokenizer is one
-  // With replace_invalid_utf8, each byte that is not UTF-8 becomes U+FFFD before encoding (as text decoded with
-  // errors="replace" reaches tokenizers); else such a text is an error naming the offset.
+  // With replace_invalid_utf8, each ill-formed UTF-8 sequence (maximal subpart, brisk/core/utf8.h) becomes one
+  // U+FFFD before encoding (as text decoded with errors="replace" reaches tokenizers); else such a text is an
+  // error naming the offset.
   explicit TextTokenizer(HfTokenizer tokenizer, bool replace_invalid_utf8 = false);
 
   // The files of a model directory: tokenizer.json when its model is Unigram or BPE, else WordPiece's loaders

@@ -38,8 +38,9 @@ struct TokenizerOptions {
   bool tokenize_chinese_chars = true;
   bool clean_text = true;              // drop NUL / U+FFFD / control characters, map whitespace to ' '
   int max_input_chars_per_word = 100;  // longer words (in code points) become [UNK]
-  // false: invalid UTF-8 is an InvalidArgument error naming the byte offset; true: each bad byte becomes
-  // U+FFFD (which clean_text then drops, as HF does with text decoded using errors="replace").
+  // false: invalid UTF-8 is an InvalidArgument error naming the byte offset; true: each ill-formed sequence
+  // (maximal subpart, brisk/core/utf8.h) becomes U+FFFD, which clean_text then drops, as HF does with text
+  // decoded using errors="replace".
   bool replace_invalid_utf8 = false;
   // Special tokens written literally in the text ("[SEP]", "[MASK]") map to their ids, as HF does by default
   // (split_special_tokens=False). Set false to tokenize them like ordinary text.

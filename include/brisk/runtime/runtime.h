@@ -126,8 +126,9 @@ struct RuntimeOptions {
   // L2-normalise each embedding; nullopt: as the model says (modules.json lists a Normalize module, as
   // sentence-transformers decides).
   std::optional<bool> normalize;
-  // Invalid UTF-8 in a text: false, an InvalidArgument error naming the byte offset; true, each bad byte becomes
-  // U+FFFD and is dropped, as Hugging Face does with text decoded using errors="replace".
+  // Invalid UTF-8 in a text: false, an InvalidArgument error naming the byte offset; true, each ill-formed
+  // sequence becomes one U+FFFD, as Python's errors="replace" decodes it, which BERT's WordPiece then drops,
+  // XLM-R's normalizer turns into a space and byte-level BPE encodes as tokens (as Hugging Face does).
   bool replace_invalid_utf8 = false;
   // Where the encoder runs: Device::kCPU, or Device::kCUDA with device_index 0 ("cuda:0"; brisk/core/device.h
   // parses the string form). A build without CUDA fails create() with UNIMPLEMENTED naming BRISK_WITH_CUDA, a
