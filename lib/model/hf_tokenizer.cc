@@ -363,6 +363,14 @@ Status parse_post_processor(const json& j, std::string_view source, HfTokenizer:
         sep->size() != 2 || !(*cls)[1].is_number_integer() || !(*sep)[1].is_number_integer()) {
       return bad(source, "RobertaProcessing needs cls and sep as [token, id]");
     }
+    // In range before the cast to int32 (4294967296 would become 0); from_parsed then checks them against the
+    // vocabulary, as it does TemplateProcessing's.
+    for (const auto& [name, id] : {std::pair<const char*, const json*>{"cls", &(*cls)[1]}, {"sep", &(*sep)[1]}}) {
+      if (id->get<int64_t>() < 0 || id->get<int64_t>() >= (int64_t{1} << 30)) {
+        return bad(source,
+                   absl::StrCat("RobertaProcessing ", name, " id is ", id->dump(), "; expected an id in [0, 2^30)"));
+      }
+    }
     const auto c = static_cast<int32_t>((*cls)[1].get<int64_t>());
     const auto s = static_cast<int32_t>((*sep)[1].get<int64_t>());
     t.single = {TemplateItem{{c}}, TemplateItem{}, TemplateItem{{s}}};

@@ -42,6 +42,15 @@ std::string patched(const std::string& path, const json& value) {
   return j.dump();
 }
 
+// A RobertaProcessing post-processor with these cls and sep ids.
+json roberta(int64_t cls, int64_t sep) {
+  return json{{"type", "RobertaProcessing"},
+              {"cls", json::array({"<s>", cls})},
+              {"sep", json::array({"</s>", sep})},
+              {"trim_offsets", true},
+              {"add_prefix_space", true}};
+}
+
 }  // namespace
 
 TEST_CASE("hf tokenizer: the tiny XLM-R tokenizer loads with its stages and special ids", "[tokenizer][unigram]") {
@@ -212,6 +221,11 @@ TEST_CASE("hf tokenizer: unsupported stages and hostile files are refused with w
       {patched("/post_processor/single/0", json{{"SpecialToken", {{"id", "<cls>"}}}}), "\"<cls>\""},
       {patched("/added_tokens/0/single_word", true), "single_word"},
       {patched("/added_tokens/0/id", -5), "id out of"},
+      // Ids past int32 would wrap (4294967296 to 0) and a negative one would pass the vocabulary check.
+      {patched("/post_processor", roberta(0, 4294967296LL)), "RobertaProcessing sep id is 4294967296; expected"},
+      {patched("/post_processor", roberta(-1, 2)), "RobertaProcessing cls id is -1; expected"},
+      {patched("/post_processor", roberta(0, int64_t{1} << 30)), "RobertaProcessing sep id is 1073741824; expected"},
+      {patched("/post_processor", roberta(0, 100000)), "token id 100000 is past the vocabulary"},
   };
   for (const Case& c : cases) {
     INFO("expect: " << c.message);
@@ -219,6 +233,9 @@ TEST_CASE("hf tokenizer: unsupported stages and hostile files are refused with w
     REQUIRE_FALSE(t.ok());
     CHECK_THAT(std::string(t.status().message()), Catch::Contains(c.message));
   }
+  auto roberta_ok = HfTokenizer::from_json(patched("/post_processor", roberta(0, 2)), "t.json");
+  REQUIRE(roberta_ok.ok());
+  CHECK(roberta_ok->encode("hello", 16).value() == tiny().encode("hello", 16).value());  // <s> ... </s> as before
   auto missing = HfTokenizer::from_file("/nonexistent/tokenizer.json");
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(std::string(missing.status().message()), Catch::Contains("/nonexistent/tokenizer.json"));
