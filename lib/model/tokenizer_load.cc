@@ -52,7 +52,8 @@ StatusOr<std::string> read_source(const ModelFileSource& src, const std::string&
 StatusOr<json> parse_json(const std::string& text, const std::string& path) {
   BRISK_ASSIGN_OR_RETURN(json j, parse_json_bounded(text, absl::StrCat("\"", path, "\"")));
   if (!j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not valid JSON; expected a JSON object"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", path, "\" is a JSON ", j.type_name(), "; expected a JSON object"));
   }
   return j;
 }

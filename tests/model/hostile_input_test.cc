@@ -56,6 +56,35 @@ TEST_CASE("a deeply nested tokenizer.json normalizer is an error, not a crash", 
   CHECK(tok.status().message().find("nested more than 64 levels deep") != std::string::npos);
 }
 
+TEST_CASE("a tokenizer.json or tokenizer_config.json that is JSON but no object names its type", "[loading][hostile]") {
+  brisk::testing::TempDir dir;
+  dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n");
+  struct Case {
+    const char* file;
+    const char* text;
+    const char* type;
+  };
+  for (const Case& c : {Case{"tokenizer.json", "[1, 2]", "array"}, Case{"tokenizer.json", "\"x\"", "string"},
+                        Case{"tokenizer.json", "null", "null"}, Case{"tokenizer_config.json", "42", "number"},
+                        Case{"tokenizer_config.json", "true", "boolean"}}) {
+    brisk::testing::TempDir model;
+    model.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n");
+    model.write(c.file, c.text);
+    INFO(c.file << ": " << c.text);
+    auto tok = brisk::WordPieceTokenizer::from_model_dir(model.path.string());
+    REQUIRE_FALSE(tok.ok());
+    const std::string message(tok.status().message());
+    CHECK(message.find(c.file) != std::string::npos);
+    CHECK(message.find(std::string("is a JSON ") + c.type + "; expected a JSON object") != std::string::npos);
+    CHECK(message.find("not valid JSON") == std::string::npos);
+  }
+  // Broken JSON is still called that.
+  dir.write("tokenizer.json", "{ not json");
+  auto broken = brisk::WordPieceTokenizer::from_model_dir(dir.path.string());
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.status().message().find("not valid JSON") != std::string::npos);
+}
+
 TEST_CASE("a config with millions of layers fails before allocating them", "[loading][hostile]") {
   const auto dir = brisk::testing::test_data_dir() / "tiny_bert_st";
   auto config = brisk::BertConfig::from_json_file((dir / "config.json").string());
