@@ -70,9 +70,10 @@ Status BertEncoder::Impl::run(const PackedSequences& batch, const Outputs& outpu
   const Device device = options.device;
   const int64_t h = config.hidden_size;
   const float eps = static_cast<float>(config.layer_norm_eps);
-  BRISK_ASSIGN_OR_RETURN(const TokenLayout layout,
-                         make_token_layout(batch, options.remove_padding, static_cast<int32_t>(config.pad_token_id),
-                                           static_cast<int32_t>(config.position_offset())));
+  BRISK_ASSIGN_OR_RETURN(
+      const TokenLayout layout,
+      make_token_layout(batch, options.remove_padding, static_cast<int32_t>(config.pad_token_id),
+                        static_cast<int32_t>(config.position_offset()), config.positions_skip_pad_ids()));
   const int64_t n = layout.rows;
   BRISK_ASSIGN_OR_RETURN(const LayoutOnDevice in, place_layout(layout, device, ws));
   const kernels::AttentionRows sequences{in.starts, in.lengths, layout.batch, layout.max_len};

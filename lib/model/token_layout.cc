@@ -7,7 +7,7 @@
 namespace brisk {
 
 StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remove_padding, int32_t pad_id,
-                                        int32_t position_offset) {
+                                        int32_t position_offset, bool skip_pad_ids) {
   const std::vector<int64_t>& offsets = batch.offsets;
   if (offsets.empty() || offsets.front() != 0 || batch.total_tokens() != static_cast<int64_t>(batch.input_ids.size()) ||
       !std::is_sorted(offsets.begin(), offsets.end())) {
@@ -39,15 +39,16 @@ StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remov
     layout.starts.push_back(static_cast<int32_t>(start));
     layout.lengths.push_back(static_cast<int32_t>(len));
     const int64_t slots = remove_padding ? len : layout.max_len;
+    int32_t next_position = position_offset;
     for (int64_t i = 0; i < slots; ++i) {
       const auto r = static_cast<size_t>(start + i);
-      layout.positions[r] = position_offset + static_cast<int32_t>(i);
       if (i < len) {
         const int64_t t = offsets[b] + i;
         layout.source_rows[r] = static_cast<int32_t>(t);
         layout.ids[r] = batch.input_ids[static_cast<size_t>(t)];
         if (!batch.token_type_ids.empty()) layout.type_ids[r] = batch.token_type_ids[static_cast<size_t>(t)];
       }
+      layout.positions[r] = skip_pad_ids && layout.ids[r] == pad_id ? pad_id : next_position++;
     }
   }
   return layout;

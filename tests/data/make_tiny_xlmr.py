@@ -11,8 +11,13 @@ Outputs (fixed seeds, float32, everything run under torch.no_grad):
       mean pooling, max_seq_length 64.
   tiny_xlmr/golden_xlmr.json   {"versions", "position_ids_first_text", "items": [{"line", "text", "ids",
       "hidden": [[32 floats] per token], "mean_pooled": [32 floats]}], "batch": {"input_ids", "attention_mask",
-      "hidden": [per text, real tokens only], "mean_pooled", "max_abs_diff_vs_alone"}}. Items are each run
-      alone (no padding); "batch" is the same texts as one right-padded batch with an attention mask.
+      "hidden": [per text, real tokens only], "mean_pooled", "max_abs_diff_vs_alone"}, "pad_items": [{"text", "ids",
+      "position_ids", "hidden", "mean_pooled"}], "pad_batch_max_abs_diff_vs_alone"}. Items are each run alone (no
+      padding); "batch" is the same texts as one right-padded batch with an attention mask. "pad_items" are texts
+      with a literal "<pad>", which the tokenizer turns into the padding id 1: the model gives such a token
+      position padding_idx and does not count it (create_position_ids_from_input_ids), their "position_ids"; each
+      is run alone with an all-ones attention mask (the token is text, not padding: the tokenizer's own mask), and
+      once more inside one right-padded batch with the first two texts (max |batch - alone| recorded).
   tiny_xlmr_cls/model.safetensors, config.json (+ the same tokenizer files)   XLMRobertaForSequenceClassification,
       3 labels, "roberta." prefix, no pooler, head classifier.dense -> tanh -> classifier.out_proj on <s>.
       Its encoder weights are the same as tiny_xlmr's; the head's two weight matrices are N(0, 0.3) instead of
@@ -45,6 +50,10 @@ TEXTS_FILE = os.path.join(HERE, "multilingual_texts.txt")
 # first eight lines lack.
 LINES = [1, 50, 120, 200, 300, 410, 500, 600, 144, 166]
 MAX_LEN = 64
+# Texts holding a literal "<pad>": alone, twice in a row, at both ends, glued to words, and a longer text.
+PAD_TEXTS = ["hello <pad> world", "<pad>", "<pad><pad> How do I reset my password? <pad>",
+             "Wie setze ich<pad>meine PIN zurück?",
+             "A longer question with <pad> in the middle, asked about my account, my card and my PIN <pad> again"]
 HIDDEN = 32
 ID2LABEL = {0: "negative", 1: "neutral", 2: "positive"}
 
@@ -189,12 +198,35 @@ def main():
             batch_means.append(r7(mean.tolist()))
         assert max_diff < 1e-5, max_diff
 
+        pad_items, pad_alone = [], []
+        for text in PAD_TEXTS:
+            enc = tok(text, add_special_tokens=True, truncation=True, max_length=MAX_LEN, return_tensors="pt")
+            ids, mask = enc["input_ids"], enc["attention_mask"]
+            assert int((ids == model.config.pad_token_id).sum()) > 0 and bool(mask.all()), (text, ids, mask)
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state[0]
+            pad_alone.append(hidden)
+            positions = create_position_ids_from_input_ids(ids, model.config.pad_token_id)[0].tolist()
+            pad_items.append({"text": text, "ids": ids[0].tolist(), "position_ids": positions,
+                              "hidden": r7(hidden.tolist()), "mean_pooled": r7(hidden.mean(dim=0).tolist())})
+        mixed = PAD_TEXTS + [t for _, t in texts[:2]]
+        pad_batch = tok(mixed, add_special_tokens=True, truncation=True, max_length=MAX_LEN, padding=True,
+                        return_tensors="pt")
+        pad_batch_hidden = model(**pad_batch).last_hidden_state
+        pad_batch_diff = 0.0
+        for i, want in enumerate(pad_alone + alone_hidden[:2]):
+            n = int(pad_batch["attention_mask"][i].sum())
+            assert n == want.shape[0], "padding must be on the right"
+            pad_batch_diff = max(pad_batch_diff, float((pad_batch_hidden[i, :n] - want).abs().max()))
+        assert pad_batch_diff < 1e-5, pad_batch_diff
+
     write_json(os.path.join(xlmr_dir, "golden_xlmr.json"), {
         "versions": versions(),
         "position_ids_first_text": position_ids_first,
         "items": items,
         "batch": {"input_ids": batch["input_ids"].tolist(), "attention_mask": batch["attention_mask"].tolist(),
                   "hidden": batch_rows, "mean_pooled": batch_means, "max_abs_diff_vs_alone": max_diff},
+        "pad_items": pad_items,
+        "pad_batch_max_abs_diff_vs_alone": pad_batch_diff,
     })
     write_json(os.path.join(cls_dir, "golden_logits.json"), {
         "versions": versions(), "id2label": {str(k): v for k, v in ID2LABEL.items()}, "items": logit_items})
@@ -208,6 +240,9 @@ def main():
     print("position ids of the first text:", position_ids_first)
     print("ids per text:", [len(it["ids"]) for it in items])
     print(f"max |batch - alone| (hidden and mean_pooled): {max_diff:.3g}")
+    for item in pad_items:
+        print(f"{item['text']!r}: ids {item['ids']}, position ids {item['position_ids']}")
+    print(f"texts with <pad>, max |batch - alone|: {pad_batch_diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 // XLMRobertaModel with the sentence-transformers mean-pooling files, and an XLMRobertaForSequenceClassification),
 // tokenized by their SentencePiece Unigram tokenizer.json. Checked: the family and its position offset, the token
 // ids, the last hidden states of each text alone and inside one packed batch, the runtime's mean-pooled embeddings
-// and the classifier's logits, all against transformers.
+// and the classifier's logits, all against transformers; and the same for texts holding a literal "<pad>" (the
+// padding id inside the text, whose position is padding_idx and is not counted).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "brisk/model/encoder.h"
 #include "brisk/model/loader.h"
+#include "brisk/model/token_layout.h"
 #include "brisk/runtime/runtime.h"
 #include "golden_json.h"
 #include "test_skip.h"
@@ -26,7 +28,49 @@ namespace {
 
 constexpr double kTolerance = 2e-5;  // f32 against f32: the order of summation alone (as for tiny BERT)
 
+// The golden items with a literal "<pad>" after the ordinary ones: one packed batch of mixed lengths holds both.
+json items_with_pad_texts(const json& golden) {
+  json items = golden["items"];
+  for (const json& item : golden["pad_items"]) items.push_back(item);
+  return items;
+}
+
 }  // namespace
+
+TEST_CASE("xlm-roberta: a literal <pad> in the text takes position padding_idx, as transformers numbers it",
+          "[encoder][model][xlmr]") {
+  auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
+  REQUIRE(m.ok());
+  const brisk::BertConfig& c = m->config;
+  REQUIRE(c.positions_skip_pad_ids());
+  const json golden = read_json("tiny_xlmr/golden_xlmr.json");  // alive through the loop
+  brisk::PackedSequences batch;
+  std::vector<int32_t> want;
+  for (const json& item : golden["pad_items"]) {
+    INFO("text: " << item["text"].get<std::string>());
+    auto ids = m->tokenizer.encode(item["text"].get<std::string>(), m->max_seq_len);
+    REQUIRE(ids.ok());
+    CHECK(*ids == item["ids"].get<std::vector<int32_t>>());  // "<pad>" is the padding id 1
+    batch.add(item["ids"].get<std::vector<int32_t>>());
+    const auto positions = item["position_ids"].get<std::vector<int32_t>>();
+    want.insert(want.end(), positions.begin(), positions.end());
+  }
+  for (const bool remove_padding : {true, false}) {
+    INFO("remove_padding " << remove_padding);
+    auto layout = brisk::make_token_layout(batch, remove_padding, static_cast<int32_t>(c.pad_token_id),
+                                           static_cast<int32_t>(c.position_offset()), c.positions_skip_pad_ids());
+    REQUIRE(layout.ok());
+    std::vector<int32_t> got;
+    for (size_t r = 0; r < layout->positions.size(); ++r) {
+      if (layout->source_rows[r] >= 0) {
+        got.push_back(layout->positions[r]);
+      } else {
+        CHECK(layout->positions[r] == c.pad_token_id);  // a pad row, as transformers numbers padding
+      }
+    }
+    CHECK(got == want);
+  }
+}
 
 TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenizer load", "[encoder][model][xlmr]") {
   auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
@@ -54,7 +98,7 @@ TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed
   INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   const int64_t h = (*encoder)->hidden_size();
-  check_alone_and_packed(**encoder, read_json("tiny_xlmr/golden_xlmr.json")["items"], kTolerance);
+  check_alone_and_packed(**encoder, items_with_pad_texts(read_json("tiny_xlmr/golden_xlmr.json")), kTolerance);
   // Positions start at 2: a sequence may hold 66 - 2 tokens, not 66.
   brisk::PackedSequences too_long;
   too_long.add(std::vector<int32_t>(65, 5));
@@ -66,7 +110,7 @@ TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed
 TEST_CASE("xlm-roberta on a GPU: hidden states match transformers in f32, f16 and bf16, packed and padded",
           "[encoder][model][xlmr][cuda]") {
   BRISK_SKIP_WITHOUT_CUDA();
-  const json items = read_json("tiny_xlmr/golden_xlmr.json")["items"];
+  const json items = items_with_pad_texts(read_json("tiny_xlmr/golden_xlmr.json"));
   for (const brisk::DType activation : {brisk::DType::kF32, brisk::DType::kF16, brisk::DType::kBF16}) {
     for (const bool remove_padding : {true, false}) {
       INFO("activation " << brisk::dtype_name(activation) << ", remove_padding " << remove_padding);
@@ -85,8 +129,8 @@ TEST_CASE("xlm-roberta: the runtime's mean-pooled embeddings and the classifier'
           "[model][xlmr]") {
   std::vector<std::string> texts;
   std::vector<std::vector<float>> pooled;
-  const json golden = read_json("tiny_xlmr/golden_xlmr.json");  // alive through the loop
-  for (const json& item : golden["items"]) {
+  const json golden = read_json("tiny_xlmr/golden_xlmr.json");
+  for (const json& item : items_with_pad_texts(golden)) {
     texts.push_back(item["text"].get<std::string>());
     pooled.push_back(item["mean_pooled"].get<std::vector<float>>());
   }

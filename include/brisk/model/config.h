@@ -84,6 +84,10 @@ struct BRISK_API BertConfig {
   // create_position_ids_from_input_ids), so a sequence holds at most max_position_embeddings - position_offset()
   // tokens.
   int64_t position_offset() const { return family == ModelFamily::kRoberta ? pad_token_id + 1 : 0; }
+  // RoBERTa's position ids also skip the tokens equal to pad_token_id, as create_position_ids_from_input_ids does:
+  // such a token (a "<pad>" the tokenizer found in the text) takes position pad_token_id and the count does not
+  // advance over it. BERT's count every token.
+  bool positions_skip_pad_ids() const { return family == ModelFamily::kRoberta; }
   bool is_decoder() const { return is_decoder_family(family); }
   // Qwen3's per-head RMSNorms on queries and keys, before the rotation.
   bool qk_norm() const { return family == ModelFamily::kQwen3; }

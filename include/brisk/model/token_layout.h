@@ -36,7 +36,10 @@ struct BRISK_API TokenLayout {
 
 // Fails (INVALID_ARGUMENT) on offsets that do not describe the batch or on more than INT32_MAX rows. A sequence's
 // positions count from position_offset (BertConfig::position_offset(): RoBERTa's start after the padding id).
+// With skip_pad_ids (BertConfig::positions_skip_pad_ids(), RoBERTa), a token equal to pad_id takes position pad_id
+// and is not counted, and so do a padded layout's pad rows: transformers' create_position_ids_from_input_ids,
+// padding_idx + cumsum(ids != padding_idx) on the other tokens.
 BRISK_API StatusOr<TokenLayout> make_token_layout(const PackedSequences& batch, bool remove_padding, int32_t pad_id = 0,
-                                                  int32_t position_offset = 0);
+                                                  int32_t position_offset = 0, bool skip_pad_ids = false);
 
 }  // namespace brisk
