@@ -20,7 +20,6 @@
 
 namespace brisk {
 
-using detail::AddedToken;
 using detail::NormalizerStep;
 using detail::TemplateItem;
 using nlohmann::json;
@@ -320,32 +319,22 @@ Status parse_model(const json& j, std::string_view source, HfTokenizer::Impl& t)
   return absl::OkStatus();
 }
 
+// After parse_normalizer: a normalized token is matched by its content run through the normalizer, as tokenizers
+// builds its trie.
 Status parse_added_tokens(const json& j, std::string_view source, HfTokenizer::Impl& t) {
-  if (j.is_null()) return absl::OkStatus();
-  if (!j.is_array()) return bad(source, "added_tokens is not an array");
-  for (const json& a : j) {
-    auto content = a.find("content");
-    auto id = a.find("id");
-    if (!a.is_object() || content == a.end() || !content->is_string() || id == a.end() || !id->is_number_integer()) {
-      return bad(source, absl::StrCat("added token ", a.dump().substr(0, 60), " needs a string content and an id"));
+  BRISK_ASSIGN_OR_RETURN(const std::vector<detail::AddedTokenEntry> entries, detail::parse_added_tokens(j, source));
+  for (const detail::AddedTokenEntry& e : entries) {
+    const AddedToken& a = e.token;
+    detail::AddedPattern pattern{a.normalized ? t.normalize(a.content) : a.content, e.id, a.lstrip, a.rstrip};
+    if (pattern.text.empty()) {
+      return bad(source, absl::StrCat("added token \"", a.content,
+                                      "\" is empty after the normalizer; expected a token that matches some text"));
     }
-    AddedToken tok{content->get<std::string>(), 0, a.value("lstrip", false), a.value("rstrip", false)};
-    const int64_t token_id = id->get<int64_t>();
-    if (tok.content.empty() || !is_valid_utf8(tok.content) || token_id < 0 || token_id >= (int64_t{1} << 30)) {
-      return bad(source, absl::StrCat("added token ", a.dump().substr(0, 60),
-                                      " has an empty or non-UTF-8 content or an id out of [0, 2^30)"));
-    }
-    tok.id = static_cast<int32_t>(token_id);
-    if (a.value("single_word", false)) {
-      return bad(source,
-                 absl::StrCat("added token \"", tok.content, "\" has single_word true, which is not supported"));
-    }
-    tok.normalized = a.value("normalized", !a.value("special", false));
-    t.added_by_id[tok.id] = tok.content;
-    t.added.push_back(std::move(tok));
+    (a.normalized ? t.normalized_added : t.raw_added).push_back(std::move(pattern));
+    t.added_by_id[e.id] = a.content;
   }
-  std::stable_sort(t.added.begin(), t.added.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+  detail::sort_longest_first(t.raw_added);
+  detail::sort_longest_first(t.normalized_added);
   return absl::OkStatus();
 }
 

@@ -63,61 +63,6 @@ std::string replace_runs(std::string_view text, char c, int64_t lo, int64_t hi, 
   return out;
 }
 
-// A piece of the text: an added token's id, or a stretch [begin, end) for the normalizer.
-struct Segment {
-  size_t begin, end;
-  int32_t added_id;  // -1: text
-};
-
-// The end of the whitespace (White_Space) that starts at pos.
-size_t white_space_after(std::string_view text, size_t pos) {
-  while (pos < text.size()) {
-    const Utf8Char c = decode_utf8(text, pos);
-    if (!detail::is_white_space(c.code_point)) break;
-    pos += static_cast<size_t>(c.length);
-  }
-  return pos;
-}
-
-// The start of the whitespace that ends at pos, not before `floor` (a character boundary).
-size_t white_space_before(std::string_view text, size_t pos, size_t floor) {
-  while (pos > floor) {
-    size_t prev = pos - 1;
-    while (prev > floor && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
-    if (!detail::is_white_space(decode_utf8(text, prev).code_point)) break;
-    pos = prev;
-  }
-  return pos;
-}
-
-// Splits text around the added tokens whose `normalized` is `normalized`, leftmost-longest; lstrip takes the
-// whitespace before a token (not past the previous match), rstrip the whitespace after it.
-std::vector<Segment> split_added(std::string_view text, const std::vector<detail::AddedToken>& added, bool normalized) {
-  std::vector<Segment> segments;
-  size_t done = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const detail::AddedToken* match = nullptr;
-    for (const detail::AddedToken& a : added) {
-      if (a.normalized == normalized && text.compare(pos, a.content.size(), a.content) == 0) {
-        match = &a;
-        break;
-      }
-    }
-    if (match == nullptr) {
-      pos += static_cast<size_t>(decode_utf8(text, pos).length);
-      continue;
-    }
-    const size_t begin = match->lstrip ? white_space_before(text, pos, done) : pos;
-    const size_t end =
-        match->rstrip ? white_space_after(text, pos + match->content.size()) : pos + match->content.size();
-    if (done < begin) segments.push_back({done, begin, -1});
-    segments.push_back({begin, end, match->id});
-    done = pos = end;
-  }
-  if (done < text.size()) segments.push_back({done, text.size(), -1});
-  return segments;
-}
-
 }  // namespace
 
 std::string HfTokenizer::Impl::normalize(std::string_view text) const {
@@ -130,8 +75,8 @@ std::string HfTokenizer::Impl::normalize(std::string_view text) const {
                                : replace_all(s, step.literal, step.content);
         break;
       case detail::NormalizerStep::kStrip: {
-        const size_t begin = step.strip_left ? white_space_after(s, 0) : 0;
-        const size_t end = step.strip_right ? white_space_before(s, s.size(), begin) : s.size();
+        const size_t begin = step.strip_left ? detail::white_space_after(s, 0) : 0;
+        const size_t end = step.strip_right ? detail::white_space_before(s, s.size(), begin) : s.size();
         s = s.substr(begin, end - begin);
         break;
       }
@@ -223,13 +168,13 @@ void HfTokenizer::Impl::encode_text(std::string_view text, std::vector<int32_t>&
   };
   // 1. The added tokens matched in the raw text; 2. the rest through the normalizer, then the added tokens matched
   //    in its output.
-  for (const Segment& raw : split_added(text, added, false)) {
+  for (const detail::AddedSegment& raw : detail::split_added(text, raw_added)) {
     if (raw.added_id >= 0) {
       emit_added(raw.added_id, text.substr(raw.begin, raw.end - raw.begin));
       continue;
     }
     const std::string normalized = normalize(text.substr(raw.begin, raw.end - raw.begin));
-    for (const Segment& seg : split_added(normalized, added, true)) {
+    for (const detail::AddedSegment& seg : detail::split_added(normalized, normalized_added)) {
       const std::string_view part = std::string_view(normalized).substr(seg.begin, seg.end - seg.begin);
       if (seg.added_id >= 0) {
         emit_added(seg.added_id, part);
@@ -306,8 +251,8 @@ std::string_view HfTokenizer::id_to_token(int32_t id) const {
 int HfTokenizer::vocab_size() const { return impl_->vocab_size; }
 int32_t HfTokenizer::unk_id() const { return impl_->model_kind == Impl::Model::kBpe ? -1 : impl_->unigram.unk_id(); }
 int32_t HfTokenizer::added_token_id(std::string_view content) const {
-  for (const detail::AddedToken& a : impl_->added) {
-    if (a.content == content) return a.id;
+  for (const auto& [id, added] : impl_->added_by_id) {
+    if (added == content) return id;
   }
   return -1;
 }

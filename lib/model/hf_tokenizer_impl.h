@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "added_tokens.h"
 #include "brisk/model/hf_tokenizer.h"
 #include "bpe_model.h"
 #include "byte_level.h"
@@ -28,13 +29,6 @@ struct NormalizerStep {
   int64_t run_min = 0, run_max = 0;
   std::string content;
   bool strip_left = false, strip_right = false;  // Strip
-};
-
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool lstrip = false, rstrip = false;
-  bool normalized = false;  // matched in the normalizer's output rather than in the raw text
 };
 
 // One pre-tokenizer: Metaspace, Split (Isolated, a known pattern) or ByteLevel.
@@ -61,8 +55,9 @@ struct HfTokenizer::Impl {
   enum class Model { kUnigram, kBpe } model_kind = Model::kUnigram;
   detail::UnigramModel unigram;
   detail::BpeModel bpe;
-  // Longest first, so that the first match at a position is the leftmost-longest.
-  std::vector<detail::AddedToken> added;
+  // The added tokens matched in the raw text and (by their normalised content) in the normalizer's output, each
+  // longest first.
+  std::vector<detail::AddedPattern> raw_added, normalized_added;
   std::map<int32_t, std::string> added_by_id;
   std::vector<detail::TemplateItem> single, pair;
   int vocab_size = 0;

@@ -8,11 +8,21 @@
 #include <utf8proc.h>
 
 #include "absl/strings/str_cat.h"
+#include "added_tokens.h"
+#include "bert_pre_tokenizer.h"
 #include "brisk/core/utf8.h"
 #include "brisk/model/tokenizer.h"
 #include "tokenizer_unicode.h"
 
 namespace brisk {
+
+using detail::CharClass;
+using detail::is_cjk;
+using detail::is_control;
+using detail::is_white_space;
+using detail::kPreAscii;
+using detail::NormalisedText;
+using detail::WordSplitter;
 
 namespace {
 
@@ -36,57 +46,6 @@ inline uint32_t mix(uint32_t h) {
 
 inline bool is_utf8_lead(unsigned char c) { return (c & 0xC0) != 0x80; }
 
-// Character classes of the BERT rules. kOther is an ordinary word character.
-enum class CharClass : uint8_t { kOther, kDrop, kSpace, kPunct };
-
-using detail::is_white_space;
-
-inline bool is_cjk(int32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
-         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
-         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-inline bool is_ascii_punct(int32_t c) {
-  return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
-}
-
-inline bool is_punct(int32_t c) {
-  if (c < 0x80) return is_ascii_punct(c);
-  switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO: return true;
-    default: return false;
-  }
-}
-
-// clean_text's "control": categories Cc, Cf, Co, Cs except \t \n \r (unassigned Cn is kept, as HF does).
-inline bool is_control(int32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;
-  switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CS: return true;
-    default: return false;
-  }
-}
-
-// Pre-tokenizer classes of ASCII characters (after normalisation): whitespace splits, punctuation isolates.
-std::array<CharClass, 128> make_pre_ascii() {
-  std::array<CharClass, 128> cls{};
-  for (int c = 0; c < 128; ++c) {
-    cls[c] = is_white_space(c) ? CharClass::kSpace : is_ascii_punct(c) ? CharClass::kPunct : CharClass::kOther;
-  }
-  return cls;
-}
-const std::array<CharClass, 128> kPreAscii = make_pre_ascii();
-
 }  // namespace
 
 // Open-addressing table from token text to id. Keys are views into Impl::arena (no per-token allocations).
@@ -109,9 +68,12 @@ struct WordPieceTokenizer::Impl {
   VocabTable cont;                // tokens with the continuation prefix, keyed without it
   size_t max_word_start_bytes = 0, max_cont_bytes = 0;
   int32_t unk = -1, cls = -1, sep = -1, pad = -1, mask = -1;
-  std::vector<std::pair<std::string, int32_t>> specials;  // literal tokens, longest first
-  std::array<bool, 256> special_first{};                  // first bytes of the specials
-  std::array<CharClass, 128> ascii_in{};                  // ASCII input classes, clean_text applied
+  // The added tokens (TokenizerOptions::added_tokens and the special tokens) matched in the raw text, and those
+  // matched in the normalised text by their normalised content; each longest first. Their lstrip and rstrip only
+  // take whitespace, which the pre-tokenizer drops anyway, so the raw pass (inline in normalise) does without them.
+  std::vector<detail::AddedPattern> raw_added, normalized_added;
+  std::array<bool, 256> raw_added_first{};  // first bytes of raw_added
+  std::array<CharClass, 128> ascii_in{};    // ASCII input classes, clean_text applied
 
   std::string_view token(int32_t id) const {
     return std::string_view(arena).substr(offsets[id], offsets[id + 1] - offsets[id]);
@@ -209,69 +171,25 @@ struct WordPieceTokenizer::Impl {
     return absl::OkStatus();
   }
 
-  // The normalise + split walk. Calls sink.word(utf8, nchars) per word and sink.special(id) per literal
-  // special token; either returns false to stop early (truncation).
-  template <typename Sink>
-  void walk(std::string_view text, Sink& sink) const {
+  // BertNormalizer over text into `out` (a consumer of bert_pre_tokenizer.h), splitting out the raw_added tokens first
+  // when match_raw_added.
+  template <typename Out>
+  void normalise(std::string_view text, Out& out, bool match_raw_added) const {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const size_t n = text.size();
-    std::string word;  // short words stay in the small-string buffer
-    int nchars = 0;
-    bool go = true;
-    auto flush = [&] {
-      if (!word.empty()) {
-        go = sink.word(std::string_view(word), nchars);
-        word.clear();
-        nchars = 0;
-      }
-      return go;
-    };
-    // Adds one normalised character: whitespace ends the word, punctuation is a word of its own.
-    auto put = [&](int32_t c) {
-      if (c < 0x80) {
-        const CharClass k = kPreAscii[c];
-        if (k == CharClass::kSpace) {
-          flush();
-          return;
-        }
-        if (k == CharClass::kPunct) {
-          if (!flush()) return;
-          word.push_back(static_cast<char>(c));
-          nchars = 1;
-          flush();
-          return;
-        }
-        word.push_back(static_cast<char>(c));
-        ++nchars;
-        return;
-      }
-      if (is_white_space(c)) {
-        flush();
-        return;
-      }
-      if (is_punct(c)) {
-        if (!flush()) return;
-        append_utf8(word, c);
-        nchars = 1;
-        flush();
-        return;
-      }
-      append_utf8(word, c);
-      ++nchars;
-    };
     // Accent stripping (NFD, drop Mn) then lowercasing, in BertNormalizer's order.
-    auto normalise = [&](int32_t c) {
+    auto fold = [&](int32_t c) {
       if (!strip_accents) {
         if (!opts.lowercase) {
-          put(c);
+          out.put(c);
           return;
         }
         if (c == 0x130) {
-          put('i');
-          put(0x307);
+          out.put('i');
+          out.put(0x307);
           return;
         }  // the one unconditional multi-char lowercase
-        put(utf8proc_tolower(c));
+        out.put(utf8proc_tolower(c));
         return;
       }
       utf8proc_int32_t buf[8];
@@ -281,36 +199,38 @@ struct WordPieceTokenizer::Impl {
         buf[0] = c;
         m = 1;
       }  // cannot happen for canonical decompositions
-      for (utf8proc_ssize_t k = 0; k < m && go; ++k) {
+      for (utf8proc_ssize_t k = 0; k < m && out.going(); ++k) {
         const int32_t d = buf[k];
         if (utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
-        put(opts.lowercase ? utf8proc_tolower(d) : d);
+        out.put(opts.lowercase ? utf8proc_tolower(d) : d);
       }
     };
 
-    for (size_t i = 0; i < n && go;) {
+    for (size_t i = 0; i < n && out.going();) {
       const unsigned char b = s[i];
-      if (opts.recognize_special_tokens && special_first[b]) {
-        bool matched = false;
-        for (const auto& [lit, id] : specials) {
-          if (lit.size() <= n - i && std::memcmp(s + i, lit.data(), lit.size()) == 0) {
-            if (!flush()) return;
-            go = sink.special(id);
-            i += lit.size();
-            matched = true;
+      if (match_raw_added && raw_added_first[b]) {
+        const detail::AddedPattern* match = nullptr;
+        for (const detail::AddedPattern& p : raw_added) {
+          if (p.text.size() <= n - i && std::memcmp(s + i, p.text.data(), p.text.size()) == 0) {
+            match = &p;
             break;
           }
         }
-        if (matched) continue;
+        if (match != nullptr) {
+          out.added(match->id);
+          i += match->text.size();
+          continue;
+        }
       }
       if (b < 0x80) {  // ASCII fast path
         ++i;
         const CharClass k = ascii_in[b];
         if (k == CharClass::kOther) {
-          word.push_back(static_cast<char>(opts.lowercase && b >= 'A' && b <= 'Z' ? b + 32 : b));
-          ++nchars;
+          out.ascii_letter(static_cast<char>(opts.lowercase && b >= 'A' && b <= 'Z' ? b + 32 : b));
+        } else if (k == CharClass::kSpace && opts.clean_text) {
+          out.space();
         } else if (k != CharClass::kDrop) {
-          put(b);
+          out.put(b);
         }
         continue;
       }
@@ -320,28 +240,82 @@ struct WordPieceTokenizer::Impl {
       i += decoded.ok() ? static_cast<size_t>(decoded.length) : utf8_maximal_subpart(text, i);
       if (const detail::HfCharOverride ov = detail::hf_char_override(c); ov != detail::kNoOverride) {
         if ((ov == detail::kMark && strip_accents) || (ov == detail::kControl && opts.clean_text)) continue;
-        if (ov == detail::kPunct && !flush()) return;
-        append_utf8(word, c);
-        ++nchars;
-        if (ov == detail::kPunct) flush();
+        if (ov == detail::kPunct) {
+          out.punct(c);
+        } else {
+          out.letter(c);
+        }
         continue;
       }
       if (opts.clean_text) {
         if (c == 0xFFFD || is_control(c)) continue;
         if (is_white_space(c)) {
-          flush();
+          out.space();
           continue;
         }
       }
       if (opts.tokenize_chinese_chars && is_cjk(c)) {
-        if (!flush()) return;
-        normalise(c);
-        flush();
+        out.space();
+        if (!out.going()) return;
+        fold(c);
+        out.space();
         continue;
       }
-      normalise(c);
+      fold(c);
     }
-    if (go) flush();
+  }
+
+  // Feeds text (normalised) to the word splitter, the normalized_added tokens split out first.
+  template <typename Sink>
+  void split_normalised(std::string_view text, WordSplitter<Sink>& words) const {
+    for (const detail::AddedSegment& seg : detail::split_added(text, normalized_added)) {
+      if (!words.going()) return;
+      if (seg.added_id >= 0) {
+        words.added(seg.added_id);
+        continue;
+      }
+      for (size_t i = seg.begin; i < seg.end && words.going();) {
+        const Utf8Char c = decode_utf8(text, i);
+        words.put_normalised(c.code_point);
+        i += static_cast<size_t>(c.length);
+      }
+    }
+  }
+
+  // The whole pipeline up to WordPiece: sink.word(utf8, nchars) per word, sink.special(id) per added token; either
+  // returns false to stop early (truncation). Without normalized added tokens the normaliser feeds the word
+  // splitter directly; with them, each stretch between two raw matches is normalised into a buffer first, where
+  // they are matched.
+  template <typename Sink>
+  void walk(std::string_view text, Sink& sink) const {
+    WordSplitter<Sink> words(sink);
+    if (normalized_added.empty()) {
+      normalise(text, words, true);
+      words.finish();
+      return;
+    }
+    struct Buffered {
+      const Impl& impl;
+      WordSplitter<Sink>& words;
+      NormalisedText pending;
+      bool going() const { return words.going(); }
+      void drain() {
+        impl.split_normalised(pending.text, words);
+        pending.text.clear();
+      }
+      void space() { pending.space(); }
+      void ascii_letter(char c) { pending.ascii_letter(c); }
+      void letter(int32_t c) { pending.letter(c); }
+      void punct(int32_t c) { pending.punct(c); }
+      void put(int32_t c) { pending.put(c); }
+      void added(int32_t id) {
+        drain();
+        if (words.going()) words.added(id);
+      }
+    } buffered{*this, words, {}};
+    normalise(text, buffered, true);
+    if (words.going()) buffered.drain();
+    words.finish();
   }
 };
 
@@ -459,24 +433,41 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_tokens(std::vector<std::st
   }
   impl->mask = o.mask_token.empty() ? -1 : lookup(o.mask_token);
 
-  std::vector<std::string> literals = {o.unk_token, o.cls_token, o.sep_token, o.pad_token};
-  if (impl->mask >= 0) literals.push_back(o.mask_token);
-  for (const auto& t : o.added_tokens) literals.push_back(t);
-  for (const auto& lit : literals) {
-    if (lit.empty()) continue;
-    const int32_t id = lookup(lit);
+  // The added tokens, then the special tokens that they do not list (matched in the raw text).
+  std::vector<AddedToken> added = o.added_tokens;
+  for (const std::string* name : {&o.unk_token, &o.cls_token, &o.sep_token, &o.pad_token, &o.mask_token}) {
+    if (name->empty() || (name == &o.mask_token && impl->mask < 0)) continue;
+    auto listed = [&](const AddedToken& a) { return a.content == *name; };
+    if (std::none_of(added.begin(), added.end(), listed)) added.push_back(AddedToken{*name, /*special=*/true});
+  }
+  for (const AddedToken& a : added) {
+    if (a.content.empty()) continue;
+    const int32_t id = lookup(a.content);
     if (id < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ": added token \"", lit,
+      return absl::InvalidArgumentError(absl::StrCat(source, ": added token \"", a.content,
                                                      "\" is not in the vocabulary; expected every added token to "
                                                      "have an id"));
     }
-    bool dup = false;
-    for (const auto& sp : impl->specials) dup |= sp.first == lit;
-    if (!dup) impl->specials.emplace_back(lit, id);
+    if (a.special && !o.recognize_special_tokens) continue;
+    if (!a.normalized) {
+      auto same = [&](const detail::AddedPattern& p) { return p.text == a.content; };
+      if (std::none_of(impl->raw_added.begin(), impl->raw_added.end(), same)) {
+        impl->raw_added.push_back({a.content, id, a.lstrip, a.rstrip});
+      }
+      continue;
+    }
+    NormalisedText normalised;
+    impl->normalise(a.content, normalised, /*match_raw_added=*/false);
+    if (normalised.text.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": added token \"", a.content,
+                                                     "\" is empty once normalised; expected a token that some text "
+                                                     "matches (or normalized false)"));
+    }
+    impl->normalized_added.push_back({std::move(normalised.text), id, a.lstrip, a.rstrip});
   }
-  std::stable_sort(impl->specials.begin(), impl->specials.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  for (const auto& sp : impl->specials) impl->special_first[static_cast<unsigned char>(sp.first[0])] = true;
+  detail::sort_longest_first(impl->raw_added);
+  detail::sort_longest_first(impl->normalized_added);
+  for (const auto& p : impl->raw_added) impl->raw_added_first[static_cast<unsigned char>(p.text[0])] = true;
   return WordPieceTokenizer(std::move(impl));
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "brisk/model/tokenizer.h"
+#include "added_tokens.h"
 #include "json_describe.h"
 #include "model_file_source.h"
 
@@ -161,24 +162,19 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& text, const 
         j["padding"]["pad_token"].is_string()) {
       o.pad_token = j["padding"]["pad_token"];
     }
-    // Added tokens are matched literally in the text; ids past the vocabulary extend it.
-    if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
-      for (const auto& t : j["added_tokens"]) {
-        if (!t.is_object() || !t.contains("id") || !t.contains("content") || !t["content"].is_string() ||
-            !t["id"].is_number_integer()) {
-          return bad("an added_tokens entry lacks an integer \"id\" or a string \"content\"");
-        }
-        const int64_t id = t["id"];
-        const std::string content = t["content"];
-        if (id == static_cast<int64_t>(tokens.size())) {
-          tokens.push_back(content);
-        } else if (id < 0 || id > static_cast<int64_t>(tokens.size()) || tokens[id] != content) {
-          return bad(absl::StrCat("added token \"", content, "\" has id ", id,
-                                  "; expected the id of that token in model.vocab or the next free id ",
-                                  tokens.size()));
-        }
-        if (!content.empty()) o.added_tokens.push_back(content);
+    // Added tokens, with their flags (added_tokens.h); ids past the vocabulary extend it.
+    BRISK_ASSIGN_OR_RETURN(
+        const std::vector<detail::AddedTokenEntry> added,
+        detail::parse_added_tokens(member_or_null(j, "added_tokens"), absl::StrCat("\"", path, "\"")));
+    for (const detail::AddedTokenEntry& e : added) {
+      const std::string& content = e.token.content;
+      if (e.id == static_cast<int64_t>(tokens.size())) {
+        tokens.push_back(content);
+      } else if (e.id > static_cast<int64_t>(tokens.size()) || tokens[e.id] != content) {
+        return bad(absl::StrCat("added token \"", content, "\" has id ", e.id,
+                                "; expected the id of that token in model.vocab or the next free id ", tokens.size()));
       }
+      o.added_tokens.push_back(e.token);
     }
     return WordPieceTokenizer::from_tokens(std::move(tokens), std::move(o), path);
   } catch (const json::exception& e) {

@@ -2,7 +2,11 @@
 // characters, where utf8proc alone would say otherwise.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
+
+#include "brisk/core/utf8.h"
 
 namespace brisk::detail {
 
@@ -12,6 +16,27 @@ inline bool is_white_space(int32_t c) {
   if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
   return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
          c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The end of the whitespace (White_Space) that starts at pos in UTF-8 text.
+inline size_t white_space_after(std::string_view text, size_t pos) {
+  while (pos < text.size()) {
+    const Utf8Char c = decode_utf8(text, pos);
+    if (!is_white_space(c.code_point)) break;
+    pos += static_cast<size_t>(c.length);
+  }
+  return pos;
+}
+
+// The start of the whitespace that ends at pos, not before `floor` (a character boundary).
+inline size_t white_space_before(std::string_view text, size_t pos, size_t floor) {
+  while (pos > floor) {
+    size_t prev = pos - 1;
+    while (prev > floor && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
+    if (!is_white_space(decode_utf8(text, prev).code_point)) break;
+    pos = prev;
+  }
+  return pos;
 }
 
 // What HF does with a character, where that differs from what its Unicode 15 category implies.

@@ -10,9 +10,12 @@
 //   // A query/passage pair for a cross-encoder: [CLS] query [SEP] passage [SEP], HF "longest_first" truncation.
 //   BRISK_ASSIGN_OR_RETURN(brisk::EncodedPair pair, tok.encode_pair("reset PIN", "To reset your PIN...", 512));
 //
-// Pipeline per text: split out special tokens written literally in the text ("[MASK]"), then per segment:
-// drop NUL, U+FFFD and control characters; split on whitespace; pad CJK ideographs with spaces; strip accents
-// (NFD, drop Mn) and lowercase; split on punctuation; greedy longest-match-first WordPiece with "##" pieces.
+// Pipeline per text, as HF tokenizers' AddedVocabulary and BertNormalizer/BertPreTokenizer/WordPiece run it: split
+// out the special and added tokens written literally in the raw text ("[MASK]"; AddedToken::normalized false), then
+// per segment: drop NUL, U+FFFD and control characters; pad CJK ideographs with spaces; strip accents (NFD, drop Mn)
+// and lowercase; split out the added tokens matched in that normalised text (AddedToken::normalized true, by their
+// normalised content: "COVID19" matches "covid19" and "Covid19"); split on whitespace and punctuation; greedy
+// longest-match-first WordPiece with "##" pieces.
 //
 // Thread safety: a WordPieceTokenizer is immutable after construction. Every const method may run
 // concurrently from any number of threads on one object. Copies are cheap (they share the vocabulary).
@@ -32,6 +35,18 @@
 
 namespace brisk {
 
+// A token matched as a whole in the text before WordPiece: one of tokenizer.json's "added_tokens" (transformers'
+// tokenizer.add_tokens and add_special_tokens write them), with the same flags.
+struct AddedToken {
+  std::string content;
+  bool special = false;     // skipped when TokenizerOptions::recognize_special_tokens is false
+  bool normalized = false;  // matched in the normalised text by its normalised content, else in the raw text
+  // Whitespace before / after the token belongs to its match. The pre-tokenizer drops all whitespace, so these never
+  // change WordPiece's ids. (single_word, the other flag of HF's, is refused where tokenizer.json sets it.)
+  bool lstrip = false, rstrip = false;
+  bool operator==(const AddedToken&) const = default;
+};
+
 struct TokenizerOptions {
   bool lowercase = true;              // do_lower_case
   std::optional<bool> strip_accents;  // nullopt: follows lowercase (HF semantics)
@@ -43,15 +58,18 @@ struct TokenizerOptions {
   // decoded using errors="replace".
   bool replace_invalid_utf8 = false;
   // Special tokens written literally in the text ("[SEP]", "[MASK]") map to their ids, as HF does by default
-  // (split_special_tokens=False). Set false to tokenize them like ordinary text.
+  // (split_special_tokens=False). Set false to tokenize them like ordinary text (added tokens that are not special
+  // are still matched, as with HF's split_special_tokens=True).
   bool recognize_special_tokens = true;
   std::string continuing_subword_prefix = "##";
   std::string unk_token = "[UNK]";
   std::string cls_token = "[CLS]";
   std::string sep_token = "[SEP]";
   std::string pad_token = "[PAD]";
-  std::string mask_token = "[MASK]";      // optional: may be absent from the vocabulary
-  std::vector<std::string> added_tokens;  // more literal tokens to recognise (tokenizer.json added_tokens)
+  std::string mask_token = "[MASK]";  // optional: may be absent from the vocabulary
+  // More tokens to recognise (tokenizer.json's added_tokens), each needing an id in the vocabulary. The five tokens
+  // above are recognised too, as special tokens matched in the raw text, unless listed here with other flags.
+  std::vector<AddedToken> added_tokens;
 };
 
 // Row-major [batch, seq_len], padded with [PAD] to the longest sequence in the batch.
