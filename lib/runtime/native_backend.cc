@@ -2,6 +2,7 @@
 // first tokens' hidden states or over the embeddings.
 #include "native_backend.h"
 
+#include <algorithm>
 #include <optional>
 #include <span>
 
@@ -14,17 +15,18 @@ namespace brisk {
 
 // CPU: from the encoder's buffers, per token the hidden state, QKV, attention output and residual copies (about
 // 8 x hidden floats) and the FFN's intermediate activations (run in chunks of 512 tokens); per sequence one
-// length x length score matrix per thread.
+// length x length score matrix per compute thread (cpu_threads).
 // CUDA: in the activation dtype's elements; per token the same 8 x hidden plus the whole FFN intermediate (no
 // chunking on the GPU); with padding removal the attention's padded Q, K, V and context (4 x hidden per padded
 // token), without it every per-token buffer padded to the longest text; and the scores of every text and head at
 // once. An estimate for the batcher's budget, not a count of allocations.
-size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options, const BatchShape& shape) {
+size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& options, const BatchShape& shape,
+                                 int cpu_threads) {
   const size_t hidden = static_cast<size_t>(info.hidden_size);
   const size_t intermediate = static_cast<size_t>(info.intermediate_size);
   if (options.device != Device::kCUDA) {
     const size_t floats = shape.total_cost * 8 * hidden + std::min<size_t>(shape.total_cost, 512) * intermediate +
-                          static_cast<size_t>(num_threads()) * shape.max_cost * shape.max_cost;
+                          static_cast<size_t>(std::max(cpu_threads, 1)) * shape.max_cost * shape.max_cost;
     return floats * sizeof(float);
   }
   const size_t heads = static_cast<size_t>(std::max(info.num_heads, 1));
@@ -35,13 +37,21 @@ size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& op
   return elements * dtype_size(runtime_activation_dtype(options));
 }
 
+int estimate_cpu_threads(const RuntimeOptions& options) {
+  return options.num_threads > 0 ? options.num_threads : available_cpus();
+}
+
 namespace {
 
 class NativeBackend final : public Backend {
  public:
   NativeBackend(std::unique_ptr<BertEncoder> encoder, std::optional<ClassificationHead> head, const ModelInfo& info,
                 const RuntimeOptions& options)
-      : encoder_(std::move(encoder)), head_(std::move(head)), model_(info), options_(options) {
+      : encoder_(std::move(encoder)),
+        head_(std::move(head)),
+        model_(info),
+        options_(options),
+        estimate_threads_(estimate_cpu_threads(options)) {
     info_.name = "native";
     info_.device = info.device;
     info_.activation_dtype = info.activation_dtype;
@@ -100,7 +110,7 @@ class NativeBackend final : public Backend {
   }
 
   size_t estimate_activation_bytes(const BatchShape& shape) const override {
-    return brisk::estimate_activation_bytes(model_, options_, shape);
+    return brisk::estimate_activation_bytes(model_, options_, shape, estimate_threads_);
   }
 
  private:
@@ -108,6 +118,7 @@ class NativeBackend final : public Backend {
   std::optional<ClassificationHead> head_;
   ModelInfo model_;
   RuntimeOptions options_;
+  const int estimate_threads_;  // the memory estimate's compute threads, the same whichever thread asks
   BackendInfo info_;
 };
 

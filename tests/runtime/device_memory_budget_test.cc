@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "brisk/core/parallel.h"
 #include "runtime/native_backend.h"
 #include "runtime/runtime_impl.h"
 
@@ -52,28 +53,41 @@ TEST_CASE("device memory budget: the activation estimate counts the activation d
   brisk::RuntimeOptions cuda;
   cuda.device = Device::kCUDA;
   CHECK(brisk::runtime_activation_dtype(cuda) == DType::kF16);
-  const size_t f16 = brisk::estimate_activation_bytes(info, cuda, shape);
+  const size_t f16 = brisk::estimate_activation_bytes(info, cuda, shape, 1);
   cuda.activation_dtype = DType::kF16;
-  CHECK(brisk::estimate_activation_bytes(info, cuda, shape) == f16);
+  CHECK(brisk::estimate_activation_bytes(info, cuda, shape, 1) == f16);
   cuda.activation_dtype = DType::kBF16;
-  CHECK(brisk::estimate_activation_bytes(info, cuda, shape) == f16);
+  CHECK(brisk::estimate_activation_bytes(info, cuda, shape, 1) == f16);
   cuda.activation_dtype = DType::kF32;
   CHECK(brisk::runtime_activation_dtype(cuda) == DType::kF32);
-  CHECK(brisk::estimate_activation_bytes(info, cuda, shape) == 2 * f16);
+  CHECK(brisk::estimate_activation_bytes(info, cuda, shape, 1) == 2 * f16);
   // f16 elements: tokens x (8 x hidden + intermediate), the padded Q/K/V/context, every text's scores per head.
   const size_t elements = 400 * (8 * 384 + 1536) + 8 * 128 * 4 * 384 + 8 * 12 * 128 * 128;
   CHECK(f16 == 2 * elements);
   // Without padding removal every per-token buffer is padded to the longest text: more memory.
   cuda.activation_dtype.reset();
   cuda.remove_padding = false;
-  CHECK(brisk::estimate_activation_bytes(info, cuda, shape) == 2 * (8 * 128 * (8 * 384 + 1536) + 8 * 12 * 128 * 128));
-  CHECK(brisk::estimate_activation_bytes(info, cuda, shape) > f16);
+  CHECK(brisk::estimate_activation_bytes(info, cuda, shape, 1) ==
+        2 * (8 * 128 * (8 * 384 + 1536) + 8 * 12 * 128 * 128));
+  CHECK(brisk::estimate_activation_bytes(info, cuda, shape, 1) > f16);
 
   // The CPU estimate is f32 whatever the options say about the GPU.
   brisk::RuntimeOptions cpu;
   CHECK(brisk::runtime_activation_dtype(cpu) == DType::kF32);
-  const size_t on_cpu = brisk::estimate_activation_bytes(info, cpu, shape);
+  const size_t on_cpu = brisk::estimate_activation_bytes(info, cpu, shape, 2);
   cpu.remove_padding = false;
-  CHECK(brisk::estimate_activation_bytes(info, cpu, shape) == on_cpu);
+  CHECK(brisk::estimate_activation_bytes(info, cpu, shape, 2) == on_cpu);
   CHECK(on_cpu % sizeof(float) == 0);
+  // One 128 x 128 score matrix of floats per compute thread.
+  CHECK(brisk::estimate_activation_bytes(info, cpu, shape, 3) == on_cpu + 128 * 128 * sizeof(float));
+}
+
+TEST_CASE("the cpu memory estimate counts the runtime's threads and not the asking thread's", "[runtime][allocator]") {
+  brisk::RuntimeOptions cpu;
+  cpu.num_threads = 3;
+  CHECK(brisk::estimate_cpu_threads(cpu) == 3);
+  brisk::ScopedNumThreads one(1);
+  CHECK(brisk::estimate_cpu_threads(cpu) == 3);
+  cpu.num_threads = 0;  // the CPUs this process may use, not this thread's count
+  CHECK(brisk::estimate_cpu_threads(cpu) == brisk::available_cpus());
 }

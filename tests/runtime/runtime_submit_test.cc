@@ -1,5 +1,6 @@
 // Runtime::submit through the batcher with the real MiniLM model: results match embed(), every outcome
-// (deadline, cancel, overload, shutdown with requests pending) completes exactly once, and the stats agree.
+// (deadline, cancel, overload, shutdown with requests pending) completes exactly once, the memory budget's check
+// agrees between submit and the executor whatever the submitting thread's thread count, and the stats agree.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "brisk/core/parallel.h"
 #include "brisk/runtime/runtime.h"
+#include "runtime/native_backend.h"
 #include "runtime/runtime_test_util.h"
 #include "test_util.h"
 
@@ -142,6 +145,57 @@ TEST_CASE("a text costing more than a whole batch is rejected at submit", "[runt
   Pending small;
   REQUIRE(rt->submit("hi", {}, small.callback()).ok());
   CHECK(small.future.get().ok());
+}
+
+TEST_CASE("whether a text fits the memory budget does not depend on the submitting thread's thread count",
+          "[runtime][batch]") {
+  // The CPU estimate counts a score matrix per compute thread. A text that fits with one thread's but not with the
+  // runtime's two is refused at submit from every thread: before, a thread under ScopedNumThreads(1) got it
+  // admitted, and the executor, estimating with its own count, never ran it. With room for two it runs.
+  brisk::RuntimeOptions opts = options();
+  opts.num_threads = 2;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "word" + std::to_string(i) + " ";
+  size_t one = 0, two = 0;
+  {
+    auto probe = make_runtime(opts);
+    const auto counted = probe->count_tokens(text);  // before truncation
+    REQUIRE(counted.ok());
+    const size_t tokens = static_cast<size_t>(probe->info().max_seq_len);
+    REQUIRE(*counted > tokens);
+    const brisk::BatchShape alone{1, tokens, tokens};
+    one = brisk::estimate_activation_bytes(probe->info(), opts, alone, 1);
+    two = brisk::estimate_activation_bytes(probe->info(), opts, alone, 2);
+  }
+  REQUIRE(one < two);
+  opts.batching.memory_headroom = 1.0;
+  std::atomic<int> calls{0};
+  SECTION("room for one thread's scores: refused from every thread") {
+    opts.batching.memory_budget_bytes = (one + two) / 2;
+    auto rt = make_runtime(opts);
+    for (int threads : {1, 2, 4}) {
+      INFO("ScopedNumThreads " << threads);
+      brisk::ScopedNumThreads scope(threads);
+      auto id = rt->submit(text, {}, [&](uint64_t, Embedding) { calls.fetch_add(1); });
+      CHECK(id.status().code() == absl::StatusCode::kInvalidArgument);
+      CHECK(id.status().message().find("batch memory limit of") != std::string_view::npos);
+    }
+  }
+  SECTION("room for two: runs from every thread") {
+    opts.batching.memory_budget_bytes = two;
+    auto rt = make_runtime(opts);
+    for (int threads : {1, 4}) {
+      INFO("ScopedNumThreads " << threads);
+      Pending p;
+      {
+        brisk::ScopedNumThreads scope(threads);
+        REQUIRE(rt->submit(text, {}, p.callback()).ok());
+      }
+      REQUIRE(p.future.wait_for(60s) == std::future_status::ready);
+      CHECK(p.future.get().ok());
+    }
+  }
+  CHECK(calls.load() == 0);
 }
 
 TEST_CASE("cancel, deadline and overload outcomes through the runtime", "[runtime][batch]") {
