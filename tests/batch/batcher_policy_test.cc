@@ -1,10 +1,13 @@
 // How batches are formed, on a ManualClock with run_ready(): max_batch_size and max_queue_delay, the preferred
-// multiple, the padded-token budget, length bucketing, the memory budget, strict priority with aging, per-level
-// rate limits and the queue limits.
+// multiple, the padded-token budget, length bucketing, the memory budget (and a request that outgrew it after
+// submit), strict priority with aging, per-level rate limits and the queue limits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <random>
+#include <thread>
 
 #include "batch/batch_test_util.h"
 
@@ -84,6 +87,15 @@ TEST_CASE("Batcher rounds a batch down to preferred_batch_multiple only when the
     h.advance(1ms);
     CHECK(h.run() == 1);
     CHECK(h.log.sizes() == std::vector<size_t>{5, 13});
+  }
+  SECTION("when the delay expires a batch is not held back, though a request of another length stays queued") {
+    Harness h(p);
+    for (int i = 0; i < 10; ++i) h.submit(i);
+    h.submit(100, {}, 1000);  // far from the others' bucket: it waits for a batch of its own
+    CHECK(h.run() == 0);
+    h.advance(1ms);
+    CHECK(h.run() == 2);
+    CHECK(h.log.sizes() == std::vector<size_t>{10, 1});
   }
 }
 
@@ -391,4 +403,61 @@ TEST_CASE("evict_lower_priority makes room in a full queue for a more urgent req
   CHECK(*h.out.get(low_old) == 0);
   CHECK(*h.out.get(mid) == 2);
   CHECK(*h.out.get(*urgent) == 3);
+}
+
+TEST_CASE("A request whose memory estimate outgrew the limit after submit fails instead of staying queued", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.memory_budget_bytes = 100;
+  p.memory_headroom = 1.0;
+  p.max_queue_delay = 1ms;
+  std::atomic<size_t> bytes_per_token{1};
+  BatchLog log;
+  TestFunctions f = echo_functions(&log);
+  f.estimate_bytes = [&](const BatchShape& s) { return s.total_cost * bytes_per_token.load(); };
+  Harness h(p, f);
+  const RequestId big = h.submit(1, {}, 10);  // 10 bytes alone: admitted
+  const RequestId small = h.submit(2, {}, 1);
+  bytes_per_token = 50;  // now 500 bytes alone, past the limit of 100; the small one needs 50
+  h.advance(1ms);
+  CHECK(h.run() == 2);  // the big one fails on its own, the small one runs
+  CHECK(h.run() == 0);
+  REQUIRE(h.out.has(big));
+  const absl::Status failed = h.out.get(big).status();
+  CHECK(failed.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(failed, "500 bytes"));
+  CHECK(contains(failed, "limit of 100"));
+  CHECK(*h.out.get(small) == 2);
+  CHECK(log.values() == std::vector<int>{2});
+  CHECK(h.stats().queued == 0);
+  CHECK(h.stats().failed == 1);
+}
+
+TEST_CASE("An executor fails a request that fits alone only under the submitting thread's estimate", "[batch]") {
+  // The estimate depends on the asking thread (as a per-thread thread count once made it): the request fits when
+  // submit() checks it and not when the executor forms a batch. It must fail, not sit queued with the executor
+  // spinning on a ready queue.
+  BatchPolicy p;
+  p.executor_threads = 1;
+  p.memory_budget_bytes = 100;
+  p.memory_headroom = 1.0;
+  p.max_queue_delay = 0ms;
+  const std::thread::id submitter = std::this_thread::get_id();
+  BatchLog log;
+  TestFunctions f = echo_functions(&log);
+  f.estimate_bytes = [submitter](const BatchShape& s) {
+    return s.total_cost * (std::this_thread::get_id() == submitter ? 1 : 50);
+  };
+  auto made = TestBatcher::create(p, f);
+  REQUIRE(made.ok());
+  std::unique_ptr<TestBatcher> b = std::move(*made);
+  auto big = b->submit(Req{1, 10});
+  REQUIRE(big.ok());
+  auto small = b->submit(Req{2, 1});
+  REQUIRE(small.ok());
+  REQUIRE(big->second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  const absl::Status failed = big->second.get().status();
+  CHECK(failed.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(failed, "500 bytes"));
+  REQUIRE(small->second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(*small->second.get() == 2);
 }

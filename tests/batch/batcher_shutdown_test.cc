@@ -295,3 +295,49 @@ TEST_CASE("Concurrent shutdown calls all return once everything is complete", "[
   CHECK(returned_complete.load() == 3);
   CHECK(outcomes.duplicates().empty());
 }
+
+TEST_CASE("shutdown waits for callbacks that a cancel on another thread is running or holds back", "[batch]") {
+  // Request 1's callback runs on the thread that cancelled it and blocks there. shutdown(kCancel) completes the
+  // other four; with in_order_completion their callbacks wait behind request 1's on that thread. Either way
+  // shutdown() must not return before all five callbacks have returned.
+  const bool in_order = GENERATE(true, false);
+  INFO("in_order_completion " << in_order);
+  BatchPolicy p;
+  p.in_order_completion = in_order;
+  p.executor_threads = 1;
+  p.max_queue_delay = 1h;  // everything stays queued
+  p.max_batch_size = 1000;
+  BatchLog log;
+  auto made = TestBatcher::create(p, echo_functions(&log));
+  REQUIRE(made.ok());
+  std::unique_ptr<TestBatcher> b = std::move(*made);
+  Gate gate;
+  std::atomic<int> returned{0};
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto id = b->submit(Req{i, 1}, {}, [&](RequestId id, absl::StatusOr<int>) {
+      if (id == 1) gate.pass();
+      returned.fetch_add(1);
+    });
+    REQUIRE(id.ok());
+    ids.push_back(*id);
+  }
+  REQUIRE(ids.front() == 1);
+  std::thread canceller([&] { CHECK(b->cancel(ids.front()).ok()); });
+  REQUIRE(gate.wait_entered(1));
+  std::atomic<bool> shut{false};
+  std::atomic<int> returned_at_shutdown{-1};
+  std::thread closer([&] {
+    CHECK(b->shutdown(ShutdownMode::kCancel).ok());
+    returned_at_shutdown = returned.load();
+    shut = true;
+  });
+  // A liveness bound, not a timing assertion: shutdown may not return while request 1's callback blocks, so
+  // this waits the whole bound; before the fix shutdown returned at once.
+  CHECK_FALSE(eventually([&] { return shut.load(); }, std::chrono::milliseconds(300)));
+  gate.release();
+  closer.join();
+  canceller.join();
+  CHECK(returned_at_shutdown.load() == 5);
+  CHECK(log.size() == 0);
+}

@@ -15,7 +15,8 @@
 //
 // Completion: when submit() returns an error the request was never admitted and its callback is never called.
 // Otherwise the callback runs exactly once, with a result or one of: RESOURCE_EXHAUSTED (overloaded),
-// DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down), or the batch function's error. Callbacks run on the
+// DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE (shut down), INVALID_ARGUMENT (the memory estimate of the request alone
+// grew past the limit after submit() admitted it), or the batch function's error. Callbacks run on the
 // executor, deadline-timer or cancelling thread (or, for a request evicted by evict_lower_priority, the thread
 // of the submit() that evicted it); they must not block for long, may call submit() and
 // cancel(), and must not call shutdown() (it returns FAILED_PRECONDITION there).
@@ -132,12 +133,14 @@ class Batcher {
     lock.unlock();
     metrics_.cancelled.add(1);
     complete(*owned, absl::CancelledError(absl::StrCat("request ", id, " was cancelled")));
+    delivered(1);
     return absl::OkStatus();
   }
 
   // Stops accepting requests and completes every queued one (kDrain: by running it; kCancel: with SHUTDOWN),
   // waits for running batches and joins the threads. Idempotent; when it returns every admitted request is
-  // complete, also while other threads call it at the same time. With executor_threads == 0 and kDrain, the
+  // complete, also while other threads call it at the same time: its callback has returned, also one running on a
+  // cancel() or submit() thread, or held back for in_order_completion. With executor_threads == 0 and kDrain, the
   // queue is run on the calling thread.
   Status shutdown(ShutdownMode mode = ShutdownMode::kDrain) {
     if (current_batcher_ == this) {
@@ -150,19 +153,10 @@ class Batcher {
       std::unique_lock lock(mu_);
       stopping_ = true;
       if (mode == ShutdownMode::kCancel) cancelled = take_all_queued();
-      if (!cancelled.empty()) ++shutdown_completing_;
       work_cv_.notify_all();
       timer_cv_.notify_all();
     }
-    for (auto& e : cancelled) {
-      metrics_.shutdown.add(1);
-      complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
-    }
-    if (!cancelled.empty()) {
-      std::lock_guard lock(mu_);
-      --shutdown_completing_;
-      shutdown_cv_.notify_all();
-    }
+    complete_unrun(cancelled);
     std::lock_guard join_lock(join_mu_);
     if (policy_.executor_threads == 0) {
       while (run_ready() > 0) {
@@ -182,13 +176,11 @@ class Batcher {
       std::unique_lock lock(mu_);
       rest = take_all_queued();
     }
-    for (auto& e : rest) {
-      metrics_.shutdown.add(1);
-      complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
-    }
-    // A concurrent shutdown(kCancel) may still be completing the requests it took: wait for it.
+    complete_unrun(rest);
+    // Other threads may still be completing requests they took (a concurrent shutdown(kCancel), cancel(), an
+    // eviction, a run_ready()), or delivering in order the completions others handed them: wait for them all.
     std::unique_lock lock(mu_);
-    shutdown_cv_.wait(lock, [&] { return shutdown_completing_ == 0; });
+    shutdown_cv_.wait(lock, [&] { return undelivered_ == 0; });
     return absl::OkStatus();
   }
 
@@ -234,6 +226,7 @@ class Batcher {
     bool delayed = false;    // late under kDelay: queued behind every request that is not
     bool running = false;    // taken into a batch
     bool cancelled = false;  // cancel() was called while running
+    Status too_large;        // set by form_batch when the request cannot run even alone: it fails with this
     Entry* prev = nullptr;
     Entry* next = nullptr;
   };
@@ -272,29 +265,41 @@ class Batcher {
                             sizer_.batch_limit(), inflight_ >= max_inflight_, max_inflight_);
   }
 
-  Status check_fits_alone(size_t cost) const {
+  bool memory_limited() const {
+    return policy_.memory_budget_bytes != 0 && static_cast<bool>(functions_.estimate_bytes);
+  }
+
+  // INVALID_ARGUMENT, its message starting with `when`, if a request of `cost` whose memory estimate in a batch of
+  // its own is `bytes` cannot run even alone; else OK.
+  Status fits_alone(const char* when, size_t cost, size_t bytes) const {
     if (policy_.max_batch_tokens != 0 && cost > policy_.max_batch_tokens) {
-      return absl::InvalidArgumentError(absl::StrCat("submit: the request costs ", cost,
+      return absl::InvalidArgumentError(absl::StrCat(when, "the request costs ", cost,
                                                      ", more than a whole batch may (BatchPolicy.max_batch_tokens ",
                                                      policy_.max_batch_tokens, ")"));
     }
-    if (policy_.memory_budget_bytes != 0 && functions_.estimate_bytes) {
-      const size_t bytes = functions_.estimate_bytes(BatchShape{1, cost, cost});
-      if (bytes > memory_limit()) {
-        return absl::InvalidArgumentError(absl::StrCat("submit: the request alone needs an estimated ", bytes,
-                                                       " bytes, more than the batch memory limit of ", memory_limit(),
-                                                       " (memory_headroom x memory_budget_bytes)"));
-      }
+    if (memory_limited() && bytes > memory_limit()) {
+      return absl::InvalidArgumentError(absl::StrCat(when, "the request alone needs an estimated ", bytes,
+                                                     " bytes, more than the batch memory limit of ", memory_limit(),
+                                                     " (memory_headroom x memory_budget_bytes)"));
     }
     return absl::OkStatus();
   }
 
+  Status check_fits_alone(size_t cost) const {
+    return fits_alone("submit: ", cost, memory_limited() ? functions_.estimate_bytes(BatchShape{1, cost, cost}) : 0);
+  }
+
   size_t memory_limit() const { return static_cast<size_t>(policy_.memory_headroom * policy_.memory_budget_bytes); }
+
+  // More is queued than one batch takes (by count or by padded-token budget): a batch is ready without waiting.
+  bool full_batch_queued() const {
+    return queue_.size() >= sizer_.batch_limit() ||
+           (policy_.max_batch_tokens != 0 && queue_.cost() >= policy_.max_batch_tokens);
+  }
 
   bool batch_ready(TimePoint now) const {
     if (queue_.size() == 0) return false;
-    if (stopping_ || queue_.size() >= sizer_.batch_limit()) return true;
-    if (policy_.max_batch_tokens != 0 && queue_.cost() >= policy_.max_batch_tokens) return true;
+    if (stopping_ || full_batch_queued()) return true;
     return now - queue_.oldest_enqueued() >= sizer_.queue_delay();
   }
 
@@ -306,7 +311,8 @@ class Batcher {
   };
 
   // Called with mu_ held. Empty when no executor slot is free or no batch is ready; otherwise the batch counts
-  // as in flight until execute() ends.
+  // as in flight until execute() ends. A request that cannot run even alone (its memory estimate grew after
+  // admission) is taken as a batch of its own, marked too_large, which execute() fails without running it.
   FormedBatch form_batch(TimePoint now);
 
   // Removes a queued entry from its list and from the id map, returning ownership.
@@ -369,6 +375,24 @@ class Batcher {
   // Runs one formed batch (inflight_ already counted) and completes its requests.
   void execute(FormedBatch batch);
 
+  // Completes requests taken from the queue at shutdown with UNAVAILABLE.
+  void complete_unrun(std::vector<std::unique_ptr<Entry>>& entries) {
+    for (auto& e : entries) {
+      metrics_.shutdown.add(1);
+      complete(*e, absl::UnavailableError("the batcher shut down before the request ran"));
+    }
+    delivered(entries.size());
+  }
+
+  // Called without mu_ after complete() has returned for n requests: the last access to the batcher of a thread
+  // that may race with the destructor, which waits for every admitted request to get here.
+  void delivered(size_t n) {
+    if (n == 0) return;
+    std::lock_guard lock(mu_);
+    undelivered_ -= n;
+    if (undelivered_ == 0 && stopping_) shutdown_cv_.notify_all();
+  }
+
   // Delivers a completion: directly, or through the in-order sequencer.
   void complete(Entry& e, ResultOr result) {
     if (policy_.in_order_completion) {
@@ -411,8 +435,9 @@ class Batcher {
   int idle_executors_ = 0;
   bool stopping_ = false;
   bool timer_stop_ = false;
-  int shutdown_completing_ = 0;  // shutdown() calls completing the requests they took
-  std::condition_variable shutdown_cv_;
+  // Admitted requests whose complete() has not returned yet (in order: whose callback has not run, or runs now).
+  size_t undelivered_ = 0;
+  std::condition_variable shutdown_cv_;  // undelivered_ reached 0 while stopping_
 
   internal::InOrderDelivery<Callback, ResultOr> order_;
 

@@ -118,6 +118,7 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
       deadlines_.emplace(deadline, id);
     }
   }
+  undelivered_ += n;
   metrics_.submitted.add(n);
   prediction_.accepted(now, n);
   if (earliest_deadline) timer_cv_.notify_one();
@@ -128,6 +129,7 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
     complete(*evicted, absl::ResourceExhaustedError(
                            absl::StrCat("overloaded: request ", evicted->info.id, " (priority ", evicted->info.priority,
                                         ") was evicted from the full queue for a more urgent one")));
+    delivered(1);
   }
   return ids;
 }
@@ -136,6 +138,9 @@ template <typename Request, typename Result>
 typename Batcher<Request, Result>::FormedBatch Batcher<Request, Result>::form_batch(TimePoint now) {
   FormedBatch formed;
   if (inflight_ >= max_inflight_ || !batch_ready(now)) return formed;
+  // Only a batch formed from a deep queue is rounded to the preferred multiple: one formed because the delay
+  // expired (or at shutdown) is never held back.
+  const bool deep_queue = full_batch_queued();
   std::vector<Entry*>& batch = formed.entries;
   const size_t limit = sizer_.batch_limit();
   typename Queue::Exclusions skip(policy_.levels.size());
@@ -149,10 +154,19 @@ typename Batcher<Request, Result>::FormedBatch Batcher<Request, Result>::form_ba
     if (anchor_bucket >= 0 && std::abs(static_cast<int>(e->bucket) - anchor_bucket) > policy_.bucket_spread) break;
     const BatchShape next{shape.size + 1, std::max(shape.max_cost, e->info.cost), shape.total_cost + e->info.cost};
     const bool over_tokens = policy_.max_batch_tokens != 0 && next.size * next.max_cost > policy_.max_batch_tokens;
-    const bool over_memory = policy_.memory_budget_bytes != 0 && functions_.estimate_bytes &&
-                             functions_.estimate_bytes(next) > memory_limit();
-    if (over_tokens || over_memory) {  // this list's head does not fit; similar lengths will not either
-      skip.add(e);
+    const size_t bytes = memory_limited() ? functions_.estimate_bytes(next) : 0;
+    const bool over_memory = memory_limited() && bytes > memory_limit();
+    if (over_tokens || over_memory) {
+      if (batch.empty()) {
+        // Not even alone, though submit() admitted it (the estimate changed since): it would stay queued forever,
+        // the queue ready with no batch to form. It fails, as a batch of its own that execute() does not run.
+        e->too_large = fits_alone("forming a batch: ", e->info.cost, bytes);  // not OK: next is {1, cost, cost}
+        queue_.erase(e);
+        e->running = true;
+        batch.push_back(e);
+        break;
+      }
+      skip.add(e);  // this list's head does not fit; similar lengths will not either
       continue;
     }
     if (anchor_bucket < 0) anchor_bucket = static_cast<int>(e->bucket);
@@ -163,7 +177,7 @@ typename Batcher<Request, Result>::FormedBatch Batcher<Request, Result>::form_ba
   }
   // Round down to the preferred multiple when the queue is deep, putting the tail back at the list heads.
   const size_t multiple = policy_.preferred_batch_multiple;
-  if (multiple > 1 && queue_.size() > 0 && batch.size() > multiple && batch.size() % multiple != 0) {
+  if (multiple > 1 && deep_queue && queue_.size() > 0 && batch.size() > multiple && batch.size() % multiple != 0) {
     for (size_t keep = batch.size() / multiple * multiple; batch.size() > keep;) {
       Entry* e = batch.back();
       batch.pop_back();
@@ -204,6 +218,7 @@ void Batcher<Request, Result>::expire_due() {
     metrics_.expired.add(1);
     complete(*e, absl::DeadlineExceededError("the request's deadline passed while it was queued"));
   }
+  delivered(expired.size());
 }
 
 template <typename Request, typename Result>
@@ -218,11 +233,19 @@ void Batcher<Request, Result>::execute(FormedBatch batch) {
     for (Entry* e : batch.entries) {
       const bool expired =
           e->info.deadline <= checked_at && policy_.levels[e->info.priority].deadline_action == DeadlineAction::kReject;
-      if (e->cancelled || expired) {
-        dropped_status.push_back(e->cancelled
-                                     ? absl::CancelledError(absl::StrCat("request ", e->info.id, " was cancelled"))
-                                     : absl::DeadlineExceededError("the request's deadline passed before it ran"));
-        (e->cancelled ? metrics_.cancelled : metrics_.expired).add(1);
+      Status drop;
+      if (e->cancelled) {
+        drop = absl::CancelledError(absl::StrCat("request ", e->info.id, " was cancelled"));
+        metrics_.cancelled.add(1);
+      } else if (!e->too_large.ok()) {
+        drop = e->too_large;
+        metrics_.failed.add(1);
+      } else if (expired) {
+        drop = absl::DeadlineExceededError("the request's deadline passed before it ran");
+        metrics_.expired.add(1);
+      }
+      if (!drop.ok()) {
+        dropped_status.push_back(std::move(drop));
         dropped.push_back(std::move(entries_.extract(e->info.id).mapped()));
       } else {
         runnable.push_back(e);
@@ -305,6 +328,7 @@ void Batcher<Request, Result>::execute(FormedBatch batch) {
       complete(e, std::move(results[i]));
     }
   }
+  delivered(dropped.size() + owned.size());
 }
 
 }  // namespace brisk::batch
