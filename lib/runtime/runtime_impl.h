@@ -46,7 +46,13 @@ using TaskBatcher = batch::Batcher<TaskRequest, std::vector<float>>;
 // Completes one submitted input with its output row (embedding or logits) and the path that answered.
 using AnswerCallback = absl::AnyInvocable<void(uint64_t, StatusOr<std::vector<float>>, AnswerPath)>;
 inline constexpr size_t kAnswerPaths = 4;
-using Flights = SingleFlight<std::vector<int32_t>, std::vector<float>>;
+// What a single-flight follower keeps to be answered on its own when its leader cannot answer it (the leader was
+// cancelled, expired or refused): its request, and its answer as submit_input made it.
+struct FollowerRequest {
+  EmbedRequestOptions request;
+  std::shared_ptr<AnswerCallback> answer;
+};
+using Flights = SingleFlight<std::vector<int32_t>, std::vector<float>, FollowerRequest>;
 
 namespace internal {
 
@@ -109,7 +115,8 @@ struct RuntimeImpl {
   StatusOr<uint64_t> submit_input(TokenizedInput input, const EmbedRequestOptions& options, AnswerCallback done,
                                   std::shared_ptr<RequestTrace> trace = nullptr);
   // The model's part of submit_input: single flight and the batcher; `answer` completes the request unless the
-  // batcher refuses it. `key` is result_cache_key(input).
+  // batcher refuses it. `key` is result_cache_key(input). Followers of a leader the batcher refuses are answered
+  // through answer_refused, as the leader is.
   StatusOr<uint64_t> submit_to_model(TokenizedInput input, const std::vector<int32_t>& key,
                                      const EmbedRequestOptions& options, const std::shared_ptr<AnswerCallback>& answer,
                                      std::shared_ptr<RequestTrace> trace);
@@ -118,11 +125,27 @@ struct RuntimeImpl {
   uint64_t local_answer_id() {
     return (uint64_t{1} << 63) | next_cached_request_id.fetch_add(1, std::memory_order_relaxed);
   }
-  // Calls a single-flight callback; an exception from it is counted (callback_exceptions), not propagated.
-  void call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result);
+  // What answers a request of `key` that the model refused with `refused`, in degradation.h's order: the fallback
+  // model for overload, then a stale copy when the request allows one. Returns the id that answers (`answer` is
+  // called with it), or `refused` when neither can (`answer` is not called).
+  StatusOr<uint64_t> answer_refused(const std::vector<int32_t>& key, const EmbedRequestOptions& request,
+                                    const std::shared_ptr<AnswerCallback>& answer, Status refused);
+  // Calls a callback of a single-flight request; an exception from it is counted (callback_exceptions), not
+  // propagated, so that the other followers are still answered.
+  template <typename Callback, typename... Args>
+  void call_guarded(Callback& callback, Args&&... args) {
+    try {
+      callback(std::forward<Args>(args)...);
+    } catch (...) {
+      callback_exceptions.add(1);
+    }
+  }
   // Answers a follower with its leader's result, or, when the leader was cancelled or expired, submits it alone.
   void answer_follower(Flights::Follower& follower, const std::vector<int32_t>& key,
                        const StatusOr<std::vector<float>>& leader);
+  // Answers a follower that the model refused (its leader's submit, or its own when run alone) through
+  // answer_refused, under its follower id; with `refused` when nothing else can answer it.
+  void follower_refused(Flights::Follower& follower, const std::vector<int32_t>& key, Status refused);
   // FAILED_PRECONDITION naming `call` unless the backend's output is `output`.
   Status require_output(BackendOutput output, std::string_view call) const;
   // FAILED_PRECONDITION naming `call` unless the model is a cross-encoder: logits with one label.

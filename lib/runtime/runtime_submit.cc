@@ -116,7 +116,12 @@ StatusOr<uint64_t> RuntimeImpl::submit_input(TokenizedInput input, const EmbedRe
   if (request.allow_stale) *answer = answer_stale_on_failure(std::move(*answer), *caches, key);
   StatusOr<uint64_t> id = submit_to_model(std::move(input), key, request, answer, std::move(trace));
   if (id.ok()) return id;
-  if (fallback && fallback_may_answer(id.status())) {
+  return answer_refused(key, request, answer, id.status());
+}
+
+StatusOr<uint64_t> RuntimeImpl::answer_refused(const std::vector<int32_t>& key, const EmbedRequestOptions& request,
+                                               const std::shared_ptr<AnswerCallback>& answer, Status refused) {
+  if (fallback && fallback_may_answer(refused)) {
     StatusOr<uint64_t> fallback_id =
         fallback->impl_->submit_input(input_of_cache_key(key), fallback_request(request, options.batching),
                                       [answer](uint64_t id, StatusOr<std::vector<float>> row, AnswerPath) {
@@ -124,14 +129,14 @@ StatusOr<uint64_t> RuntimeImpl::submit_input(TokenizedInput input, const EmbedRe
                                       });
     if (fallback_id.ok()) return *fallback_id | kFallbackIdBit;
   }
-  if (request.allow_stale && stale_may_answer(id.status())) {
+  if (request.allow_stale && stale_may_answer(refused)) {
     if (std::optional<std::vector<float>> stale = caches->lookup_stale(key)) {
       const uint64_t stale_id = local_answer_id();
       (*answer)(stale_id, std::move(*stale), AnswerPath::kStaleCache);
       return stale_id;
     }
   }
-  return id;
+  return refused;
 }
 
 StatusOr<uint64_t> RuntimeImpl::submit_to_model(TokenizedInput input, const std::vector<int32_t>& key,
@@ -154,7 +159,8 @@ StatusOr<uint64_t> RuntimeImpl::submit_to_model(TokenizedInput input, const std:
                                  ? so.deadline
                                  : deadline_after(now, level_timeout);
   bool lead = false;
-  if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, &lead)) return *id;
+  FollowerRequest context{request, answer};
+  if (std::optional<uint64_t> id = flights.join_or_lead(key, deadline, so.priority, done, context, &lead)) return *id;
   if (!lead) return batcher->submit(TaskRequest{std::move(input), {}, std::move(trace)}, so, std::move(done));
   auto leader_done = [this, key, done = std::move(done)](uint64_t id, StatusOr<std::vector<float>> r) mutable {
     for (auto& follower : flights.finish(key)) answer_follower(follower, key, r);
@@ -163,17 +169,9 @@ StatusOr<uint64_t> RuntimeImpl::submit_to_model(TokenizedInput input, const std:
   StatusOr<uint64_t> id =
       batcher->submit(TaskRequest{std::move(input), {}, std::move(trace)}, so, std::move(leader_done));
   if (!id.ok()) {
-    for (auto& follower : flights.finish(key)) call_guarded(follower.done, follower.id, id.status());
+    for (auto& follower : flights.finish(key)) follower_refused(follower, key, id.status());
   }
   return id;
-}
-
-void RuntimeImpl::call_guarded(Flights::Done& done, uint64_t id, StatusOr<std::vector<float>> result) {
-  try {
-    done(id, std::move(result));
-  } catch (...) {  // a callback must not throw; the others are still answered
-    callback_exceptions.add(1);
-  }
 }
 
 void RuntimeImpl::answer_follower(Flights::Follower& follower, const std::vector<int32_t>& key,
@@ -192,7 +190,22 @@ void RuntimeImpl::answer_follower(Flights::Follower& follower, const std::vector
     call_guarded(*shared, id, std::move(r));
   };
   StatusOr<uint64_t> alone = batcher->submit(TaskRequest{input_of_cache_key(key), {}}, so, std::move(done));
-  if (!alone.ok()) call_guarded(*shared, follower.id, alone.status());
+  if (!alone.ok()) follower_refused(follower, key, alone.status());
+}
+
+void RuntimeImpl::follower_refused(Flights::Follower& follower, const std::vector<int32_t>& key, Status refused) {
+  // Whatever answers, the follower's callback gets the id its submit() returned.
+  auto answer = std::make_shared<AnswerCallback>([this, id = follower.id, next = follower.context.answer](
+                                                     uint64_t, StatusOr<std::vector<float>> row, AnswerPath path) {
+    call_guarded(*next, id, std::move(row), path);
+  });
+  EmbedRequestOptions request = follower.context.request;
+  if (follower.deadline != kNoDeadline) {  // the fallback gets what is left of the follower's time
+    request.timeout =
+        std::max<std::chrono::nanoseconds>(follower.deadline - batcher->clock().now(), std::chrono::nanoseconds(1));
+  }
+  StatusOr<uint64_t> answered = answer_refused(key, request, answer, std::move(refused));
+  if (!answered.ok()) (*answer)(follower.id, answered.status(), AnswerPath::kModel);
 }
 
 StatusOr<uint64_t> Runtime::submit(std::string_view text, const EmbedRequestOptions& options,

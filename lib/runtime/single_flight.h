@@ -17,8 +17,10 @@
 
 namespace brisk {
 
+// `Context` is what the caller keeps with each follower to answer it some other way when the leader cannot.
+//
 // Thread safety: every member may be called from any thread at once. No callback runs under its lock.
-template <typename Key, typename Result>
+template <typename Key, typename Result, typename Context>
 class SingleFlight {
  public:
   using Done = absl::AnyInvocable<void(uint64_t request_id, StatusOr<Result>)>;
@@ -27,6 +29,7 @@ class SingleFlight {
     Done done;
     TimePoint deadline = kNoDeadline;  // what the follower asked for, to run it alone if the leader cannot answer
     int priority = 0;
+    Context context;
   };
 
   // Follower ids have bit 62 set (and not 63, which the runtime's cache hits use), so they never name a batcher
@@ -36,10 +39,11 @@ class SingleFlight {
 
   // Joins the leader in flight for `key` when there is one whose deadline is no later than `deadline` and whose
   // priority is no larger (0 is the most urgent): takes
-  // `done` and returns the follower's id. Otherwise, when no leader is in flight, makes the caller the leader
-  // (returns nullopt, `done` untouched; the caller must call finish(key) exactly once later). With a leader whose
-  // deadline is later, returns nullopt and sets *lead = false: the caller runs alone.
-  std::optional<uint64_t> join_or_lead(const Key& key, TimePoint deadline, int priority, Done& done, bool* lead) {
+  // `done` and `context` and returns the follower's id. Otherwise, when no leader is in flight, makes the caller the
+  // leader (returns nullopt, `done` and `context` untouched; the caller must call finish(key) exactly once later).
+  // With a leader whose deadline is later, returns nullopt and sets *lead = false: the caller runs alone.
+  std::optional<uint64_t> join_or_lead(const Key& key, TimePoint deadline, int priority, Done& done, Context& context,
+                                       bool* lead) {
     std::lock_guard lock(mu_);
     auto it = flights_.find(key);
     if (it == flights_.end()) {
@@ -50,7 +54,7 @@ class SingleFlight {
     *lead = false;
     if (it->second.deadline > deadline || it->second.priority > priority) return std::nullopt;
     const uint64_t id = kFollowerBit | next_id_++;
-    it->second.followers.push_back(Follower{id, std::move(done), deadline, priority});
+    it->second.followers.push_back(Follower{id, std::move(done), deadline, priority, std::move(context)});
     follower_keys_.emplace(id, key);
     joined_++;
     return id;

@@ -1,7 +1,8 @@
 // Degradation: a request the model's queue refuses for overload is answered by RuntimeOptions::fallback (the real
 // MiniLM, checked against Hugging Face's embeddings in tests/data/golden_minilm.json), a rate-limited one is not;
-// with allow_stale, a request the model fails is answered by a result that expired less than stale_ttl ago; and
-// every answer names its path, in the callback, the stats and Prometheus.
+// with allow_stale, a request the model fails is answered by a result that expired less than stale_ttl ago; a
+// single-flight follower that the model refuses once its leader is gone degrades the same way; and every answer
+// names its path, in the callback, the stats and Prometheus.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -71,17 +72,20 @@ class ControlledBackend final : public brisk::Backend {
 struct Answer {
   brisk::StatusOr<std::vector<float>> embedding = absl::UnknownError("not answered");
   AnswerPath path = AnswerPath::kModel;
+  uint64_t id = 0;  // the id the callback got
 };
 
-// Submits `text` and returns a future of its answer, or the submit's error.
+// Submits `text` and returns a future of its answer, or the submit's error; *submitted gets the submit's id.
 brisk::StatusOr<std::future<Answer>> submit(const Runtime& rt, std::string_view text,
-                                            const brisk::EmbedRequestOptions& options = {}) {
+                                            const brisk::EmbedRequestOptions& options = {},
+                                            uint64_t* submitted = nullptr) {
   auto promise = std::make_shared<std::promise<Answer>>();
   std::future<Answer> future = promise->get_future();
-  auto id = rt.submit(text, options, [promise](uint64_t, brisk::StatusOr<std::vector<float>> e, AnswerPath path) {
-    promise->set_value(Answer{std::move(e), path});
+  auto id = rt.submit(text, options, [promise](uint64_t id, brisk::StatusOr<std::vector<float>> e, AnswerPath path) {
+    promise->set_value(Answer{std::move(e), path, id});
   });
   if (!id.ok()) return id.status();
+  if (submitted != nullptr) *submitted = *id;
   return future;
 }
 
@@ -281,4 +285,50 @@ TEST_CASE("degradation: with no fallback, a submit the full queue refuses is ans
   backend->set_open(true);
   CHECK(running->get().embedding.ok());
   CHECK(queued->get().embedding.ok());
+}
+
+TEST_CASE("degradation: a follower of a cancelled leader that the full queue refuses is answered by the fallback") {
+  // Single flight: the follower joined the running leader and its submit returned OK. The leader is cancelled; run
+  // on its own, the follower finds the queue full, and the fallback model answers it under its own id, as it
+  // answers a submit the full queue refuses (before, its callback got RESOURCE_EXHAUSTED).
+  brisk::RuntimeOptions o = controlled_options();
+  o.batching.max_queue_size = 2;
+  o.batching.max_batch_size = 1;
+  o.batching.preferred_batch_multiple = 1;
+  o.batching.max_queue_delay = std::chrono::milliseconds(0);
+  o.batching.reject_predicted_late = false;
+  o.fallback = brisk::FallbackOptions{.model_dir = brisk::testing::model_dir().string(),
+                                      .num_threads = brisk::testing::compute_threads()};
+  const ControlledBackend* backend = nullptr;
+  auto rt = create(o, backend);
+  const Golden golden = golden_item(3);
+
+  backend->set_open(false);
+  uint64_t leader_id = 0, follower_id = 0;
+  auto leader = submit(*rt, golden.text, {}, &leader_id);
+  REQUIRE(leader.ok());
+  backend->wait_runs(1);  // the leader's batch runs, blocked
+  auto follower = submit(*rt, golden.text, {}, &follower_id);
+  REQUIRE(follower.ok());
+  REQUIRE(follower_id != leader_id);
+  auto a = submit(*rt, "the first question");
+  auto b = submit(*rt, "the second question");  // the queue is full
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(rt->cancel(leader_id).ok());
+  backend->set_open(true);  // the leader's batch ends: the leader is cancelled, the follower runs on its own
+
+  CHECK(leader->get().embedding.status().code() == absl::StatusCode::kCancelled);
+  Answer answer = follower->get();
+  REQUIRE(answer.embedding.ok());
+  CHECK(answer.path == AnswerPath::kFallback);
+  CHECK(answer.id == follower_id);
+  REQUIRE(answer.embedding->size() == golden.embedding.size());
+  CHECK(brisk::testing::cosine(answer.embedding->data(), golden.embedding.data(), golden.embedding.size()) > 0.9999);
+  for (auto* f : {&*a, &*b}) {
+    Answer queued = f->get();
+    REQUIRE(queued.embedding.ok());
+    CHECK(queued.path == AnswerPath::kModel);
+  }
+  CHECK(answers(*rt, "fallback") == 1);
 }

@@ -325,8 +325,9 @@ class BRISK_API Runtime {
   // UNAVAILABLE (shut down). A result-cache hit completes at once: `done` runs on the calling thread before
   // submit() returns. Single flight: a text already in flight from another submit (same token ids, not yet
   // cached) joins that request when its deadline is no later than ours, and is answered by the same forward pass;
-  // if that request is cancelled or expires, the joined ones are run on their own. Requests with cache_tags always
-  // run on their own.
+  // if that request is cancelled or expires, the joined ones are run on their own. A joined one that the model's
+  // queue then refuses (or joined a request the queue refused) goes to the fallback model or a stale result as a
+  // refused submit does, under its own id. Requests with cache_tags always run on their own.
   StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options, EmbeddingCallback done) const;
   // The same, telling `done` which path answered: the model, the cache, the fallback model or a stale result.
   StatusOr<uint64_t> submit(std::string_view text, const EmbedRequestOptions& options,
