@@ -49,7 +49,8 @@ StatusOr<BpeModel> BpeModel::create(std::vector<std::pair<std::string, int32_t>>
       return absl::InvalidArgumentError(absl::StrCat(where, ": BPE merge ", rank, " (\"", left, "\" \"", right,
                                                      "\") names a token not in the vocabulary"));
     }
-    m.merges_.emplace(pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), merged));  // the first rank wins
+    // A merge listed twice takes its last rank, as tokenizers builds its map in list order.
+    m.merges_.insert_or_assign(pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), merged));
   }
   return m;
 }

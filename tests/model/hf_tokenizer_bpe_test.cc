@@ -3,7 +3,8 @@
 // Face tokenizers 0.19: tests/data/bpe_golden.json, made by tests/data/make_bpe_golden.py from a tiny BPE trained
 // with tokenizers on local text (tests/data/tiny_qwen_tokenizer/); the same vocabulary under GPT-2's and Llama 3's
 // pre-tokenizers; the order of merges on words of up to 20000 characters (bpe_merge_order_golden.json, made by
-// make_bpe_merge_order_golden.py); invalid UTF-8 replaced as Python does (utf8_replace_golden.json, made by
+// make_bpe_merge_order_golden.py) and of a merge listed twice (bpe_duplicate_merges/, made by
+// make_bpe_duplicate_merges_golden.py); invalid UTF-8 replaced as Python does (utf8_replace_golden.json, made by
 // make_utf8_replace_golden.py); and the errors for what is not supported.
 #include <catch2/catch.hpp>
 
@@ -126,6 +127,22 @@ TEST_CASE("hf tokenizer bpe: GPT-2's and Llama 3's pre-tokenizers on the same vo
       ++n;
     }
     CHECK(n >= 200);
+  }
+}
+
+TEST_CASE("hf tokenizer bpe: a merge listed twice takes its last rank, as tokenizers does", "[tokenizer][bpe]") {
+  // tests/data/bpe_duplicate_merges (make_bpe_duplicate_merges_golden.py): merges "b c", "a b", "c a", "b c"; with
+  // the first rank "abc" would be a + bc, with tokenizers' last rank it is ab + c.
+  const json g = json::parse(brisk::testing::read_test_file("bpe_duplicate_merges/golden.json"));
+  auto tok = HfTokenizer::from_json(brisk::testing::read_test_file("bpe_duplicate_merges/tokenizer.json"), "dup");
+  REQUIRE(tok.ok());
+  REQUIRE(g["cases"].size() >= 8);
+  for (const json& c : g["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    INFO(text);
+    auto ids = tok->encode(text, 64);
+    REQUIRE(ids.ok());
+    CHECK(*ids == c["ids"].get<std::vector<int32_t>>());
   }
 }
 
