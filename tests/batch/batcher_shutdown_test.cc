@@ -323,12 +323,14 @@ TEST_CASE("shutdown waits for callbacks that a cancel on another thread is runni
     ids.push_back(*id);
   }
   REQUIRE(ids.front() == 1);
-  std::thread canceller([&] { CHECK(b->cancel(ids.front()).ok()); });
+  // Catch's assertions are not thread-safe: the other threads only record, the test thread checks.
+  std::atomic<bool> cancel_ok{false}, shutdown_ok{false};
+  std::thread canceller([&] { cancel_ok = b->cancel(ids.front()).ok(); });
   REQUIRE(gate.wait_entered(1));
   std::atomic<bool> shut{false};
   std::atomic<int> returned_at_shutdown{-1};
   std::thread closer([&] {
-    CHECK(b->shutdown(ShutdownMode::kCancel).ok());
+    shutdown_ok = b->shutdown(ShutdownMode::kCancel).ok();
     returned_at_shutdown = returned.load();
     shut = true;
   });
@@ -338,6 +340,8 @@ TEST_CASE("shutdown waits for callbacks that a cancel on another thread is runni
   gate.release();
   closer.join();
   canceller.join();
+  CHECK(cancel_ok.load());
+  CHECK(shutdown_ok.load());
   CHECK(returned_at_shutdown.load() == 5);
   CHECK(log.size() == 0);
 }
