@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "brisk/core/utf8.h"
 #include "json_describe.h"
+#include "token_id.h"
 #include "tokenizer_unicode.h"
 
 namespace brisk::detail {
@@ -37,7 +38,7 @@ StatusOr<std::vector<AddedTokenEntry>> parse_added_tokens(const nlohmann::json& 
       return bad(absl::StrCat("the added token with id ", token_id,
                               " has an empty or non-UTF-8 content; expected a non-empty UTF-8 string"));
     }
-    if (token_id < 0 || token_id >= (int64_t{1} << 30)) {
+    if (!is_token_id(token_id)) {
       return bad(absl::StrCat("added token ", describe_json(*content), " has id ", token_id,
                               ", an id out of range; expected an id in [0, 2^30)"));
     }

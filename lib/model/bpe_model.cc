@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "brisk/core/utf8.h"
+#include "token_id.h"
 
 namespace brisk::detail {
 namespace {
@@ -25,7 +26,7 @@ StatusOr<BpeModel> BpeModel::create(std::vector<std::pair<std::string, int32_t>>
   BpeModel m;
   m.ignore_merges_ = ignore_merges;
   for (auto& [token, id] : vocab) {
-    if (id < 0 || id >= (1 << 30) || token.empty() || !is_valid_utf8(token)) {
+    if (!detail::is_token_id(id) || token.empty() || !is_valid_utf8(token)) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": BPE vocab entry \"", is_valid_utf8(token) ? token : "?",
                                                      "\" has the id ", id,
                                                      "; expected a non-empty UTF-8 token and an id in [0, 2^30)"));

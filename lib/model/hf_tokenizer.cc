@@ -17,6 +17,7 @@
 #include "brisk/core/utf8.h"
 #include "brisk/model/config.h"
 #include "hf_tokenizer_impl.h"
+#include "token_id.h"
 
 namespace brisk {
 
@@ -256,7 +257,7 @@ Status parse_bpe(const json& j, std::string_view source, HfTokenizer::Impl& t) {
   for (const auto& [token, id] : vocab->items()) {
     if (!id.is_number_integer()) return bad(source, absl::StrCat("BPE vocab entry \"", token, "\" has no integer id"));
     const int64_t v = id.get<int64_t>();
-    tokens.emplace_back(token, v < 0 || v >= (int64_t{1} << 30) ? -1 : static_cast<int32_t>(v));
+    tokens.emplace_back(token, detail::is_token_id(v) ? static_cast<int32_t>(v) : -1);
   }
   std::vector<std::pair<std::string, std::string>> pairs;
   pairs.reserve(merges->size());
@@ -355,7 +356,7 @@ Status parse_post_processor(const json& j, std::string_view source, HfTokenizer:
     // In range before the cast to int32 (4294967296 would become 0); from_parsed then checks them against the
     // vocabulary, as it does TemplateProcessing's.
     for (const auto& [name, id] : {std::pair<const char*, const json*>{"cls", &(*cls)[1]}, {"sep", &(*sep)[1]}}) {
-      if (id->get<int64_t>() < 0 || id->get<int64_t>() >= (int64_t{1} << 30)) {
+      if (!detail::is_token_id(id->get<int64_t>())) {
         return bad(source,
                    absl::StrCat("RobertaProcessing ", name, " id is ", id->dump(), "; expected an id in [0, 2^30)"));
       }
@@ -381,7 +382,7 @@ Status parse_post_processor(const json& j, std::string_view source, HfTokenizer:
       }
       std::vector<int32_t> v;
       for (const json& id : *ids) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (int64_t{1} << 30)) {
+        if (!id.is_number_integer() || !detail::is_token_id(id.get<int64_t>())) {
           return bad(source, absl::StrCat("TemplateProcessing special token \"", name, "\" has an id out of range"));
         }
         v.push_back(static_cast<int32_t>(id.get<int64_t>()));

@@ -252,8 +252,14 @@ class Cache {
       {
         std::lock_guard<std::mutex> lock(s->mu);
         n += s->core.remove_tag(tag, removed);
-        supersede_flights(
-            *s, [&](const Flight& f) { return std::find(f.tags.begin(), f.tags.end(), tag) != f.tags.end(); });
+        for (auto it = s->flights.begin(); it != s->flights.end();) {  // superseded (see supersede_flight)
+          const std::vector<std::string>& tags = it->second->tags;
+          if (std::find(tags.begin(), tags.end(), tag) != tags.end()) {
+            s->flights.erase(it++);
+          } else {
+            ++it;
+          }
+        }
       }
       notify(removed);
     }
@@ -266,7 +272,7 @@ class Cache {
       {
         std::lock_guard<std::mutex> lock(s->mu);
         s->core.clear(removed);
-        supersede_flights(*s, [](const Flight&) { return true; });
+        s->flights.clear();  // every load is superseded (see supersede_flight)
       }
       notify(removed);
     }
@@ -386,7 +392,6 @@ class Cache {
     bool done = false;
     StatusOr<V> result;
     // Guarded by the shard mutex:
-    bool superseded = false;  // a put/invalidation of the key happened during the load: do not store
     size_t waiters = 0;
     std::vector<std::string> tags;
     std::thread::id owner;
@@ -459,27 +464,11 @@ class Cache {
     s.reads.drain([&](uint64_t h) { s.core.record_read(h, now, removed); });
   }
 
-  // Caller holds s.mu.
-  // A put or invalidation during a load wins: the load's value is not stored, and the flight leaves the map, so that
-  // a get_or_load() arriving after the invalidation starts a fresh load instead of waiting for the withdrawn one
-  // (only the callers already waiting get its result).
+  // Caller holds s.mu. A put or invalidation during a load wins: the flight leaves the map, so that a get_or_load()
+  // arriving after it starts a fresh load instead of waiting for the withdrawn one (only the callers already
+  // waiting get its result), and the leader, no longer finding its flight there, does not store its value.
   static void supersede_flight(Slot& s, const K& key) {
-    if (s.flights.empty()) return;
-    if (auto it = s.flights.find(key); it != s.flights.end()) {
-      it->second->superseded = true;
-      s.flights.erase(it);
-    }
-  }
-  template <typename Pred>
-  static void supersede_flights(Slot& s, const Pred& pred) {
-    for (auto it = s.flights.begin(); it != s.flights.end();) {
-      if (pred(*it->second)) {
-        it->second->superseded = true;
-        s.flights.erase(it++);
-      } else {
-        ++it;
-      }
-    }
+    if (!s.flights.empty()) s.flights.erase(key);
   }
 
   // Runs the removal callback for (and then forgets) each removed entry; called with no lock held.
@@ -578,8 +567,11 @@ class Cache {
     size_t waiters;
     {
       std::lock_guard<std::mutex> lock(s.mu);
-      if (auto it = s.flights.find(key); it != s.flights.end() && it->second == flight) s.flights.erase(it);
-      if (result.ok() && !flight->superseded) {
+      // Still in the map: no put or invalidation superseded the load (supersede_flight), so its value is stored.
+      const auto it = s.flights.find(key);
+      const bool current = it != s.flights.end() && it->second == flight;
+      if (current) s.flights.erase(it);
+      if (result.ok() && current) {
         internal::LazyNow now(*clock_);
         s.core.insert(key, h, *result, w, options.ttl, options.tags, took, now, removed);
         if (did_load != nullptr) *did_load = true;
