@@ -46,6 +46,8 @@ Status SemanticCacheOptions::validate() const {
   if (default_ttl <= Duration::zero())
     return bad("default_ttl must be > 0 (Duration::max() for entries that never expire)");
   if (candidates < 1 || candidates > 1024) return bad(absl::StrCat("candidates is ", candidates, "; expected 1..1024"));
+  if (embedding_model_id.size() > 4096)
+    return bad(absl::StrCat("embedding_model_id is ", embedding_model_id.size(), " bytes; expected at most 4096"));
   for (size_t i = 0; i < guards.size(); ++i)
     if (!guards[i]) return bad(absl::StrCat("guards[", i, "] is null; expected a guard (or remove the entry)"));
   if (!std::isfinite(verifier_threshold))

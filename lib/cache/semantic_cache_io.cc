@@ -2,12 +2,13 @@
 //
 //   offset  size  field
 //        0     8  magic "BRSKSEMC"
-//        8     4  u32 format version (1)
+//        8     4  u32 format version (2; version 1 files, without the model id, are read too)
 //       12     4  u32 dim
 //       16     8  u64 entry count
 //       24     8  u64 payload size in bytes (= file size - 40)
 //       32     8  u64 XXH64 (seed 0) of the payload
-//       40     -  payload: per entry
+//       40     -  payload: u32 len + the embedding model's id (SemanticCacheOptions::embedding_model_id; may be
+//                 empty; version 2 only), then per entry
 //                   u32 len + tenant bytes, u32 len + question bytes, u32 len + answer bytes,
 //                   u32 tag count, then per tag u32 len + bytes,
 //                   i64 remaining TTL in ns (INT64_MAX: never expires),
@@ -25,6 +26,7 @@
 #include <fstream>
 #include <limits>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "brisk/cache/semantic_cache.h"
 #include "semantic_cache_impl.h"
@@ -36,7 +38,7 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "the semantic cache file format is little-endian");
 
 constexpr char kMagic[8] = {'B', 'R', 'S', 'K', 'S', 'E', 'M', 'C'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1: no embedding model id
 constexpr size_t kHeaderSize = 40;
 
 template <typename T>
@@ -94,6 +96,7 @@ Status file_error(const std::string& path, std::string_view what) {
 Status SemanticCache::save(const std::string& path) const {
   std::vector<SemanticRecord> records = impl_->snapshot();
   std::string payload;
+  put_bytes(payload, impl_->options.embedding_model_id);
   for (const SemanticRecord& r : records) {
     put_bytes(payload, r.tenant);
     put_bytes(payload, r.question);
@@ -164,8 +167,8 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::load(const std::string& 
   header.get(count);
   header.get(payload_size);
   header.get(checksum);
-  if (version != kVersion)
-    return file_error(path, absl::StrCat("format version ", version, "; this build reads version ", kVersion));
+  if (version != 1 && version != kVersion)
+    return file_error(path, absl::StrCat("format version ", version, "; this build reads versions 1 and ", kVersion));
   if (dim != opts.dim)
     return file_error(path, absl::StrCat("embedding dim ", dim, " in the file; expected options.dim = ", opts.dim));
   if (payload_size != size - kHeaderSize)
@@ -173,11 +176,24 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::load(const std::string& 
                                          " payload bytes, the file holds ", size - kHeaderSize));
   std::string_view payload = std::string_view(data).substr(kHeaderSize);
   if (XXH64(payload.data(), payload.size(), 0) != checksum) return file_error(path, "checksum mismatch: corrupt");
-  const size_t min_entry = 4 * 4 + 8 + size_t{dim} * sizeof(float);
-  if (count > payload.size() / min_entry)
-    return file_error(path, absl::StrCat(count, " entries cannot fit in ", payload.size(), " payload bytes"));
-
   Reader r(payload);
+  std::string model_id;  // version 1: none recorded
+  if (version >= 2 && !r.get_bytes(model_id)) return file_error(path, "truncated embedding model id");
+  if (model_id.size() > 4096)
+    return file_error(path, absl::StrCat("embedding model id of ", model_id.size(), " bytes; expected at most 4096"));
+  if (!opts.embedding_model_id.empty() && model_id != opts.embedding_model_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("semantic cache file '", path, "' holds embeddings of ",
+                     model_id.empty() ? std::string("an unrecorded model")
+                                      : absl::StrCat("model '", absl::CHexEscape(model_id), "'"),
+                     "; expected model '", opts.embedding_model_id,
+                     "' (options.embedding_model_id): another model's vectors find the wrong neighbours"));
+  }
+  cache->impl_->options.embedding_model_id = model_id;  // kept by the next save()
+  const size_t min_entry = 4 * 4 + 8 + size_t{dim} * sizeof(float);
+  if (count > r.left() / min_entry)
+    return file_error(path, absl::StrCat(count, " entries cannot fit in ", r.left(), " payload bytes"));
+
   TimePoint now = cache->impl_->clock->now();
   SemanticRecord rec;
   for (uint64_t i = 0; i < count; ++i) {

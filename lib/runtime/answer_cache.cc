@@ -39,6 +39,11 @@ StatusOr<std::unique_ptr<AnswerCache>> AnswerCache::create(const Runtime& runtim
   if (options.semantic.dim != static_cast<size_t>(dim)) {
     return bad(absl::StrCat("semantic.dim is ", options.semantic.dim, "; expected the model's embedding width ", dim));
   }
+  if (options.semantic.embedding_model_id.empty()) options.semantic.embedding_model_id = runtime.embedding_model_id();
+  if (options.semantic.embedding_model_id != runtime.embedding_model_id()) {
+    return bad(absl::StrCat("semantic.embedding_model_id is '", options.semantic.embedding_model_id,
+                            "'; expected the runtime's embedding_model_id() '", runtime.embedding_model_id(), "'"));
+  }
   auto impl = std::make_unique<Impl>();
   impl->runtime = &runtime;
   if (!options.verifier_path.empty()) {

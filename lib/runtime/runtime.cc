@@ -315,10 +315,12 @@ Status finish_create(RuntimeImpl& impl) {
   info.multi_label = backend.output == BackendOutput::kLogits && backend.multi_label;
   if (backend.output == BackendOutput::kEmbedding) info.hidden_size = static_cast<int>(backend.output_dim);
   impl.output_dim = static_cast<size_t>(backend.output_dim);
+  const std::string model_id = runtime_model_id(info, backend);
   BRISK_ASSIGN_OR_RETURN(
-      impl.caches, RuntimeCaches::create(impl.options.cache, runtime_model_id(info, backend), impl.output_dim,
+      impl.caches, RuntimeCaches::create(impl.options.cache, model_id, impl.output_dim,
                                          /*unit_norm=*/backend.output == BackendOutput::kEmbedding && info.normalize &&
-                                             (backend.name == "native" || backend.name == "torchscript")));
+                                             (backend.name == "native" || backend.name == "torchscript"),
+                                         runtime_shared_model(model_id, info)));
   if (backend.output == BackendOutput::kEmbedding) {
     ModelInfo unit = info;
     unit.normalize = true;

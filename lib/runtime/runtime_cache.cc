@@ -56,8 +56,15 @@ std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend) 
                          info.normalize ? "-n" : "", backend.output == BackendOutput::kLogits ? "-cls" : "");
 }
 
+std::string runtime_shared_model(const std::string& model_id, const ModelInfo& info) {
+  std::string name = model_id;
+  if (info.activation_dtype != DType::kF32) absl::StrAppend(&name, "-", dtype_name(info.activation_dtype));
+  if (info.int8_attention_layers > 0) absl::StrAppend(&name, "-int8attn");
+  return name;
+}
+
 StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCacheOptions& options, std::string model_id,
-                                                               size_t dim, bool unit_norm) {
+                                                               size_t dim, bool unit_norm, std::string shared_model) {
   const auto hours = [](std::chrono::nanoseconds d) {
     return std::chrono::duration<double, std::ratio<3600>>(d).count();
   };
@@ -103,6 +110,7 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
   }
   auto caches = std::unique_ptr<RuntimeCaches>(new RuntimeCaches());
   caches->model_id_ = std::move(model_id);
+  caches->shared_model_ = shared_model.empty() ? caches->model_id_ : std::move(shared_model);
   caches->dim_ = dim;
   caches->unit_norm_ = unit_norm;
   caches->authenticated_ = options.redis && !options.redis->signing_key.empty();
@@ -123,7 +131,7 @@ StatusOr<std::unique_ptr<RuntimeCaches>> RuntimeCaches::create(const RuntimeCach
       return uint64_t{key.size() + v.size() * sizeof(float) + 96};
     };
     o.l2 = options.redis;
-    o.model = caches->model_id_;
+    o.model = caches->shared_model_;
     o.default_ttl = options.result_ttl;
     auto c = ResultCache::create(std::move(o));
     // The cause's code: a bad option, a refused password (PERMISSION_DENIED) or TLS this build lacks.
@@ -261,7 +269,8 @@ std::string RuntimeCaches::stats_json() const {
     const cache::TieredCacheStats s = result_cache_->stats();
     j["result"] = cache_json(s.l1);
     if (result_cache_->redis() != nullptr) {
-      j["redis"] = {{"authenticated", authenticated_},  // values signed and checked (RedisOptions::signing_key)
+      j["redis"] = {{"shared_model", shared_model_},    // the name this runtime's results go by in Redis
+                    {"authenticated", authenticated_},  // values signed and checked (RedisOptions::signing_key)
                     {"hits", s.l2_hits},
                     {"misses", s.l2_misses},
                     {"errors", s.l2_errors},

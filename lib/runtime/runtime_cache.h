@@ -27,8 +27,10 @@ class RuntimeCaches {
   // dim: the embedding length. A cached value is checked before it is returned: one of another length, with a NaN
   // or an infinity, or (unit_norm: the model's embeddings are L2-normalised) whose norm is not 1 within 1e-3, is
   // dropped and counted, never returned (only a foreign writer to the shared Redis tier can plant one).
+  // shared_model: the name the results go by in the Redis tier (runtime_shared_model()); "": model_id.
   static StatusOr<std::unique_ptr<RuntimeCaches>> create(const RuntimeCacheOptions& options, std::string model_id,
-                                                         size_t dim, bool unit_norm = false);
+                                                         size_t dim, bool unit_norm = false,
+                                                         std::string shared_model = {});
 
   // Texts longer than this (bytes) bypass the token cache.
   static constexpr size_t kMaxTokenCacheTextBytes = 1024;
@@ -73,6 +75,7 @@ class RuntimeCaches {
   // L1, counted and reset.
   void drop_if_invalid(const std::string& key, std::optional<std::vector<float>>& hit);
   std::string model_id_;
+  std::string shared_model_;  // the Redis tier's name for this runtime's results
   size_t dim_ = 0;
   bool unit_norm_ = false;
   bool authenticated_ = false;  // shared values are signed and their signatures checked
@@ -91,5 +94,12 @@ class RuntimeCaches {
 // sequence length and, past a native embedding model, the backend's name, output and labels (and the task suffix
 // "-cls"): what keys results in a Redis tier shared by processes that load the same model with the same options.
 std::string runtime_model_id(const ModelInfo& info, const BackendInfo& backend);
+
+// The name a runtime's results go by in a shared Redis tier: `model_id`, and where the numbers were computed at
+// another precision than the model file's own float32 arithmetic, that precision ("-f16" or "-bf16" activations,
+// "-int8attn" for int8 self-attention), so that processes sharing a tier serve one another only results computed
+// alike. Not part of model_id itself: a verifier, an intent head or a semantic cache fitted on one precision's
+// embeddings serves the others.
+std::string runtime_shared_model(const std::string& model_id, const ModelInfo& info);
 
 }  // namespace brisk

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -397,10 +398,50 @@ TEST_CASE("semantic cache saves and loads its entries", "[cache][semantic]") {
   REQUIRE_FALSE(mismatch.ok());
   CHECK(contains(mismatch.status().message(), path));
   CHECK(contains(mismatch.status().message(), "dim 16"));
+  // The file records the embedding model (here none): a cache for a named model refuses it.
+  SemanticCacheOptions named = options(clock);
+  named.embedding_model_id = "minilm-l6-0123";
+  auto unrecorded = SemanticCache::load(path, named);
+  REQUIRE_FALSE(unrecorded.ok());
+  CHECK(unrecorded.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(contains(unrecorded.status().message(), "an unrecorded model; expected model 'minilm-l6-0123'"));
   auto missing = SemanticCache::load(dir.file("nope.bin"), options(clock));
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(contains(missing.status().message(), "nope.bin"));
   CHECK_FALSE(cache->save(dir.file("no/such/dir/x.bin")).ok());
+}
+
+TEST_CASE("semantic cache files load for the embedding model they were saved for only", "[cache][semantic]") {
+  TempDir dir;
+  SemanticCacheOptions a = options();
+  a.embedding_model_id = "minilm-l6-0123-mean-n";
+  auto cache = make(a);
+  REQUIRE(cache->insert("t", "How do I reset my PIN?", basis(0), "Use the app.").ok());
+  const std::string path = dir.file("a.bin");
+  REQUIRE(cache->save(path).ok());
+
+  REQUIRE(SemanticCache::load(path, a).ok());
+  SemanticCacheOptions b = options();
+  b.embedding_model_id = "e5-small-4567-mean-n";  // the same width, another model
+  auto refused = SemanticCache::load(path, b);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(contains(refused.status().message(), path));
+  CHECK(contains(refused.status().message(),
+                 "embeddings of model 'minilm-l6-0123-mean-n'; expected model 'e5-small-4567-mean-n'"));
+
+  // Unchecked when no model is named; the file's id is kept by the next save.
+  auto unchecked = SemanticCache::load(path, options());
+  REQUIRE(unchecked.ok());
+  CHECK((*unchecked)->options().embedding_model_id == "minilm-l6-0123-mean-n");
+  const std::string again = dir.file("again.bin");
+  REQUIRE((*unchecked)->save(again).ok());
+  CHECK_FALSE(SemanticCache::load(again, b).ok());
+  CHECK(SemanticCache::load(again, a).ok());
+
+  SemanticCacheOptions huge = options();
+  huge.embedding_model_id = std::string(4097, 'm');
+  CHECK(contains(SemanticCache::create(huge).status().message(), "embedding_model_id is 4097 bytes"));
 }
 
 TEST_CASE("semantic cache load refuses every truncated or corrupted file", "[cache][semantic]") {
@@ -439,8 +480,10 @@ TEST_CASE("semantic cache load refuses every truncated or corrupted file", "[cac
   CHECK_FALSE(load_bytes(bytes + "x").ok());  // trailing garbage
 
   // Hostile files with a valid checksum: huge lengths, counts and bad values must be refused, not allocated.
-  auto forge = [&](uint64_t count, const std::string& payload) {
+  // Version 1 (no model id before the entries): files from before version 2 still load.
+  auto forge = [&](uint64_t count, const std::string& payload, uint32_t version = 1) {
     std::string f(bytes.substr(0, 16));  // magic, version, dim
+    std::memcpy(f.data() + 8, &version, 4);
     auto put64 = [&](uint64_t v) { f.append(reinterpret_cast<const char*>(&v), 8); };
     put64(count);
     put64(payload.size());
@@ -462,10 +505,14 @@ TEST_CASE("semantic cache load refuses every truncated or corrupted file", "[cac
   CHECK(contains(r.status().message(), "entry 0"));
   CHECK_FALSE(load_bytes(forge(1, u32(1) + "t" + u32(2) + "\xFF\xFE" + u32(1) + "a" + u32(0) + i64(1000000000) +
                                       floats(basis(0))))
-                  .ok());  // invalid UTF-8 question
-  std::string v2 = bytes;
-  v2[8] = 2;
-  CHECK(contains(load_bytes(v2).status().message(), "version 2"));
+                  .ok());                                 // invalid UTF-8 question
+  REQUIRE(load_bytes(forge(1, u32(0) + entry, 2)).ok());  // version 2: the model id (here none) first
+  CHECK(contains(load_bytes(forge(1, u32(0xFFFFFFFF) + entry, 2)).status().message(), "truncated embedding model id"));
+  CHECK(contains(load_bytes(forge(0, u32(4097) + std::string(4097, 'm'), 2)).status().message(),
+                 "embedding model id of 4097 bytes; expected at most 4096"));
+  std::string v3 = bytes;
+  v3[8] = 3;
+  CHECK(contains(load_bytes(v3).status().message(), "version 3; this build reads versions 1 and 2"));
 }
 
 TEST_CASE("semantic cache serves concurrent lookups and inserts", "[cache][semantic][concurrency]") {

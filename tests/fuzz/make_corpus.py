@@ -421,9 +421,12 @@ def semantic_cache_seeds():
         b += struct.pack("<I", len(tags)) + b"".join(struct.pack("<I", len(t)) + t for t in tags)
         return b + struct.pack("<q", ttl) + struct.pack("<8f", *emb)
 
-    def file(entries, dim=8):
+    def file(entries, dim=8, model_id=None):  # model_id None: version 1, without one
         payload = b"".join(entries)
-        return b"BRSKSEMC" + struct.pack("<IIQQQ", 1, dim, len(entries), len(payload), 0) + payload
+        if model_id is not None:
+            payload = struct.pack("<I", len(model_id)) + model_id + payload
+        version = 1 if model_id is None else 2
+        return b"BRSKSEMC" + struct.pack("<IIQQQ", version, dim, len(entries), len(payload), 0) + payload
 
     unit = [1, 0, 0, 0, 0, 0, 0, 0]
     half = [0.5] * 4 + [0.0] * 4
@@ -433,6 +436,8 @@ def semantic_cache_seeds():
         entry(b"acme", b"how do i reset my password?", b"use the link", [b"faq", b"v2"], 3_600_000_000_000, half)]))
     write("fuzz_semantic_cache_file", "expired_entry", file([entry(b"t", b"old question", b"stale", [], 0, unit)]))
     write("fuzz_semantic_cache_file", "empty", file([]))
+    write("fuzz_semantic_cache_file", "v2_model_id", file([entry(b"", b"what is brisk?", b"a library", [], never, unit)],
+                                                         model_id=b"all-MiniLM-L6-v2-0123456789abcdef-mean-n"))
     write("fuzz_semantic_cache_file", "bad_embedding", file([entry(b"", b"q", b"a", [], never, [0.0] * 8)]))
 
 

@@ -1,6 +1,6 @@
 // AnswerCache (brisk/runtime/answer_cache.h) over the real all-MiniLM-L6-v2: answers stored and served by question,
 // per tenant; a pair verifier file that decides which candidates are served, refused when fitted for another model;
-// and the options it refuses.
+// a saved cache that loads for its own model only; and the options it refuses.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -67,6 +67,20 @@ TEST_CASE("answer cache: an answer is served to its question and a paraphrase, p
   // Invalid UTF-8 is the runtime's error, naming the text.
   auto bad = (*answers)->lookup("bank", "caf\xC3");
   CHECK(bad.status().code() == absl::StatusCode::kInvalidArgument);
+
+  // A saved answer cache records the model: it loads for this model only.
+  brisk::testing::TempDir dir;
+  REQUIRE((*answers)->semantic_cache().save(dir.file("answers.bin")).ok());
+  brisk::cache::SemanticCacheOptions same_model;
+  same_model.dim = static_cast<size_t>(rt->embedding_dim());
+  same_model.embedding_model_id = rt->embedding_model_id();
+  auto reloaded = brisk::cache::SemanticCache::load(dir.file("answers.bin"), same_model);
+  REQUIRE(reloaded.ok());
+  CHECK((*reloaded)->size("bank") == 1);
+  brisk::cache::SemanticCacheOptions other_model = same_model;
+  other_model.embedding_model_id = "another-model-0123";
+  auto refused = brisk::cache::SemanticCache::load(dir.file("answers.bin"), other_model);
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("answer cache: a verifier file decides, whatever the runtime's normalisation", "[runtime][answers]") {
@@ -143,6 +157,12 @@ TEST_CASE("answer cache: another model's verifier, a classifier and contradictor
   auto wrong_dim = brisk::AnswerCache::create(*rt, dim);
   CHECK_THAT(std::string(wrong_dim.status().message()),
              Catch::Contains("semantic.dim is 16; expected the model's embedding"));
+
+  brisk::AnswerCacheOptions model_id;
+  model_id.semantic.embedding_model_id = "another-model-0123";
+  auto wrong_model = brisk::AnswerCache::create(*rt, model_id);
+  CHECK_THAT(std::string(wrong_model.status().message()),
+             Catch::Contains("semantic.embedding_model_id is 'another-model-0123'; expected the runtime's"));
 
   brisk::RuntimeOptions cls;
   cls.model_dir = (brisk::testing::test_data_dir() / "tasks" / "bert_cls").string();

@@ -1,6 +1,7 @@
 // RuntimeCaches::lookup_many (lib/runtime/runtime_cache.h), without a model: results stored under token ids come
 // back in order, one Redis MGET serves all the L1 misses (counted by the server itself), stats match those of
-// as many lookup() calls, a planted value of the wrong length is dropped, and no result cache gives misses.
+// as many lookup() calls, a planted value of the wrong length is dropped, and no result cache gives misses. Results
+// computed at another precision go by another name in Redis (runtime_shared_model).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -71,6 +72,18 @@ TEST_CASE("runtime caches lookup_many answers like lookup, in order", "[runtime]
   CHECK(none->lookup_many(spans) == std::vector<Row>(5));
 }
 
+TEST_CASE("results computed at another precision go by another name in a shared tier", "[runtime][cache]") {
+  brisk::ModelInfo info;  // float32 activations, float self-attention: the model's own arithmetic
+  CHECK(brisk::runtime_shared_model("minilm-1f2e-mean-n", info) == "minilm-1f2e-mean-n");
+  info.activation_dtype = brisk::DType::kF16;
+  CHECK(brisk::runtime_shared_model("minilm-1f2e-mean-n", info) == "minilm-1f2e-mean-n-f16");
+  info.activation_dtype = brisk::DType::kBF16;
+  info.int8_attention_layers = 6;
+  CHECK(brisk::runtime_shared_model("minilm-1f2e-mean-n", info) == "minilm-1f2e-mean-n-bf16-int8attn");
+  info.activation_dtype = brisk::DType::kF32;
+  CHECK(brisk::runtime_shared_model("m", info) == "m-int8attn");
+}
+
 #if defined(BRISK_HAVE_REDIS)
 
 namespace {
@@ -135,6 +148,27 @@ TEST_CASE("runtime caches lookup_many makes one Redis MGET for all the L1 misses
   REQUIRE(server.raw({"CONFIG", "RESETSTAT"}) == "OK");
   CHECK_FALSE(reader->lookup_many(std::span<const std::span<const int32_t>>(&spans[1], 1))[0].has_value());
   CHECK(stats(*reader)["redis"]["wrong_length"] == 2);
+}
+
+TEST_CASE("runtimes of one model at two precisions do not exchange results through Redis", "[runtime][cache][redis]") {
+  brisk::testing::RedisServer server;
+  REQUIRE(server.ok());
+  const brisk::RuntimeCacheOptions o = with_redis(server.port());
+  auto create = [&](std::string shared_model) {
+    auto c = brisk::RuntimeCaches::create(o, "m-1", kDim, false, std::move(shared_model));
+    REQUIRE(c.ok());
+    return std::move(*c);
+  };
+  auto f32 = create("m-1");
+  auto int8attn = create("m-1-int8attn");
+  CHECK(stats(*int8attn)["redis"]["shared_model"] == "m-1-int8attn");
+  CHECK(stats(*int8attn)["model_id"] == "m-1");  // the model is the same one
+  const std::vector<int32_t> ids = {101, 2001, 102};
+  int8attn->store(ids, embedding_of(1));
+  REQUIRE(brisk::testing::wait_until([&] { return stats(*int8attn)["redis"]["writes"]["written"] == 1; }));
+  CHECK_FALSE(f32->lookup(ids).has_value());  // Redis holds it, under the other precision's name
+  CHECK(stats(*f32)["redis"]["misses"] == 1);
+  CHECK(create("m-1-int8attn")->lookup(ids) == Row(embedding_of(1)));  // the same precision shares it
 }
 
 #endif  // BRISK_HAVE_REDIS

@@ -50,10 +50,10 @@
 // (last hit or insert). Finding it scans the tenant's entries: O(max_entries), only on inserts at capacity.
 //
 // Persistence: save() writes one file: a versioned header (magic, version, dim, entry count, payload size,
-// XXH64 of the payload) and the entries with their remaining TTL, least recently used first; load() checks
-// every length against the file size and rebuilds the indexes by re-inserting, so a hostile file can give
-// wrong answers at worst, never plant a bad graph. Truncated, corrupt or mismatched-dim files are errors
-// naming the file.
+// XXH64 of the payload), the embedding model's id and the entries with their remaining TTL, least recently used
+// first; load() checks every length against the file size and rebuilds the indexes by re-inserting, so a hostile
+// file can give wrong answers at worst, never plant a bad graph. Truncated, corrupt, mismatched-dim files and
+// files of another embedding model (SemanticCacheOptions::embedding_model_id) are errors naming the file.
 //
 // Thread safety: every member may be called from any thread at once. Per tenant, lookups share a reader
 // lock (they run concurrently); insert, erase, invalidate_tag, purge_expired and expired-entry removal take
@@ -131,6 +131,11 @@ struct SemanticCacheOptions {
   // Checked in order on each candidate; the first that rejects names the miss. Empty: cosine only.
   std::vector<std::shared_ptr<const SemanticGuard>> guards = default_semantic_guards();
   int candidates = 4;  // nearest neighbours checked per lookup, most similar first
+  // The embedding model whose vectors the entries hold (brisk::Runtime::embedding_model_id(); AnswerCache sets it).
+  // save() records it, and load() with it set refuses a file recorded for another model or for none: another
+  // model's vectors, even of the same width, would find the wrong neighbours and serve their answers. "": not
+  // checked (load() takes any file of this dim). At most 4096 bytes.
+  std::string embedding_model_id;
 
   // Optional second opinion (see "Verifier" above). Empty: cosine and guards decide alone.
   SemanticVerifier verifier;
@@ -187,8 +192,9 @@ struct SemanticCacheStats {
 class BRISK_API SemanticCache {
  public:
   static StatusOr<std::unique_ptr<SemanticCache>> create(SemanticCacheOptions options);
-  // Reads a file written by save(); `options.dim` must match the file's. Entries whose remaining TTL has run
-  // out are skipped; per-tenant capacity applies (the most recently used entries are kept).
+  // Reads a file written by save(); `options.dim` must match the file's, and `options.embedding_model_id`, when
+  // set, the model the file records (FAILED_PRECONDITION naming both otherwise). Entries whose remaining TTL has
+  // run out are skipped; per-tenant capacity applies (the most recently used entries are kept).
   static StatusOr<std::unique_ptr<SemanticCache>> load(const std::string& path, SemanticCacheOptions options);
   ~SemanticCache();
   SemanticCache(const SemanticCache&) = delete;

@@ -44,6 +44,8 @@ BRISK_API void use_pair_verifier(const PairVerifier& verifier, cache::SemanticCa
 
 struct AnswerCacheOptions {
   // The semantic cache's options. dim: 0 takes the runtime's embedding width; any other value must equal it.
+  // embedding_model_id: "" takes the runtime's embedding_model_id() (recorded by semantic_cache().save()); any
+  // other value must equal it.
   cache::SemanticCacheOptions semantic;
   // A verifier file written by `brisk fit-verifier` for the runtime's model (its recorded model id must be the
   // runtime's embedding_model_id()). "": none (semantic.verifier, if set, decides instead). Setting both is an error.

@@ -388,8 +388,10 @@ class BRISK_API Runtime {
   // expire. The tag "model:<cache_model_id()>" drops all of this process's results (the Redis copies are
   // namespaced by the model's contents and expire after result_ttl). A hit does not add tags to an entry.
   StatusOr<size_t> cache_invalidate_tag(std::string_view tag) const;
-  // The caches' namespace in Redis and the suffix of the model's tag: model directory name, a hash of its
-  // config.json and weights, pooling and normalisation.
+  // The suffix of the model's tag and the caches' namespace in Redis: model directory name, a hash of its
+  // config.json and weights, pooling and normalisation. In Redis, results computed at another precision than the
+  // model file's float32 arithmetic go by this id plus that precision ("-f16"/"-bf16" activations, "-int8attn"
+  // self-attention; stats: redis.shared_model), so processes share only results computed alike.
   const std::string& cache_model_id() const;
   // The id of the model's embeddings as a semantic cache sees them: cache_model_id() with normalisation on, whatever
   // this runtime's (a semantic cache and its pair verifier L2-normalise every embedding). A pair verifier file
