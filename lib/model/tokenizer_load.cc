@@ -162,7 +162,9 @@ StatusOr<WordPieceTokenizer> from_tokenizer_json(const std::string& text, const 
         j["padding"]["pad_token"].is_string()) {
       o.pad_token = j["padding"]["pad_token"];
     }
-    // Added tokens, with their flags (added_tokens.h); ids past the vocabulary extend it.
+    // Added tokens, with their flags (added_tokens.h); ids past the vocabulary extend it, as added tokens only:
+    // WordPiece keeps to model.vocab, as in HF tokenizers.
+    o.model_vocab_size = static_cast<int>(tokens.size());
     BRISK_ASSIGN_OR_RETURN(
         const std::vector<detail::AddedTokenEntry> added,
         detail::parse_added_tokens(member_or_null(j, "added_tokens"), absl::StrCat("\"", path, "\"")));

@@ -9,7 +9,10 @@ handle_chinese_chars, strip_accents null, lowercase), BertPreTokenizer, the [CLS
 special tokens (normalized false, as transformers writes them) and ADDED: tokens with normalized true (what
 transformers' tokenizer.add_tokens writes for a plain string; matched in the normalised text by their normalised
 content, so "COVID19" matches "covid19", and "東京都" its CJK-padded form) and false (matched in the raw text,
-byte for byte), some with lstrip / rstrip. Then tests/data/tiny_wordpiece_added/golden.json:
+byte for byte), some with lstrip / rstrip. Two tokens with normalized false are single lowercase words, so the text
+that the raw pass leaves goes to WordPiece as that same word: "vaccines", absent from VOCAB (WordPiece keeps to its
+own vocabulary, model.vocab, and gives vaccine ##s for "Vaccines"; the added token matches the raw "vaccines" only),
+and "world", in VOCAB (add_tokens gives it its vocabulary id, and WordPiece still produces it for "WORLD"). Then tests/data/tiny_wordpiece_added/golden.json:
     {"versions": {python, tokenizers}, "max_length": MAX_LENGTH,
      "cases": [{"text", "ids", "tokens", "truncated_ids", "split_special_ids"}]}
 ids: Tokenizer.encode(text) (template applied, no truncation); truncated_ids: the same truncated to MAX_LENGTH ids;
@@ -40,6 +43,8 @@ ADDED = [  # (content, normalized, lstrip, rstrip)
     ("New-York", False, False, False),
     ("<raw>", False, True, True),
     ("[Mask2]", False, False, False),
+    ("vaccines", False, False, False),
+    ("world", False, False, False),
 ]
 TEXTS = [
     "COVID19pandemic", "covid19pandemic", "#Covid19Vaccine", "xCOVID19x", "co vid19", "aZqxjb", "zqx j ZQXJ",
@@ -47,6 +52,7 @@ TEXTS = [
     "New-York new-york NEW-YORK", "x <raw> y", "x<raw>y", "  <raw>  ", "[MASK] [mask] [Mask2] [mask2]",
     "[CLS]covid19[SEP]", "hello world!", "", "covid19 covid19 covid19 covid19 covid19",
     "hello COVID19 world zqxj new york cafe",
+    "vaccines Vaccines VACCINES vaccine", "xvaccines Vaccinesx", "World WORLD world worlds",
 ]
 
 

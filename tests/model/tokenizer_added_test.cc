@@ -1,7 +1,8 @@
 // WordPieceTokenizer's added tokens against Hugging Face tokenizers (tests/data/tiny_wordpiece_added, made by
 // make_wordpiece_added_golden.py): tokens with normalized true matched in the normalised text by their normalised
-// content, tokens with normalized false in the raw text, lstrip / rstrip, split_special_tokens, truncation; and the
-// single_word flag refused with an error naming it.
+// content, tokens with normalized false in the raw text, lstrip / rstrip, split_special_tokens, truncation; WordPiece
+// keeping to model.vocab (an added token past it is never a WordPiece piece); and the single_word flag refused with an
+// error naming it.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -51,6 +52,12 @@ TEST_CASE("wordpiece added tokens: normalized ones match the normalised text, th
   CHECK_FALSE(added.at("New-York").normalized);
   CHECK(added.at("<raw>").lstrip);
   CHECK(added.at("[CLS]").special);
+  CHECK_FALSE(added.at("vaccines").normalized);
+  CHECK_FALSE(added.at("world").normalized);
+  // model.vocab's 32 tokens are WordPiece's; "vaccines" (id 41) is past them, "world" (16) among them.
+  CHECK(tok.options().model_vocab_size == 32);
+  CHECK(tok.token_to_id("vaccines") == 41);
+  CHECK(tok.token_to_id("world") == 16);
   for (const json& c : golden["cases"]) {
     const std::string text = c["text"].get<std::string>();
     INFO("text: \"" << text << "\"");
@@ -92,4 +99,35 @@ TEST_CASE("wordpiece added tokens: single_word is refused, naming the token, nev
   auto empty = WordPieceTokenizer::from_model_files({{"tokenizer.json", j.dump()}}, false, "patched");
   REQUIRE_FALSE(empty.ok());
   CHECK_THAT(std::string(empty.status().message()), Catch::Contains("empty once normalised"));
+}
+
+TEST_CASE("wordpiece added tokens: WordPiece never produces an added token past model.vocab", "[tokenizer]") {
+  const WordPieceTokenizer tok = load();
+  // "vaccines" (normalized false, not in model.vocab) matches the raw text only; the lowercased "VACCINES" is
+  // WordPiece's, which has no such piece. "world" (normalized false, in model.vocab) is WordPiece's too.
+  auto pieces = tok.tokenize("VACCINES Vaccines vaccines WORLD");
+  REQUIRE(pieces.ok());
+  CHECK(*pieces == std::vector<std::string>{"vaccine", "##s", "vaccine", "##s", "vaccines", "world"});
+  // The same through from_tokens: the ids past model_vocab_size are added tokens only.
+  brisk::TokenizerOptions o = tok.options();
+  std::vector<std::string> tokens;
+  for (int id = 0; id < tok.vocab_size(); ++id) tokens.emplace_back(tok.id_to_token(id));
+  auto same = WordPieceTokenizer::from_tokens(tokens, o);
+  REQUIRE(same.ok());
+  CHECK(*same->tokenize("Vaccines") == std::vector<std::string>{"vaccine", "##s"});
+  // model_vocab_size 0: every token is WordPiece's (a vocab.txt), so the word matches the whole token.
+  o.model_vocab_size = 0;
+  auto all = WordPieceTokenizer::from_tokens(tokens, o);
+  REQUIRE(all.ok());
+  CHECK(*all->tokenize("Vaccines") == std::vector<std::string>{"vaccines"});
+  // Past the tokens, or negative: refused, naming the option and the number of tokens.
+  for (int bad : {tok.vocab_size() + 1, -1}) {
+    o.model_vocab_size = bad;
+    auto refused = WordPieceTokenizer::from_tokens(tokens, o);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(refused.status().message()),
+               Catch::Contains("model_vocab_size is " + std::to_string(bad)) &&
+                   Catch::Contains("at most " + std::to_string(tok.vocab_size())));
+  }
 }

@@ -70,6 +70,12 @@ struct TokenizerOptions {
   // More tokens to recognise (tokenizer.json's added_tokens), each needing an id in the vocabulary. The five tokens
   // above are recognised too, as special tokens matched in the raw text, unless listed here with other flags.
   std::vector<AddedToken> added_tokens;
+  // How many tokens, from id 0, are the WordPiece model's own vocabulary (tokenizer.json's model.vocab); 0: every
+  // token (vocab.txt). The ids past it are added tokens only: as in HF tokenizers, WordPiece never produces them, so
+  // one is matched only as an added token, by its flags ("covid19" with normalized false matches the raw "covid19"
+  // only; the lowercased "COVID19" goes through WordPiece as co ##vid ##19). An added token that the model's
+  // vocabulary has (an id below this) can come out of WordPiece too.
+  int model_vocab_size = 0;
 };
 
 // Row-major [batch, seq_len], padded with [PAD] to the longest sequence in the batch.
