@@ -134,6 +134,11 @@ class Parser {
       return fail(413, std::string(name) + " has " + std::to_string(it->size()) + " entries; expected at most " +
                            std::to_string(limits.max_inputs) + " (--max-batch-inputs)");
     }
+    if (limits.max_queued_inputs != 0 && it->size() > limits.max_queued_inputs) {
+      return fail(413, std::string(name) + " has " + std::to_string(it->size()) + " entries; expected at most " +
+                           std::to_string(limits.max_queued_inputs) + ", " + limits.max_queued_inputs_what +
+                           ": a request of more inputs could never be queued whole, so split it");
+    }
     out->resize(it->size());
     for (size_t i = 0; i < it->size(); ++i) {
       const json& v = (*it)[i];

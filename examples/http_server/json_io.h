@@ -3,7 +3,7 @@
 //
 //   brisk_http::HttpError err;
 //   std::optional<brisk_http::EmbedRequest> req = brisk_http::parse_tei_embed(body, limits, &err);
-//   if (!req) return reply_error(err);          // err.status 400 or 413, err.message names the field
+//   if (!req) return reply_error(err);          // err.status 400 or 413, err.message names the field (and limit)
 //   std::string out = brisk_http::embeddings_tei_json(rows, dim);
 //
 // Errors name the field: "inputs[3] is not valid UTF-8 (byte 5 of it); expected UTF-8 text". A body that is not
@@ -29,6 +29,11 @@ struct HttpError {
 
 struct RequestLimits {
   size_t max_inputs = 256;  // texts per request; more is 413
+  // Texts the runtime's queue holds (one queued input each): a request of more could never be queued whole, so it is
+  // a 413, never the 429 (retry later) of a queue full of other requests. 0: no such limit. `max_queued_inputs_what`
+  // names it in the message ("the queue's capacity (--max-queue)").
+  size_t max_queued_inputs = 0;
+  std::string max_queued_inputs_what = "the queue's capacity (--max-queue)";
 };
 
 // TEI POST /embed and OpenAI POST /v1/embeddings.

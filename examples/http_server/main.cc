@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-batch-size", f.max_batch_size, "texts per forward pass")->capture_default_str();
-  app.add_option("--max-queue", f.max_queue, "queued texts; past it requests get 429")->capture_default_str();
+  app.add_option("--max-queue", f.max_queue, "queued texts; past it requests get 429 (a request of more texts: 413)")
+      ->capture_default_str();
   app.add_flag("--no-cache", f.no_cache, "no result or token cache");
   app.add_flag("--reject-late,!--no-reject-late", f.reject_late,
                "refuse (429) a request whose deadline the queue ahead cannot meet, instead of letting it expire (504)")
@@ -213,6 +214,15 @@ int main(int argc, char** argv) {
   service_opts.api_key = *key;
   service_opts.default_timeout = std::chrono::milliseconds(f.timeout_ms);
   service_opts.max_inputs = f.max_batch_inputs;
+  // Each input is one queued request: a request of more inputs than the queue holds could never be queued, however
+  // often it is retried (inputs past the queue go to the fallback, when there is one, so its queue counts too).
+  service_opts.max_queued_inputs = f.max_queue;
+  if (opts.fallback) {
+    service_opts.max_queued_inputs += opts.fallback->batching.max_queue_size;
+    service_opts.max_queued_inputs_what = "the queues' capacity (--max-queue " + std::to_string(f.max_queue) +
+                                          " plus the fallback's " +
+                                          std::to_string(opts.fallback->batching.max_queue_size) + ")";
+  }
   service_opts.max_body_bytes = f.max_body_bytes;
   service_opts.connections = {.head_timeout = std::chrono::seconds(f.read_timeout_s),
                               .body_timeout = std::chrono::seconds(2 * f.read_timeout_s),

@@ -354,7 +354,7 @@ std::optional<std::vector<std::vector<float>>> HttpService::embed_all(const http
 void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res) {
   HttpError err;
   if (rt_.embedding_dim() == 0) return reply_error(res, task_error(rt_, "/embed", "an embedding model"));
-  auto r = parse_tei_embed(req.body, {options_.max_inputs}, &err);
+  auto r = parse_tei_embed(req.body, limits(), &err);
   if (!r) return reply_error(res, err);
   if (!r->prompt_name.empty()) {  // TEI's prompt_name: sentence-transformers' prompt in front of each input
     auto prompt = brisk::prompt_for(rt_.info(), r->prompt_name);
@@ -371,7 +371,7 @@ void HttpService::embed_tei(const httplib::Request& req, httplib::Response& res)
 void HttpService::embed_openai(const httplib::Request& req, httplib::Response& res) {
   HttpError err;
   if (rt_.embedding_dim() == 0) return reply_error(res, task_error(rt_, "/v1/embeddings", "an embedding model"));
-  auto r = parse_openai_embeddings(req.body, {options_.max_inputs}, &err);
+  auto r = parse_openai_embeddings(req.body, limits(), &err);
   if (!r) return reply_error(res, err);
   if (r->dimensions && *r->dimensions != rt_.embedding_dim()) {
     return reply_error(res, {400, "dimensions is " + std::to_string(*r->dimensions) + "; this model gives " +
@@ -391,7 +391,7 @@ void HttpService::predict(const httplib::Request& req, httplib::Response& res) {
   if (rt_.info().task != "classification") {
     return reply_error(res, task_error(rt_, "/predict", "a sequence-classification model"));
   }
-  auto r = parse_tei_predict(req.body, {options_.max_inputs}, &err);
+  auto r = parse_tei_predict(req.body, limits(), &err);
   if (!r || !check_lengths(r->inputs, "inputs", r->truncate, nullptr, &err)) return reply_error(res, err);
   auto opts = request_options(req, &err);
   if (!opts) return reply_error(res, err);
@@ -420,7 +420,7 @@ void HttpService::rerank(const httplib::Request& req, httplib::Response& res) {
   if (rt_.info().task != "classification" || rt_.info().labels.size() != 1) {
     return reply_error(res, task_error(rt_, "/rerank", "a cross-encoder (a classification model with one label)"));
   }
-  auto r = parse_tei_rerank(req.body, {options_.max_inputs}, &err);
+  auto r = parse_tei_rerank(req.body, limits(), &err);
   if (!r) return reply_error(res, err);
   if (!r->truncate && !check_pair_lengths(r->query, r->texts, &err)) return reply_error(res, err);
   const auto opts = request_options(req, &err);
@@ -516,7 +516,9 @@ void HttpService::info(const httplib::Request&, httplib::Response& res) {
                      {"labels", m.labels},
                      {"embedding_dim", rt_.embedding_dim()},
                      {"max_input_length", m.max_seq_len},
-                     {"max_client_batch_size", options_.max_inputs},
+                     {"max_client_batch_size", options_.max_queued_inputs != 0
+                                                   ? std::min(options_.max_inputs, options_.max_queued_inputs)
+                                                   : options_.max_inputs},
                      {"max_batch_requests", rt_.batch_stats().batch_limit},
                      {"backend", m.backend},
                      {"quantization", m.quantization},

@@ -5,7 +5,8 @@
 // {"question", "answer", "tenant"?, "ttl_s"?} stores an answer. A thin layer: each input of /embed and /v1/embeddings
 // is one Runtime::submit(), of /predict one submit_classify() (raw_scores included), each passage of /rerank one
 // submit_rerank(), all with the request's deadline and cancelled when the client leaves (batching.h); the service
-// parses, checks limits, maps statuses to HTTP codes and counts.
+// parses, checks limits (a request of more inputs than the queue holds is a 413, not a 429), maps statuses to HTTP
+// codes and counts.
 //
 //   brisk_http::HttpService service(*runtime, options);
 //   brisk_http::Transport server(transport_options);
@@ -43,6 +44,10 @@ struct ServiceOptions {
   std::string api_key;   // non-empty: every endpoint but /health needs "Authorization: Bearer <api_key>"
   std::chrono::milliseconds default_timeout{30000};
   size_t max_inputs = 256;
+  // Inputs the runtime's queue (and a fallback's) holds at most: a request of more is refused with 413 (RequestLimits).
+  // 0: no such limit.
+  size_t max_queued_inputs = 0;
+  std::string max_queued_inputs_what = "the queue's capacity (--max-queue)";
   size_t max_body_bytes = size_t{2} << 20;
   ConnectionGuardOptions connections;
   // The semantic answer cache of /v1/answers (over the same runtime); null: those endpoints answer 404.
@@ -92,6 +97,9 @@ class HttpService {
   // not parse is ignored, as the Trace Context spec asks of a receiver).
   std::optional<brisk::ClassifyRequestOptions> request_options(const httplib::Request& req, HttpError* err) const;
   void reply_error(httplib::Response& res, const HttpError& err) const;
+  RequestLimits limits() const {
+    return {options_.max_inputs, options_.max_queued_inputs, options_.max_queued_inputs_what};
+  }
 
   const brisk::Runtime& rt_;
   ServiceOptions options_;

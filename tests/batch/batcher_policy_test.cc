@@ -373,6 +373,61 @@ TEST_CASE("Queue limits per level and in total reject at once, naming the limit"
   CHECK(h.out.size() == 6);
 }
 
+TEST_CASE("A group larger than the queue is INVALID_ARGUMENT, never the retryable RESOURCE_EXHAUSTED", "[batch]") {
+  BatchPolicy p = manual_policy();
+  p.max_batch_size = 8;
+  p.max_queue_size = 4;
+  p.levels[1].max_queue_size = 2;
+  p.levels[2].rate_limit = 1;
+  p.levels[2].burst = 3;
+  Harness h(p);
+  auto group_of = [&](size_t n, int priority) {
+    std::vector<Req> requests(n, Req{7, 1});
+    std::vector<TestBatcher::Callback> callbacks;
+    for (size_t i = 0; i < n; ++i) callbacks.push_back(h.out.callback());
+    return h.batcher->submit_all(std::move(requests), {.priority = priority}, std::move(callbacks));
+  };
+  // Into an empty queue: one more than the capacity is refused as a request to split, naming both numbers.
+  auto too_big = group_of(5, 0);
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(too_big.status(),
+                 "the group has 5 requests; expected at most 4, the queue's capacity "
+                 "(BatchPolicy.max_queue_size)"));
+  auto level_too_big = group_of(3, 1);
+  REQUIRE_FALSE(level_too_big.ok());
+  CHECK(level_too_big.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(level_too_big.status(),
+                 "the group has 3 requests; expected at most 2, the capacity of priority 1 "
+                 "(async) (levels[1].max_queue_size)"));
+  // A rate-limited level's bucket never holds more than its burst.
+  auto burst_too_big = group_of(4, 2);
+  REQUIRE_FALSE(burst_too_big.ok());
+  CHECK(burst_too_big.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(contains(burst_too_big.status(),
+                 "the group has 4 requests; expected at most 3, the burst of priority 2 "
+                 "(bulk) (levels[2].burst)"));
+  CHECK(h.stats().rejected_invalid == 12);  // counted per request: 5 + 3 + 4
+  CHECK(h.stats().rejected_overloaded == 0);
+  CHECK(h.stats().submitted == 0);
+  CHECK(h.out.size() == 0);
+  // Exactly the capacity fits an empty queue and runs.
+  auto whole = group_of(4, 0);
+  REQUIRE(whole.ok());
+  CHECK(whole->size() == 4);
+  // A group that fits the capacity but not what is left of it now is an overload, to retry: RESOURCE_EXHAUSTED.
+  auto later = group_of(1, 0);
+  REQUIRE_FALSE(later.ok());
+  CHECK(later.status().code() == absl::StatusCode::kResourceExhausted);
+  CHECK(h.stats().rejected_overloaded == 1);
+  h.advance(1ms);
+  CHECK(h.run() == 1);
+  CHECK(h.out.size() == 4);
+  for (RequestId id : *whole) CHECK(*h.out.get(id) == 7);
+  CHECK(group_of(2, 1).ok());  // the level's capacity exactly
+  CHECK(group_of(2, 2).ok());  // within the burst
+}
+
 TEST_CASE("evict_lower_priority makes room in a full queue for a more urgent request", "[batch]") {
   BatchPolicy p = manual_policy();
   p.max_batch_size = 8;

@@ -7,6 +7,7 @@ tests/data/tasks/*/golden.json (classifier and cross-encoder logits), all writte
 usage: <http-venv python> http_server_test.py HTTP_SERVER_BINARY
 """
 import base64
+import http.client
 import json
 import math
 import os
@@ -367,16 +368,31 @@ def test_task_load_behaviour(binary):
             args = ["--model", os.path.join(DATA, "tasks", model), "--max-seq-len", "24", "--policy", policy,
                     "--max-queue", "4", "--no-reject-late", "--no-cache", "--http-threads", "8"]
             with Server(binary, args) as srv:
+                # Two requests that together overflow the queue of 4 (each alone fits it): the first holds two places
+                # until its deadline (the policy forms no batch), the second queues two more and is refused at its
+                # third input.
+                first = []
+                holder = threading.Thread(target=lambda: first.append(requests.post(
+                    f"{srv.url}{path}", json=body(texts[:2]), headers={"X-Request-Timeout-Ms": "2000"})))
+                holder.start()
+                m = scrape_until(srv.url, lambda m: metric(m, "brisk_batcher_queued") == 2)
+                check(metric(m, "brisk_batcher_queued") == 2, f"{what}: the first request's two inputs are queued")
                 t0 = time.monotonic()
-                r = requests.post(f"{srv.url}{path}", json=body(texts),
+                r = requests.post(f"{srv.url}{path}", json=body(texts[2:6]),
                                   headers={"X-Request-Timeout-Ms": "60000"})
                 check(r.status_code == 429 and r.headers.get("Retry-After") == "1" and
                       r.json()["error_type"] == "overloaded" and time.monotonic() - t0 < 1.0,
                       f"{what}: a full queue is a fast 429 with Retry-After ({r.status_code} {r.text[:120]})")
                 m = requests.get(f"{srv.url}/metrics").text
                 failed = metric(m, "brisk_http_cancelled_inputs_total", reason="request_failed")
-                check(failed == 4 and metric(m, "brisk_batcher_queued") == 0,
-                      f"{what}: the 429's four queued inputs are cancelled ({failed})")
+                check(failed == 2 and metric(m, "brisk_batcher_queued") == 2,
+                      f"{what}: the 429's two queued inputs are cancelled, the first request's stay ({failed})")
+                holder.join(timeout=60)
+                check(len(first) == 1 and first[0].status_code == 504,
+                      f"{what}: the first request, held past its deadline, is 504 "
+                      f"({first[0].status_code if first else None})")
+                m = scrape_until(srv.url, lambda m: metric(m, "brisk_batcher_queued") == 0)
+                check(metric(m, "brisk_batcher_queued") == 0, f"{what}: nothing stays queued")
 
                 t0 = time.monotonic()
                 r = requests.post(f"{srv.url}{path}", json=body(["call support"]),
@@ -398,6 +414,39 @@ def test_task_load_behaviour(binary):
                       f"{what}: a client that leaves has its three inputs cancelled, none left queued")
                 check(metric(m, "brisk_runtime_forward_passes_total") == 0,
                       f"{what}: nothing refused, expired or cancelled was computed")
+
+
+def test_queue_capacity(binary):
+    """A request of more inputs than --max-queue could never be queued whole: a 413 naming both numbers, not the 429
+    (Retry-After) that a client would retry forever. A request of exactly --max-queue inputs on an idle server is
+    served. (Requests that together overflow the queue are 429: test_load_behaviour, test_task_load_behaviour.)"""
+    args = ["--model", MODEL, "--threads", "1", "--max-batch-size", "1", "--max-queue", "4", "--no-cache",
+            "--no-reject-late"]
+    texts = [it["text"] for it in ITEMS[:5]]
+    with Server(binary, args) as srv:
+        for path, field, payload in (("/embed", "inputs", {"inputs": texts}),
+                                     ("/v1/embeddings", "input", {"model": "m", "input": texts})):
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+            conn.request("POST", path, body=json.dumps(payload), headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            reply = json.loads(resp.read())
+            conn.close()
+            check(resp.status == 413 and resp.getheader("Retry-After") is None and
+                  reply.get("error_type") == "validation" and
+                  f"{field} has 5 entries; expected at most 4, the queue's capacity (--max-queue)" in reply["error"],
+                  f"{path}: 5 inputs with --max-queue 4 are 413, not a 429 to retry ({resp.status} {reply})")
+        m = requests.get(f"{srv.url}/metrics").text
+        check(metric(m, "brisk_batcher_requests_total", outcome="rejected_overloaded") in (None, 0) and
+              metric(m, "brisk_batcher_queued") == 0, "nothing of them was queued or refused as an overload")
+        # Exactly the capacity, on an idle server: every input is queued and answered, as transformers computes it.
+        r = requests.post(f"{srv.url}/embed", json={"inputs": texts[:4]})
+        rows = r.json() if r.status_code == 200 else []
+        check(r.status_code == 200 and len(rows) == 4 and
+              all(close_to(row, it["embedding"]) for row, it in zip(rows, ITEMS[:4])),
+              f"4 inputs with --max-queue 4 on an idle server are served ({r.status_code} {r.text[:120]})")
+        client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused", max_retries=0)
+        resp = client.embeddings.create(model="m", input=texts[:4])
+        check(len(resp.data) == 4, "the openai client gets 4 embeddings with --max-queue 4")
 
 
 def test_degradation(binary):
@@ -515,7 +564,7 @@ def main():
     t0 = time.monotonic()
     only = sys.argv[2:]  # test names to run; all by default
     for test in (test_clients, test_bad_flags, test_tasks, test_families, test_intent_head, test_slowloris, test_load_behaviour,
-                 test_task_load_behaviour, test_degradation, test_tracing_and_policy, test_prometheus):
+                 test_task_load_behaviour, test_queue_capacity, test_degradation, test_tracing_and_policy, test_prometheus):
         if only and test.__name__ not in only:
             continue
         t = time.monotonic()

@@ -96,7 +96,9 @@ class Batcher {
   // Queues requests as one unit: under one lock, in order, all of them or none (the error says why, and no
   // callback runs). A free executor therefore finds them together, and up to max_batch_size of them share a
   // batch instead of the first few starting a batch of their own. callbacks[i] completes requests[i]; the
-  // returned ids are in the same order. evict_lower_priority does not apply to groups.
+  // returned ids are in the same order. evict_lower_priority does not apply to groups. A group of more requests than
+  // max_queue_size (or its level's max_queue_size, or its rate-limited level's burst) could never be admitted:
+  // INVALID_ARGUMENT, not the RESOURCE_EXHAUSTED of a queue that is full for now.
   StatusOr<std::vector<RequestId>> submit_all(std::vector<Request> requests, const SubmitOptions& options,
                                               std::vector<Callback> callbacks) {
     if (requests.size() != callbacks.size()) {

@@ -24,6 +24,34 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
                                                 levels - 1, " (0 is the most urgent)")),
         n);
   }
+  const PriorityLevel& level = policy_.levels[options.priority];
+  // A group larger than the queue could never be admitted whole, however long the caller waits: not an overload
+  // (RESOURCE_EXHAUSTED, which says retry later) but a request to split.
+  if (n > policy_.max_queue_size) {
+    return reject(metrics_.rejected_invalid,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "submit_all: the group has ", n, " requests; expected at most ", policy_.max_queue_size,
+                      ", the queue's capacity (BatchPolicy.max_queue_size): a larger group never fits, so split it")),
+                  n);
+  }
+  if (level.max_queue_size != 0 && n > level.max_queue_size) {
+    return reject(metrics_.rejected_invalid,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "submit_all: the group has ", n, " requests; expected at most ", level.max_queue_size,
+                      ", the capacity of priority ", options.priority, " (", level.name, ") (levels[", options.priority,
+                      "].max_queue_size): a larger group never fits, so split it")),
+                  n);
+  }
+  // Likewise a group past its rate-limited level's bucket depth, which never holds that many tokens (burst() is fixed
+  // at construction, so it is read without the lock).
+  if (level.rate_limit > 0 && static_cast<double>(n) > rates_[options.priority].burst()) {
+    return reject(metrics_.rejected_invalid,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "submit_all: the group has ", n, " requests; expected at most ", rates_[options.priority].burst(),
+                      ", the burst of priority ", options.priority, " (", level.name, ") (levels[", options.priority,
+                      "].burst): a larger group is never admitted, so split it")),
+                  n);
+  }
   std::vector<std::unique_ptr<Entry>> group;
   group.reserve(n);
   size_t group_cost = 0;
@@ -42,7 +70,6 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
     group_cost += cost;
     group.push_back(std::move(entry));
   }
-  const PriorityLevel& level = policy_.levels[options.priority];
 
   std::unique_lock lock(mu_);
   const TimePoint now = clock_->now();
