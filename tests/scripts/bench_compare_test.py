@@ -303,6 +303,33 @@ class IsaClasses(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertNotIn("comparing with", r.stderr)
 
+    def test_a_baseline_of_the_same_cpu_is_preferred(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp) / "key_figures.json"  # class avx512, measured on another CPU
+            base.write_text((DATA / "baseline.json").read_text())
+            new = json.loads((DATA / "baseline.json").read_text())
+            new["run"]["cpu"] = "Intel(R) Xeon(R) Processor (family 6, model 207)"
+            new_path = Path(tmp) / "new.json"
+            new_path.write_text(json.dumps(new))
+            same_cpu = json.loads(json.dumps(new))
+            for figure in same_cpu["figures"].values():  # this CPU's own level: NEW is far below it
+                figure["ratio"] *= 2
+                figure.pop("samples", None)
+            mine = Path(tmp) / "key_figures_avx512_emerald_rapids.json"
+            mine.write_text(json.dumps(same_cpu))
+            other = json.loads(json.dumps(same_cpu))
+            other["run"]["cpu"] = "AMD EPYC (family 25, model 17)"
+            (Path(tmp) / "key_figures_avx512_a_zen4.json").write_text(json.dumps(other))
+            r = run(base, new_path)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # halved against its own CPU's baseline
+            self.assertIn(f"comparing with `{mine}`", r.stderr)
+            self.assertIn(f"- BASE `{mine}`", r.stdout)
+            new["run"]["cpu"] = "a CPU with no baseline of its own"
+            new_path.write_text(json.dumps(new))
+            r = run(base, new_path)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)  # the class baseline: BASE itself, unchanged
+            self.assertIn(f"- BASE `{base}`", r.stdout)
+
     def test_no_baseline_of_the_class(self):
         with tempfile.TemporaryDirectory() as tmp:
             base = Path(tmp) / "key_figures.json"  # an avx512 baseline with no key_figures_avx2.json beside it
