@@ -23,7 +23,7 @@
 
 namespace brisk::testing {
 
-inline std::filesystem::path test_data_dir() { return BRISK_TEST_DATA_DIR; }
+std::filesystem::path test_data_dir();  // tests/data of the checkout (test_data_dir.cc)
 
 // Compute threads for tests that run the model. Under ThreadSanitizer one: libgomp is not instrumented, so the
 // synchronisation of an OpenMP team is invisible to TSan and every parallel region would be reported as a race;
