@@ -64,13 +64,11 @@ struct WordPieceTokenizer::Impl {
   bool strip_accents = true;
   std::string arena;              // all token texts back to back
   std::vector<uint32_t> offsets;  // token i is arena[offsets[i], offsets[i+1])
-  VocabTable all;                 // every token, by its full text (token_to_id, the special and added tokens)
-  // WordPiece's own vocabulary (TokenizerOptions::model_vocab_size): the word-start pieces, by their full text (only
-  // when some ids are added tokens past the model's vocabulary; else `all` serves), and the continuation pieces,
-  // keyed without their prefix.
-  VocabTable model_start;
-  bool separate_model_start = false;
-  VocabTable cont;
+  VocabTable all;   // every token, by its full text (token_to_id, the special and added tokens, word-start pieces)
+  VocabTable cont;  // WordPiece's tokens with the continuation prefix, keyed without it
+  // Ids [0, model_tokens) are WordPiece's own vocabulary (TokenizerOptions::model_vocab_size); the rest are added
+  // tokens only, never a piece.
+  int32_t model_tokens = 0;
   size_t max_word_start_bytes = 0, max_cont_bytes = 0;
   int32_t unk = -1, cls = -1, sep = -1, pad = -1, mask = -1;
   // The added tokens (TokenizerOptions::added_tokens and the special tokens) matched in the raw text, and those
@@ -136,13 +134,16 @@ struct WordPieceTokenizer::Impl {
       uint32_t h = kFnvBasis;
       hash[0] = h;
       for (size_t k = 0; k < limit; ++k) hash[k + 1] = h = fnv_step(h, static_cast<unsigned char>(word[start + k]));
-      const VocabTable& table = start == 0 ? (separate_model_start ? model_start : all) : cont;
+      const VocabTable& table = start == 0 ? all : cont;
       int32_t id = -1;
       size_t len = limit;
       for (; len > 0; --len) {
         if (start + len < word.size() && !is_utf8_lead(static_cast<unsigned char>(word[start + len]))) continue;
-        id = find(table, word.substr(start, len), hash[len]);
-        if (id >= 0) break;
+        const int32_t found = find(table, word.substr(start, len), hash[len]);
+        if (found >= 0 && found < model_tokens) {
+          id = found;
+          break;
+        }
       }
       if (id < 0) {  // no piece matches here: the whole word is unknown
         out.resize(first);
@@ -415,15 +416,13 @@ StatusOr<WordPieceTokenizer> WordPieceTokenizer::from_tokens(std::vector<std::st
 
   const size_t ntokens = impl->offsets.size() - 1;
   Impl::size_table(impl->all, ntokens);
-  impl->separate_model_start = model_tokens < ntokens;
-  if (impl->separate_model_start) Impl::size_table(impl->model_start, model_tokens);
+  impl->model_tokens = static_cast<int32_t>(model_tokens);
   Impl::size_table(impl->cont, ncont);
   impl->cont.skip = prefix.size();
   for (int32_t id = 0; id + 1 < static_cast<int32_t>(impl->offsets.size()); ++id) {
     const std::string_view t = impl->token(id);
     impl->insert(impl->all, id);
     if (static_cast<size_t>(id) >= model_tokens) continue;  // an added token only: never a WordPiece piece
-    if (impl->separate_model_start) impl->insert(impl->model_start, id);
     impl->max_word_start_bytes = std::max(impl->max_word_start_bytes, t.size());
     if (t.size() > prefix.size() && t.substr(0, prefix.size()) == prefix) {
       impl->insert(impl->cont, id);
