@@ -5,6 +5,9 @@
 //       One JSON line per text: {"text":...,"embedding":[...]}. Without TEXT, embeds each line of stdin in
 //       batches, so it also works as a filter over a large file: output line N belongs to input line N (an empty
 //       line is an empty text); a line that cannot be embedded gets {"line":N,"error":...} and exit code 1.
+//   brisk tokenize [--model DIR] [--max-seq-len N] [--replace-invalid-utf8] [TEXT...]
+//       One JSON line per text: {"text":...,"ids":[...]}, the ids the model's tokenizer gives it (special tokens
+//       included; --max-seq-len 0, the default, cuts nothing), from TEXT or each line of stdin as embed reads them.
 //   brisk info [--model DIR] [--head FILE] [--torchscript FILE [--torchscript-output O]] [DEVICE FLAGS]
 //       The model's ModelInfo as one JSON object (with its backend, task, labels, multi_label and
 //       classification_head), plus embedding_dim (0 for a classification model) and brisk_version.
@@ -160,6 +163,40 @@ int run_embed(const ModelFlags& flags, const std::string& prompt_name, const std
   // stdin: one text per line (an empty line too: its embedding is that of [CLS] [SEP]).
   return brisk::cli::run_over_stdin_lines(
       [&](std::span<const std::string> texts) { return embed_and_print(**rt, texts, prompt, buf); });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// tokenize
+
+// Writes {"text":...,"ids":[...]}: the ids the encoder is given for the text, the template's special tokens
+// included (as Hugging Face's tokenizer(text)["input_ids"]), cut to max_seq_len (0: not cut).
+Status tokenize_and_print(const brisk::TextTokenizer& tok, std::span<const std::string> texts, int max_seq_len,
+                          std::string& buf) {
+  std::vector<std::vector<int32_t>> ids(texts.size());  // all first: a refused text prints nothing of the call
+  for (size_t t = 0; t < texts.size(); ++t) {
+    BRISK_ASSIGN_OR_RETURN(ids[t],
+                           tok.encode(texts[t], max_seq_len > 0 ? max_seq_len : std::numeric_limits<int>::max()));
+  }
+  for (size_t t = 0; t < texts.size(); ++t) {
+    buf = R"({"text":)" + brisk::cli::json_string(texts[t]) + R"(,"ids":[)";
+    for (size_t i = 0; i < ids[t].size(); ++i) buf += fmt::format("{}{}", i > 0 ? "," : "", ids[t][i]);
+    buf += "]}\n";
+    std::fwrite(buf.data(), 1, buf.size(), stdout);
+  }
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+int run_tokenize(const ModelFlags& flags, const std::vector<std::string>& args) {
+  auto tok = brisk::load_model_tokenizer(flags.model_dir, flags.replace_invalid_utf8);
+  if (!tok.ok()) return report_error(tok.status());
+  std::string buf;
+  if (!args.empty()) {
+    Status s = tokenize_and_print(*tok, args, flags.max_seq_len, buf);
+    return s.ok() ? kExitOk : report_error(s);
+  }
+  return brisk::cli::run_over_stdin_lines(
+      [&](std::span<const std::string> texts) { return tokenize_and_print(*tok, texts, flags.max_seq_len, buf); });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -384,6 +421,18 @@ int main(int argc, char** argv) {
                     "put the model's prompt of this name in front of each text, as sentence-transformers' "
                     "encode(prompt_name=...) does: query (config_sentence_transformers.json's)");
 
+  ModelFlags tokenize_flags;
+  std::vector<std::string> tokenize_texts;
+  CLI::App* tokenize_cmd =
+      app.add_subcommand("tokenize", "print one JSON line {\"text\",\"ids\"} per text: the model tokenizer's ids");
+  tokenize_cmd->add_option("--model", tokenize_flags.model_dir, "model directory or quantized model file")
+      ->capture_default_str();
+  tokenize_cmd->add_option("--max-seq-len", tokenize_flags.max_seq_len, "ids per text at most; 0 = all")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  tokenize_cmd->add_flag("--replace-invalid-utf8", tokenize_flags.replace_invalid_utf8,
+                         "drop bytes that are not valid UTF-8 instead of failing on them");
+  tokenize_cmd->add_option("TEXT", tokenize_texts, "texts to tokenize; none: read one text per line from stdin");
+
   CLI::App* info = app.add_subcommand("info", "print the model's configuration as JSON");
   info_flags.add_to(*info, kHeadFlag | kTorchScriptFlags);
 
@@ -475,6 +524,7 @@ int main(int argc, char** argv) {
   try {
     if (embed->parsed()) return run_embed(embed_flags, embed_prompt_name, embed_texts);
     if (info->parsed()) return run_info(info_flags);
+    if (tokenize_cmd->parsed()) return run_tokenize(tokenize_flags, tokenize_texts);
     if (bench_cmd->parsed()) return run_bench(bench_flags, bench);
     if (classify_cmd->parsed()) return brisk::cli::run_classify(classify_flags.runtime_options(), classify);
     if (rerank_cmd->parsed()) return brisk::cli::run_rerank(rerank_flags.runtime_options(), rerank);

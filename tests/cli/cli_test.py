@@ -306,10 +306,50 @@ def test_prune(brisk, faq):
         check(r.returncode == 1 and "expected a fraction in [0, 1)" in r.stderr, f"a level of 1.5 is refused ({r.stderr})")
 
 
+def test_tokenize(brisk):
+    """`brisk tokenize` prints Hugging Face tokenizers' ids: the Unigram golden (tests/data/make_unigram_golden.py)
+    and the MiniLM golden (make_golden.py), as arguments and on stdin; bad input gets its error, in place."""
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    golden = json.load(open(os.path.join(data, "unigram_golden.json"), encoding="utf-8"))
+    cases = golden["cases"]
+    r = run([brisk, "tokenize", "--model", os.path.join(data, "tiny_xlmr")] + [c["text"] for c in cases])
+    rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+    check(r.returncode == 0 and len(rows) == len(cases), f"tokenize exits 0 with one line per text ({r.stderr})")
+    bad = [c["text"] for c, row in zip(cases, rows) if row["ids"] != c["ids"] or row["text"] != c["text"]]
+    check(not bad, f"tokenize gives tokenizers' Unigram ids for all {len(cases)} golden texts (differ: {bad[:3]})")
+    minilm = json.load(open(os.path.join(data, "golden_minilm.json"), encoding="utf-8"))
+    flat = [it for it in minilm["items"] if "\n" not in it["text"] and "\r" not in it["text"]]
+    r = run([brisk, "tokenize", "--max-seq-len", str(minilm["max_seq_len"])], stdin="".join(it["text"] + "\n" for it in flat))
+    rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+    check(r.returncode == 0 and [row["ids"] for row in rows] == [it["ids"] for it in flat],
+          f"tokenize on stdin gives the WordPiece ids of the MiniLM golden ({r.stderr})")
+    r = run([brisk, "tokenize", "--model", os.path.join(data, "tiny_xlmr"), "--max-seq-len", "4",
+             cases[0]["text"] or "a longer text than four tokens"])
+    rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+    check(r.returncode == 0 and len(rows[0]["ids"]) <= 4 and rows[0]["ids"][-1] == 2,
+          f"--max-seq-len 4 cuts the ids and keeps </s> ({r.stdout})")
+    r = run([brisk, "tokenize", "--model", os.path.join(data, "tiny_xlmr"), "--max-seq-len", "2", "hi"])
+    check(r.returncode == 1 and "max_seq_len is 2; expected more than the 2 special tokens" in r.stderr,
+          f"--max-seq-len 2 on XLM-R is refused naming it ({r.stderr.strip()})")
+    raw = subprocess.run([brisk, "tokenize"], input=b"ok\nbad \xff byte\nlast\n", capture_output=True, timeout=300)
+    lines = raw.stdout.splitlines()
+    check(raw.returncode == 1 and len(lines) == 3 and json.loads(lines[1]).get("line") == 2
+          and json.loads(lines[2])["text"] == "last",
+          f"invalid UTF-8 gets its error on its own line, in place, and exit 1 ({raw.stdout!r} {raw.stderr!r})")
+    raw = subprocess.run([brisk, "tokenize", "--replace-invalid-utf8"], input=b"bad \xff byte\n",
+                         capture_output=True, timeout=300)
+    check(raw.returncode == 0 and json.loads(raw.stdout)["ids"][0] == 101,
+          f"--replace-invalid-utf8 tokenizes invalid UTF-8 ({raw.stderr!r})")
+    r = run([brisk, "tokenize", "--model", "/nonexistent-model", "hi"])
+    check(r.returncode == 1 and "'/nonexistent-model' does not exist" in r.stderr,
+          f"a missing model is named ({r.stderr.strip()})")
+
+
 def main():
     brisk = sys.argv[1]
     test_embed(brisk)
     test_embed_prompt(brisk)
+    test_tokenize(brisk)
     test_info_and_errors(brisk)
     test_bench(brisk)
     if len(sys.argv) > 2:
