@@ -31,7 +31,8 @@
 //   brisk bench [--model DIR] --batch B --seq T [--mixed] [--iters N] [--warmup N] [--threads N] [DEVICE FLAGS]
 //               [--json]
 //       Embeds B synthetic texts of exactly T tokens ("[CLS] hello x (T-2) [SEP]", checked with the model's
-//       tokenizer) N times; prints throughput (B / median batch time) and batch latency P50/P90/P99.
+//       tokenizer; --word W for another word than the first of hello, the, a, 1, . that is one token) N times; prints
+//       throughput (B / median batch time) and batch latency P50/P90/P99.
 //       --mixed: text i has 8 + i*(T-8)/(B-1) tokens instead (lengths spread evenly from 8 to T), the batch
 //       that padding removal (--no-remove-padding to compare) is for.
 //       --json prints one JSON object instead ({"batch","seq","device","dtype","seq_per_s","p50_ms",...});
@@ -54,6 +55,7 @@
 // on stderr); 2 bad command-line flags. Messages pass through printable(): paths, texts and file contents in them
 // cannot drive the terminal.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -253,8 +255,12 @@ struct BenchFlags {
   bool json_output = false;
   bool samples = false;  // with json_output: every timed iteration's ms, in run order
   bool mixed = false;    // lengths spread evenly from 8 to seq instead of all seq
-  std::string word = "hello";
+  std::string word;      // "": the first of kBenchWords that is one token of the model's vocabulary
 };
+
+// Words tried for the synthetic texts when --word is not given: WordPiece's "hello"; a SentencePiece or BPE
+// vocabulary may hold only the shorter ones as one token (benchmarks/peers/engines.py tries the same, in this order).
+constexpr const char* kBenchWords[] = {"hello", "the", "a", "1", "."};
 
 // Tokens of text i of `batch`: all `seq`, or with `mixed` spread evenly from min(8, seq) to seq (the last is seq),
 // a batch whose padding is what padding removal saves.
@@ -281,10 +287,10 @@ StatusOr<std::string> synthetic_text(const brisk::TextTokenizer& tok, const std:
   // A limit above seq, so that a word of several word pieces shows up as too many tokens.
   BRISK_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, seq + 8));
   if (static_cast<int>(ids.size()) != seq) {
-    return absl::FailedPreconditionError(
-        fmt::format("--word '{}' x {} tokenizes to {} tokens with the tokenizer of {}, expected exactly {} (--seq); "
-                    "pick a word that is a single token of the vocabulary",
-                    word, seq - 2, ids.size(), model_dir, seq));
+    return absl::FailedPreconditionError(fmt::format(
+        "--word '{}' x {} tokenizes to {}{} tokens with the tokenizer of {}, expected exactly {} (--seq); "
+        "pick a word that is a single token of the vocabulary",
+        word, seq - 2, static_cast<int>(ids.size()) == seq + 8 ? "at least " : "", ids.size(), model_dir, seq));
   }
   return text;
 }
@@ -305,6 +311,16 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
     return report_error(absl::InvalidArgumentError(
         fmt::format("--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
   }
+  std::string word = b.word;
+  for (const char* candidate : kBenchWords) {
+    if (!word.empty()) break;
+    if (synthetic_text(*tok, flags.model_dir, candidate, b.seq).ok()) word = candidate;
+  }
+  if (word.empty()) {
+    return report_error(absl::FailedPreconditionError(
+        fmt::format("none of the words {} is one token of the vocabulary of {}; expected --word with a word that is",
+                    fmt::join(kBenchWords, ", "), flags.model_dir)));
+  }
   const std::vector<int> lengths = bench_lengths(b.batch, b.seq, b.mixed);
   std::vector<std::string> distinct(static_cast<size_t>(b.seq) + 1);  // the text of each length, made once
   std::vector<std::string_view> texts;
@@ -312,7 +328,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
   for (int len : lengths) {
     std::string& text = distinct[static_cast<size_t>(len)];
     if (text.empty()) {
-      auto made = synthetic_text(*tok, flags.model_dir, b.word, len);
+      auto made = synthetic_text(*tok, flags.model_dir, word, len);
       if (!made.ok()) return report_error(made.status());
       text = *std::move(made);
     }
@@ -353,6 +369,7 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
     json j = {{"batch", b.batch},
               {"seq", b.seq},
               {"mixed", b.mixed},
+              {"word", word},
               {"tokens_per_call", tokens_per_call},
               {"iters", b.iters},
               {"warmup", b.warmup},
@@ -379,10 +396,10 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
     return kExitOk;
   }
   fmt::print(
-      "brisk bench: {}, batch {}, seq {} tokens{}, threads {}, {} iterations after {} warm-up\n", flags.model_dir,
-      b.batch, b.seq,
+      "brisk bench: {}, batch {}, seq {} tokens{} of '{}', threads {}, {} iterations after {} warm-up\n",
+      flags.model_dir, b.batch, b.seq,
       b.mixed ? fmt::format(" (mixed: {} to {}, {} in all)", lengths.front(), lengths.back(), tokens_per_call) : "",
-      threads == 0 ? std::string("auto") : std::to_string(threads), b.iters, b.warmup);
+      word, threads == 0 ? std::string("auto") : std::to_string(threads), b.iters, b.warmup);
   fmt::print("  device      {} ({}{})\n", device, dtype,
              flags.device.spec.type == brisk::Device::kCUDA
                  ? (opts.remove_padding ? ", padding removed" : ", padded to the longest")
@@ -460,7 +477,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--warmup", bench.warmup, "untimed iterations first")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  bench_cmd->add_option("--word", bench.word, "the repeated word; must be one token")->capture_default_str();
+  bench_cmd->add_option("--word", bench.word,
+                        "the repeated word; must be one token (default: the first of hello, the, a, 1, . that is)");
   bench_cmd->add_option("--pooling", bench_flags.pooling, "mean or cls")->check(CLI::IsMember({"mean", "cls"}));
   bench_cmd->add_flag("--mixed", bench.mixed,
                       "text lengths spread evenly from 8 to --seq tokens instead of all --seq (padding removal)");

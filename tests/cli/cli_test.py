@@ -124,6 +124,16 @@ def test_bench(brisk):
     b = json.loads(r.stdout)
     check(b["batch"] == 2 and b["seq"] == 16 and b["iters"] == 3, "bench echoes its shape")
     check(b["seq_per_s"] > 0 and 0 < b["p50_ms"] <= b["p99_ms"] <= b["max_ms"], "bench percentiles are ordered")
+    check(b["word"] == "hello", f"bench repeats 'hello' on a WordPiece model ({b.get('word')})")
+    # tiny_xlmr's SentencePiece vocabulary splits "hello" in two (tokenizers: hello hello -> 574 468 574 468): bench
+    # takes the next word that is one token, and --word hello is refused naming the counts.
+    xlmr = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "tiny_xlmr")
+    r = run([brisk, "bench", "--model", xlmr, "--batch", "2", "--seq", "16", "--iters", "2", "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout)["word"] == "the",
+          f"bench on tiny_xlmr picks 'the' (stdout: {r.stdout} stderr: {r.stderr})")
+    r = run([brisk, "bench", "--model", xlmr, "--batch", "2", "--seq", "16", "--iters", "2", "--word", "hello"])
+    check(r.returncode == 1 and "tokenizes to at least 24 tokens" in r.stderr and "expected exactly 16" in r.stderr,
+          f"bench --word hello on tiny_xlmr is refused with the counts ({r.stderr.strip()})")
 
 
 def test_faq_assistant(faq):
