@@ -25,32 +25,26 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
         n);
   }
   const PriorityLevel& level = policy_.levels[options.priority];
-  // A group larger than the queue could never be admitted whole, however long the caller waits: not an overload
-  // (RESOURCE_EXHAUSTED, which says retry later) but a request to split.
+  // A group larger than a capacity it must fit in whole (the queue's, its level's, its rate-limited level's bucket
+  // depth) could never be admitted, however long the caller waits: not an overload (RESOURCE_EXHAUSTED, which says
+  // retry later) but a request to split. burst() is fixed at construction, so it is read without the lock.
+  const auto too_large = [&](auto limit, const std::string& what) {
+    return reject(
+        metrics_.rejected_invalid,
+        absl::InvalidArgumentError(absl::StrCat("submit_all: the group has ", n, " requests; expected at most ", limit,
+                                                ", ", what, ": a larger group never fits, so split it")),
+        n);
+  };
+  const std::string of_level =
+      absl::StrCat(" of priority ", options.priority, " (", level.name, ") (levels[", options.priority, "].");
   if (n > policy_.max_queue_size) {
-    return reject(metrics_.rejected_invalid,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "submit_all: the group has ", n, " requests; expected at most ", policy_.max_queue_size,
-                      ", the queue's capacity (BatchPolicy.max_queue_size): a larger group never fits, so split it")),
-                  n);
+    return too_large(policy_.max_queue_size, "the queue's capacity (BatchPolicy.max_queue_size)");
   }
   if (level.max_queue_size != 0 && n > level.max_queue_size) {
-    return reject(metrics_.rejected_invalid,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "submit_all: the group has ", n, " requests; expected at most ", level.max_queue_size,
-                      ", the capacity of priority ", options.priority, " (", level.name, ") (levels[", options.priority,
-                      "].max_queue_size): a larger group never fits, so split it")),
-                  n);
+    return too_large(level.max_queue_size, absl::StrCat("the capacity", of_level, "max_queue_size)"));
   }
-  // Likewise a group past its rate-limited level's bucket depth, which never holds that many tokens (burst() is fixed
-  // at construction, so it is read without the lock).
   if (level.rate_limit > 0 && static_cast<double>(n) > rates_[options.priority].burst()) {
-    return reject(metrics_.rejected_invalid,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "submit_all: the group has ", n, " requests; expected at most ", rates_[options.priority].burst(),
-                      ", the burst of priority ", options.priority, " (", level.name, ") (levels[", options.priority,
-                      "].burst): a larger group is never admitted, so split it")),
-                  n);
+    return too_large(rates_[options.priority].burst(), absl::StrCat("the burst", of_level, "burst)"));
   }
   std::vector<std::unique_ptr<Entry>> group;
   group.reserve(n);
