@@ -312,9 +312,8 @@ int run_bench(const ModelFlags& flags, const BenchFlags& b) {
         fmt::format("--seq {} exceeds the model's maximum sequence length {}", b.seq, (*rt)->info().max_seq_len)));
   }
   std::string word = b.word;
-  for (const char* candidate : kBenchWords) {
-    if (!word.empty()) break;
-    if (synthetic_text(*tok, flags.model_dir, candidate, b.seq).ok()) word = candidate;
+  for (size_t i = 0; word.empty() && i < std::size(kBenchWords); ++i) {
+    if (synthetic_text(*tok, flags.model_dir, kBenchWords[i], b.seq).ok()) word = kBenchWords[i];
   }
   if (word.empty()) {
     return report_error(absl::FailedPreconditionError(
