@@ -175,7 +175,7 @@ def precompiled_charsmap(norm, pieces) -> bytes:
 
 
 def tokenizer_json(pieces, scores, charsmap: bytes, specials) -> str:
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     vocab = [(p, float(s)) for p, s in zip(pieces, scores)]
     tok = Tokenizer(models.Unigram(vocab, unk_id=specials["unk"], byte_fallback=False))
@@ -188,7 +188,6 @@ def tokenizer_json(pieces, scores, charsmap: bytes, specials) -> str:
         single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, specials["bos"]), (eos, specials["eos"])])
     tok.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>"])
-    from tokenizers import AddedToken
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, normalized=True)])
     return tok.to_str(pretty=False)
 
