@@ -222,6 +222,7 @@ int run_info(const ModelFlags& flags) {
       {"pooling", pooling_name(m.pooling)},
       {"normalize", m.normalize},
       {"query_prompt", m.query_prompt},
+      {"prompts", m.prompts},
       {"device", m.device == brisk::Device::kCUDA ? brisk::device_string(flags.device.spec)
                                                   : std::string(brisk::device_name(m.device))},
       {"activation_dtype", brisk::dtype_name(m.activation_dtype)},
@@ -435,7 +436,8 @@ int main(int argc, char** argv) {
   std::string embed_prompt_name;
   embed->add_option("--prompt-name", embed_prompt_name,
                     "put the model's prompt of this name in front of each text, as sentence-transformers' "
-                    "encode(prompt_name=...) does: query (config_sentence_transformers.json's)");
+                    "encode(prompt_name=...) does: a name of config_sentence_transformers.json's prompts (query, "
+                    "passage, ...; brisk info lists them)");
 
   ModelFlags tokenize_flags;
   std::vector<std::string> tokenize_texts;

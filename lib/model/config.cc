@@ -490,20 +490,26 @@ Status read_modules(const ModelFileSource& src, const std::string& source, const
   return absl::OkStatus();
 }
 
-// config_sentence_transformers.json's prompts["query"] ("" when the file or the prompt is absent).
-StatusOr<std::string> read_query_prompt(const ModelFileSource& src) {
+// config_sentence_transformers.json's prompts by name (none when the file or its "prompts" is absent); each must be a
+// string.
+StatusOr<std::map<std::string, std::string>> read_prompts(const ModelFileSource& src) {
   constexpr const char* kFile = "config_sentence_transformers.json";
+  std::map<std::string, std::string> out;
   StatusOr<std::string> text = src.read(kFile);
-  if (!text.ok()) return absl::IsNotFound(text.status()) ? StatusOr<std::string>("") : text.status();
+  if (!text.ok())
+    return absl::IsNotFound(text.status()) ? StatusOr<std::map<std::string, std::string>>(out) : text.status();
   const std::string path = src.path(kFile);
   BRISK_ASSIGN_OR_RETURN(json st, parse_object(*text, path));
   auto prompts = st.find("prompts");
-  if (prompts == st.end() || prompts->is_null()) return std::string();
+  if (prompts == st.end() || prompts->is_null()) return out;
   if (!prompts->is_object()) {
     return bad(path, absl::StrCat("key \"prompts\" is ", describe_json(*prompts),
                                   "; expected an object of prompt names to strings"));
   }
-  return get_string(*prompts, "query", path + " prompts", "");
+  for (const auto& [name, value] : prompts->items()) {
+    BRISK_ASSIGN_OR_RETURN(out[name], get_string(*prompts, name, path + " prompts", ""));
+  }
+  return out;
 }
 
 }  // namespace
@@ -552,7 +558,8 @@ StatusOr<PoolingConfig> read_pooling_config_from(const ModelFileSource& src, std
   } else if (!absl::IsNotFound(st_text.status())) {
     return st_text.status();
   }
-  BRISK_ASSIGN_OR_RETURN(pooling.query_prompt, read_query_prompt(src));
+  BRISK_ASSIGN_OR_RETURN(pooling.prompts, read_prompts(src));
+  if (auto q = pooling.prompts.find("query"); q != pooling.prompts.end()) pooling.query_prompt = q->second;
   return pooling;
 }
 

@@ -148,6 +148,7 @@ Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, 
   info.max_seq_len = resolve_max_seq_len(config, pooling_config, options.max_seq_len);
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
+  info.prompts = pooling_config.prompts;
   info.query_prompt = pooling_config.query_prompt;
   info.device = options.device;
   info.activation_dtype = runtime_activation_dtype(options);
@@ -486,14 +487,13 @@ StatusOr<std::vector<int32_t>> RuntimeImpl::tokenize(std::string_view text) {
 }
 
 StatusOr<std::string> prompt_for(const ModelInfo& info, std::string_view prompt_name) {
-  if (prompt_name != "query" || info.query_prompt.empty()) {
-    const char* expected = info.query_prompt.empty()
-                               ? "none: this model has no query prompt (config_sentence_transformers.json)"
-                               : "\"query\" (the one prompt brisk reads)";
-    return absl::InvalidArgumentError(
-        absl::StrCat("prompt_name is \"", shown_text(prompt_name), "\"; expected ", expected));
-  }
-  return info.query_prompt;
+  if (auto it = info.prompts.find(std::string(prompt_name)); it != info.prompts.end()) return it->second;
+  std::string names;
+  for (const auto& [name, prompt] : info.prompts) absl::StrAppend(&names, names.empty() ? "" : ", ", "\"", name, "\"");
+  return absl::InvalidArgumentError(absl::StrCat(
+      "prompt_name is \"", shown_text(prompt_name), "\"; expected ",
+      names.empty() ? "none: this model has no prompts (config_sentence_transformers.json)"
+                    : absl::StrCat("one of the model's prompts: ", names, " (config_sentence_transformers.json)")));
 }
 
 }  // namespace brisk

@@ -65,8 +65,9 @@ def test_embed_prompt(brisk):
     check(len(got) == len(query["normalized"]) and
           max(abs(a - b) for a, b in zip(got, query["normalized"])) <= 5e-5,
           "embed --prompt-name query gives transformers' embedding of the prompted text")
-    for name, model_dir, expect in (("passage", model, 'prompt_name is "passage"; expected "query"'),
-                                    ("query", os.path.join(data, "tiny_xlmr"), "this model has no query prompt")):
+    for name, model_dir, expect in (("passage", model, 'prompt_name is "passage"; expected one of the model\'s '
+                                                       'prompts: "document", "query"'),
+                                    ("query", os.path.join(data, "tiny_xlmr"), "this model has no prompts")):
         r = run([brisk, "embed", "--model", model_dir, "--prompt-name", name, "text"])
         check(r.returncode != 0 and expect in r.stderr,
               f"--prompt-name {name} on {os.path.basename(model_dir)} is refused naming it ({r.stderr.strip()})")

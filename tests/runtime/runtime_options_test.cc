@@ -1,5 +1,5 @@
 // What one embed() call costs in forward passes, the model's normalisation choice, deadlines past the clock's
-// range, and the upper bounds of the count options.
+// range, the upper bounds of the count options, and the prompts by name.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +101,23 @@ TEST_CASE("normalisation follows the model's modules.json unless overridden", "[
 
   auto minilm = make_runtime(uncached_runtime_options());  // all-MiniLM-L6-v2 lists Normalize
   CHECK(minilm->info().normalize);
+}
+
+TEST_CASE("prompt_for gives the model's prompt of a name, and names the ones it has when it has none of it",
+          "[runtime]") {
+  brisk::ModelInfo info;
+  info.prompts = {{"query", "query: "}, {"passage", "passage: "}};
+  CHECK(brisk::prompt_for(info, "query").value_or("?") == "query: ");
+  CHECK(brisk::prompt_for(info, "passage").value_or("?") == "passage: ");
+  auto other = brisk::prompt_for(info, "document");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(other.status().message()) ==
+        "prompt_name is \"document\"; expected one of the model's prompts: \"passage\", \"query\" "
+        "(config_sentence_transformers.json)");
+  auto none = brisk::prompt_for(brisk::ModelInfo{}, "query");
+  REQUIRE_FALSE(none.ok());
+  CHECK(std::string(none.status().message()).find("expected none: this model has no prompts") != std::string::npos);
 }
 
 TEST_CASE("a timeout past the clock's range means no deadline", "[runtime][batch]") {

@@ -126,8 +126,10 @@ struct BRISK_API PoolingConfig {
   bool normalize = false;                // modules.json lists sentence_transformers.models.Normalize
   int64_t max_seq_length = 0;            // sentence_bert_config.json's max_seq_length; 0 when unknown
   std::string config_path;               // the Pooling config.json read, for messages; empty when none
-  // config_sentence_transformers.json's prompts["query"]: what sentence-transformers' encode(prompt_name="query")
-  // puts in front of a query's text (Qwen3-Embedding's "Instruct: ...\nQuery:"); empty when none.
+  // config_sentence_transformers.json's prompts, by name: what sentence-transformers' encode(prompt_name=NAME) puts
+  // in front of each text (multilingual-e5's "query: " and "passage: "; Qwen3-Embedding's "Instruct: ...\nQuery:");
+  // empty when none. query_prompt is prompts["query"] ("" when absent).
+  std::map<std::string, std::string> prompts;
   std::string query_prompt;
 
   // Parses a Pooling module's config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -261,8 +262,10 @@ struct ModelInfo {
   int max_seq_len = 0;  // effective, after RuntimeOptions::max_seq_len
   Pooling pooling = Pooling::kMean;
   bool normalize = true;  // effective, after RuntimeOptions::normalize
-  // config_sentence_transformers.json's query prompt (PoolingConfig::query_prompt): what a caller puts in front of
-  // a query's text to embed it as sentence-transformers' encode(prompt_name="query") does; empty when none.
+  // config_sentence_transformers.json's prompts by name (PoolingConfig::prompts), and prompts["query"] ("" when
+  // none): what a caller puts in front of a text to embed it as sentence-transformers' encode(prompt_name=NAME)
+  // does (prompt_for below).
+  std::map<std::string, std::string> prompts;
   std::string query_prompt;
   Device device = Device::kCPU;
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
@@ -282,8 +285,8 @@ struct ModelInfo {
 };
 
 // The prompt sentence-transformers' encode(texts, prompt_name=...) puts in front of each text, for TEI's
-// prompt_name and `brisk embed --prompt-name`: "query" is info.query_prompt; another name, or a model without
-// prompts, is INVALID_ARGUMENT naming it.
+// prompt_name and `brisk embed --prompt-name`: info.prompts[prompt_name]; a name the model has no prompt of is
+// INVALID_ARGUMENT naming it and the names it has.
 BRISK_API StatusOr<std::string> prompt_for(const ModelInfo& info, std::string_view prompt_name);
 
 // Where scripts/setup installs the default model: $BRISK_MODEL_DIR when set, else
