@@ -35,16 +35,19 @@ StatusOr<std::vector<RequestId>> Batcher<Request, Result>::admit(std::vector<Req
                                                 ", ", what, ": a larger group never fits, so split it")),
         n);
   };
-  const std::string of_level =
-      absl::StrCat(" of priority ", options.priority, " (", level.name, ") (levels[", options.priority, "].");
+  // The level's field for a message, made only when one is refused: admit is on every submit's path.
+  const auto of_level = [&](const char* what, const char* field) {
+    return absl::StrCat(what, " of priority ", options.priority, " (", level.name, ") (levels[", options.priority, "].",
+                        field, ")");
+  };
   if (n > policy_.max_queue_size) {
     return too_large(policy_.max_queue_size, "the queue's capacity (BatchPolicy.max_queue_size)");
   }
   if (level.max_queue_size != 0 && n > level.max_queue_size) {
-    return too_large(level.max_queue_size, absl::StrCat("the capacity", of_level, "max_queue_size)"));
+    return too_large(level.max_queue_size, of_level("the capacity", "max_queue_size"));
   }
   if (level.rate_limit > 0 && static_cast<double>(n) > rates_[options.priority].burst()) {
-    return too_large(rates_[options.priority].burst(), absl::StrCat("the burst", of_level, "burst)"));
+    return too_large(rates_[options.priority].burst(), of_level("the burst", "burst"));
   }
   std::vector<std::unique_ptr<Entry>> group;
   group.reserve(n);
