@@ -358,7 +358,10 @@ brisk_status brisk_embedding_dim(const brisk_runtime* runtime, size_t* out_dim) 
 }
 
 const char* brisk_query_prompt(const brisk_runtime* runtime) {
-  return runtime == nullptr ? nullptr : runtime->runtime->info().query_prompt.c_str();
+  if (runtime == nullptr) return nullptr;
+  const auto& prompts = runtime->runtime->info().prompts;
+  const auto query = prompts.find("query");
+  return query == prompts.end() ? "" : query->second.c_str();
 }
 
 brisk_status brisk_embed(brisk_runtime* runtime, const char* const* texts, size_t n, float* out, size_t out_len) {

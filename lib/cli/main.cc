@@ -221,7 +221,6 @@ int run_info(const ModelFlags& flags) {
       {"max_seq_len", m.max_seq_len},
       {"pooling", pooling_name(m.pooling)},
       {"normalize", m.normalize},
-      {"query_prompt", m.query_prompt},
       {"prompts", m.prompts},
       {"device", m.device == brisk::Device::kCUDA ? brisk::device_string(flags.device.spec)
                                                   : std::string(brisk::device_name(m.device))},

@@ -136,7 +136,7 @@ int run_tune(TuneFlags& f) {
   }
   auto texts = mix_texts(f);
   if (!texts.ok()) return report_error(texts.status());
-  const int cores = f.cores > 0 ? f.cores : available_cpus();
+  const int cores = threads_or_available(f.cores);
 
   RuntimeOptions base = f.model.runtime_options();
   if (Status s = load_policy_path(base); !s.ok()) return report_error(s);  // --policy: start from that policy

@@ -181,8 +181,10 @@ int available_cpus() {
   return std::max(cpus, 1);
 }
 
+int threads_or_available(int n) { return n > 0 ? n : available_cpus(); }
+
 void set_num_threads(int n) {
-  const int threads = n <= 0 ? available_cpus() : n;
+  const int threads = threads_or_available(n);
   g_num_threads.store(threads, std::memory_order_relaxed);
   omp_set_num_threads(threads);
 }
@@ -217,7 +219,7 @@ class Budget {
   }
   void set(int threads) {
     std::lock_guard<std::mutex> lock(mu_);
-    total_ = threads <= 0 ? available_cpus() : threads;
+    total_ = threads_or_available(threads);
     peak_ = in_use_;
     freed_.notify_all();
   }

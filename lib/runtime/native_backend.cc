@@ -37,9 +37,7 @@ size_t estimate_activation_bytes(const ModelInfo& info, const RuntimeOptions& op
   return elements * dtype_size(runtime_activation_dtype(options));
 }
 
-int estimate_cpu_threads(const RuntimeOptions& options) {
-  return options.num_threads > 0 ? options.num_threads : available_cpus();
-}
+int estimate_cpu_threads(const RuntimeOptions& options) { return threads_or_available(options.num_threads); }
 
 namespace {
 

@@ -149,7 +149,6 @@ Status fill_model_info(const RuntimeOptions& options, const BertConfig& config, 
   info.pooling = pooling;
   info.normalize = options.normalize.value_or(pooling_config.normalize);
   info.prompts = pooling_config.prompts;
-  info.query_prompt = pooling_config.query_prompt;
   info.device = options.device;
   info.activation_dtype = runtime_activation_dtype(options);
   return absl::OkStatus();

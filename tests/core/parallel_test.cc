@@ -109,6 +109,9 @@ TEST_CASE("num_threads 0 means the CPUs of the affinity mask (taskset -c 0 gives
     PinnedToOneCpu pinned;
     before = pinned.saved_count();
     CHECK(brisk::available_cpus() == 1);
+    CHECK(brisk::threads_or_available(0) == 1);
+    CHECK(brisk::threads_or_available(-3) == 1);
+    CHECK(brisk::threads_or_available(5) == 5);
     brisk::set_num_threads(0);
     CHECK(brisk::num_threads() == 1);
   }

@@ -234,19 +234,18 @@ TEST_CASE("pooling config from sentence-transformers files", "[loading][config]"
     REQUIRE_FALSE(b.ok());
     CHECK(contains(b.status().message(), "expected true or false"));
   }
-  SECTION("every prompt of config_sentence_transformers.json, by name; the query one also as query_prompt") {
+  SECTION("every prompt of config_sentence_transformers.json, by name") {
     TempDir dir;
     dir.write("config_sentence_transformers.json",
               R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null})");
     auto p = brisk::read_pooling_config(dir.path.string());
     REQUIRE(p.ok());
     CHECK(p->prompts == std::map<std::string, std::string>{{"passage", "passage: "}, {"query", "query: "}});
-    CHECK(p->query_prompt == "query: ");
     dir.write("config_sentence_transformers.json", R"({"prompts": {"passage": "passage: "}})");
     auto no_query = brisk::read_pooling_config(dir.path.string());
     REQUIRE(no_query.ok());
     CHECK(no_query->prompts.size() == 1);
-    CHECK(no_query->query_prompt.empty());
+    CHECK(no_query->prompts.count("query") == 0);
     dir.write("config_sentence_transformers.json", R"({"prompts": {"query": "q: ", "passage": 7}})");
     auto bad = brisk::read_pooling_config(dir.path.string());
     REQUIRE_FALSE(bad.ok());

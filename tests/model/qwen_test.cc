@@ -74,7 +74,7 @@ TEST_CASE("qwen: the families, their shapes and their BPE tokenizer load", "[enc
   CHECK(q3->tokenizer.kind() == "BPE");
   CHECK(q3->pooling.mode == brisk::Pooling::kLastToken);
   CHECK(q3->pooling.normalize);
-  CHECK(q3->pooling.query_prompt ==
+  CHECK(q3->pooling.prompts.at("query") ==
         "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:");
   CHECK(q3->max_seq_len == 96);
 

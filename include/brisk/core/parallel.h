@@ -23,6 +23,8 @@ namespace brisk {
 // it (cgroup v2's cpu.max, else v1's cpu.cfs_quota_us / cpu.cfs_period_us; rounded up: a container's --cpus=1.5
 // gives 2). What set_num_threads(0) and RuntimeOptions::num_threads = 0 mean. Reads /proc and /sys on each call.
 BRISK_API int available_cpus();
+// A thread count as options give it: n when positive; 0 (or less) means available_cpus().
+BRISK_API int threads_or_available(int n);
 
 // The CPUs a cgroup v2 `cpu.max` file allows: "max 100000" (no quota) gives 0; "150000 100000" gives 2 (quota /
 // period, rounded up). Text that is not "<quota|max> <period>" with a positive period is an error naming what was

@@ -128,9 +128,8 @@ struct BRISK_API PoolingConfig {
   std::string config_path;               // the Pooling config.json read, for messages; empty when none
   // config_sentence_transformers.json's prompts, by name: what sentence-transformers' encode(prompt_name=NAME) puts
   // in front of each text (multilingual-e5's "query: " and "passage: "; Qwen3-Embedding's "Instruct: ...\nQuery:");
-  // empty when none. query_prompt is prompts["query"] ("" when absent).
+  // empty when none.
   std::map<std::string, std::string> prompts;
-  std::string query_prompt;
 
   // Parses a Pooling module's config.json text. Exactly one of pooling_mode_mean_tokens, pooling_mode_cls_token,
   // pooling_mode_max_tokens, pooling_mode_lasttoken may be true; other modes (mean_sqrt_len, weighted) are

@@ -262,11 +262,9 @@ struct ModelInfo {
   int max_seq_len = 0;  // effective, after RuntimeOptions::max_seq_len
   Pooling pooling = Pooling::kMean;
   bool normalize = true;  // effective, after RuntimeOptions::normalize
-  // config_sentence_transformers.json's prompts by name (PoolingConfig::prompts), and prompts["query"] ("" when
-  // none): what a caller puts in front of a text to embed it as sentence-transformers' encode(prompt_name=NAME)
-  // does (prompt_for below).
+  // config_sentence_transformers.json's prompts by name (PoolingConfig::prompts): what a caller puts in front of a
+  // text to embed it as sentence-transformers' encode(prompt_name=NAME) does (prompt_for below).
   std::map<std::string, std::string> prompts;
-  std::string query_prompt;
   Device device = Device::kCPU;
   DType activation_dtype = DType::kF32;  // effective, after RuntimeOptions::activation_dtype
   std::string quantization;              // a quantized model file's plan ("int8", "mixed", ...); empty for fp32 weights
