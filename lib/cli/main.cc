@@ -86,6 +86,7 @@
 #include "brisk/runtime/runtime.h"
 #include "fit_intents.h"
 #include "fit_verifier.h"
+#include "literal_args.h"
 #include "tune.h"
 #include "model_flags.h"
 #include "output.h"
@@ -513,8 +514,11 @@ int main(int argc, char** argv) {
   CLI::App* plan_cmd = app.add_subcommand("plan", "replicas needed for a P99 SLO at a rate, from the batch time curve");
   plan_flags.add_to(*plan_cmd);
 
+  brisk::cli::unguard_all_options(app);
   try {
-    app.parse(argc, argv);
+    if (app.get_name().empty()) app.name(argv[0]);
+    std::vector<std::string> args = brisk::cli::guard_list_shaped_args(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help/version (code 0) or the error and usage
     return code == 0 ? kExitOk : kExitUsage;

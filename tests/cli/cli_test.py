@@ -334,6 +334,17 @@ def test_tokenize(brisk):
     rows = [json.loads(line) for line in r.stdout.split("\n") if line]
     check(r.returncode == 0 and [row["ids"] for row in rows] == [it["ids"] for it in flat],
           f"tokenize on stdin gives the WordPiece ids of the MiniLM golden ({r.stderr})")
+    # Texts shaped like a list ("[MASK]", "[a,b]", "[]") are texts: the argument parser once split them (CLI11).
+    listy = ["[MASK]", "[a,b]", "[]", "[CLS] x [SEP]", "[x]\x1f", "[", "]"]
+    r = run([brisk, "tokenize"] + listy)
+    rows = [json.loads(line) for line in r.stdout.split("\n") if line]
+    piped = run([brisk, "tokenize"], stdin="".join(t + "\n" for t in listy))
+    piped_rows = [json.loads(line) for line in piped.stdout.split("\n") if line]
+    check(r.returncode == 0 and [row["text"] for row in rows] == listy and rows == piped_rows,
+          f"list-shaped arguments are tokenized as written, as on stdin ({r.stdout!r} {r.stderr!r})")
+    r = run([brisk, "embed", "--", "[a,b]", "[]"])
+    check(r.returncode == 0 and [json.loads(line)["text"] for line in r.stdout.split("\n") if line] == ["[a,b]", "[]"],
+          f"embed -- \"[a,b]\" \"[]\" embeds two texts as written ({r.stderr.strip()})")
     r = run([brisk, "tokenize", "--model", os.path.join(data, "tiny_xlmr"), "--max-seq-len", "4",
              cases[0]["text"] or "a longer text than four tokens"])
     rows = [json.loads(line) for line in r.stdout.split("\n") if line]
