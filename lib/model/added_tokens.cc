@@ -76,11 +76,16 @@ std::vector<AddedSegment> split_added(std::string_view text, std::span<const Add
       pos += static_cast<size_t>(std::max(decode_utf8(text, pos).length, 1));
       continue;
     }
-    const size_t begin = match->lstrip ? white_space_before(text, pos, done) : pos;
-    const size_t end = match->rstrip ? white_space_after(text, pos + match->text.size()) : pos + match->text.size();
+    // As tokenizers' find_matches: the matches are found first, then each takes its whitespace. So the search goes
+    // on from where the match ends, not from where its rstrip ends, and a match in that whitespace (a normalised CJK
+    // token's leading space) still counts: its segment overlaps the last one unless it strips left.
+    const size_t match_end = pos + match->text.size();
+    const size_t begin = match->lstrip ? std::max(white_space_before(text, pos, done), done) : pos;
+    const size_t end = std::max(match->rstrip ? white_space_after(text, match_end) : match_end, begin);
     if (done < begin) segments.push_back({done, begin, -1});
     segments.push_back({begin, end, match->id});
-    done = pos = end;
+    done = end;
+    pos = match_end;
   }
   if (done < text.size()) segments.push_back({done, text.size(), -1});
   return segments;

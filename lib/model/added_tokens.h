@@ -48,7 +48,9 @@ struct AddedSegment {
 };
 
 // Splits UTF-8 text around `patterns` (sorted longest first), leftmost-longest; lstrip takes the whitespace before
-// a match (not past the previous match), rstrip the whitespace after it.
+// a match (not past the previous match), rstrip the whitespace after it. Matches are found as if before any strip
+// (tokenizers' AddedVocabulary::find_matches): a match inside the whitespace an rstrip took still counts, and its
+// segment may begin before the last one's end.
 std::vector<AddedSegment> split_added(std::string_view text, std::span<const AddedPattern> patterns);
 
 }  // namespace brisk::detail

@@ -29,6 +29,27 @@ std::string utf8proc_form(std::string_view text, utf8proc_option_t options) {
   return result;
 }
 
+// NFC or NFKC as HF tokenizers computes it, with Unicode 9.0's tables: a code point assigned since is a starter
+// with no decomposition and no composition there, so it splits the text into pieces that normalise on their own
+// (nothing reorders or composes across a starter that composes with nothing) and stays as it is.
+std::string normalization_form_unicode9(std::string_view text, utf8proc_option_t options) {
+  std::string out;
+  size_t piece = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Char c = decode_utf8(text, pos);
+    const size_t next = pos + static_cast<size_t>(std::max(c.length, 1));
+    if (detail::newer_than_unicode9(c.code_point)) {
+      out += utf8proc_form(text.substr(piece, pos - piece), options);
+      out.append(text.substr(pos, next - pos));
+      piece = next;
+    }
+    pos = next;
+  }
+  if (piece == 0) return utf8proc_form(text, options);
+  out += utf8proc_form(text.substr(piece), options);
+  return out;
+}
+
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   std::string out;
   size_t pos = 0;
@@ -81,10 +102,11 @@ std::string HfTokenizer::Impl::normalize(std::string_view text) const {
         break;
       }
       case detail::NormalizerStep::kNfkc:
-        s = utf8proc_form(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+        s = normalization_form_unicode9(
+            s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
         break;
       case detail::NormalizerStep::kNfc:
-        s = utf8proc_form(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        s = normalization_form_unicode9(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
         break;
     }
   }

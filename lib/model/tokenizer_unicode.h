@@ -50,4 +50,8 @@ enum HfCharOverride : uint8_t {
 
 HfCharOverride hf_char_override(int32_t c);
 
+// Whether Unicode 9.0 had not assigned `c`. HF tokenizers' NFC and NFKC normalizers carry Unicode 9.0's tables, where
+// such a code point is a starter that neither decomposes nor composes; utf8proc's are Unicode 15's.
+bool newer_than_unicode9(int32_t c);
+
 }  // namespace brisk::detail

@@ -53,6 +53,9 @@ TEXTS = [
     "[CLS]covid19[SEP]", "hello world!", "", "covid19 covid19 covid19 covid19 covid19",
     "hello COVID19 world zqxj new york cafe",
     "vaccines Vaccines VACCINES vaccine", "xvaccines Vaccinesx", "World WORLD world worlds",
+    # An rstrip token's whitespace holds the start of the next match (東京都 normalises to " 東  京  都 "): tokenizers
+    # finds the matches before stripping, so both count.
+    "ab東京都", "AB 東京都", "ab  東京都x", "<raw> <raw>", "<raw><raw>  <raw>", "ab ab", "abab東京都ab",
 ]
 
 
