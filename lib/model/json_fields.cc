@@ -16,6 +16,16 @@ Status json_field_error(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
 }
 
+namespace {
+
+// "<source>: key "<key>" is <value> (a JSON <type>); expected <expected>".
+Status wrong_type(const std::string& source, const std::string& key, const json& value, const char* expected) {
+  return json_field_error(source, absl::StrCat("key \"", key, "\" is ", describe_json(value), " (a JSON ",
+                                               value.type_name(), "); expected ", expected));
+}
+
+}  // namespace
+
 StatusOr<json> parse_json_object(const std::string& text, const std::string& source) {
   BRISK_ASSIGN_OR_RETURN(json j, parse_json_bounded(text, source));
   if (!j.is_object())
@@ -36,8 +46,7 @@ StatusOr<int64_t> json_int_field(const json& j, const std::string& key, const st
     if (std::fabs(d) < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
   }
   if (!it->is_number_integer()) {
-    return json_field_error(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ",
-                                                 it->type_name(), "); expected an integer"));
+    return wrong_type(source, key, *it, "an integer");
   }
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
     return json_field_error(
@@ -50,8 +59,7 @@ StatusOr<double> json_double_field(const json& j, const std::string& key, const 
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number()) {
-    return json_field_error(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ",
-                                                 it->type_name(), "); expected a number"));
+    return wrong_type(source, key, *it, "a number");
   }
   return it->get<double>();
 }
@@ -61,8 +69,7 @@ StatusOr<std::string> json_string_field(const json& j, const std::string& key, c
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_string()) {
-    return json_field_error(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ",
-                                                 it->type_name(), "); expected a string"));
+    return wrong_type(source, key, *it, "a string");
   }
   return it->get<std::string>();
 }
@@ -71,8 +78,7 @@ StatusOr<bool> json_bool_field(const json& j, const std::string& key, const std:
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_boolean()) {
-    return json_field_error(source, absl::StrCat("key \"", key, "\" is ", describe_json(*it), " (a JSON ",
-                                                 it->type_name(), "); expected true or false"));
+    return wrong_type(source, key, *it, "true or false");
   }
   return it->get<bool>();
 }
