@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "brisk/core/internal/bounded_input.h"
 #include "brisk/core/internal/contention.h"
+#include "brisk/core/internal/reproducible.h"
 
 namespace brisk {
 namespace {
@@ -319,9 +320,11 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   }
   RegionErrors errors;
   MemberStarts starts;
+  const bool reproducible = internal::reproducible_arithmetic();  // the caller's, for every member
 #pragma omp parallel num_threads(threads)
   {
     starts.started();
+    const internal::ReproducibleScope scope(reproducible);
     const int t = omp_get_thread_num();
     for (int k = 0; k < threads; ++k) {
       Share& s = shares[(t + k) % threads];
@@ -344,9 +347,11 @@ void parallel_for_dynamic(int64_t begin, int64_t end, const std::function<void(i
   }
   RegionErrors errors;
   MemberStarts starts;
+  const bool reproducible = internal::reproducible_arithmetic();
 #pragma omp parallel num_threads(threads)
   {
     starts.started();
+    const internal::ReproducibleScope scope(reproducible);
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t i = begin; i < end; ++i) errors.run([&] { fn(i); });
   }

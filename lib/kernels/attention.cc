@@ -2,6 +2,7 @@
 #include "brisk/kernels/attention.h"
 
 #include "brisk/core/cpu_features.h"
+#include "cpu/cpu_kernels.h"
 #include "cpu/cpu_ops.h"
 #include "cuda/cuda_kernels.h"
 #include "dispatch.h"
@@ -65,7 +66,7 @@ Status self_attention(Device device, const T* qkv, const std::type_identity_t<T>
 }
 
 bool int8_attention_preferred() {
-  const CpuIsa isa = cpu_isa();
+  const CpuIsa isa = kernels::cpu::kernel_isa();
   return isa >= CpuIsa::kAvxVnni;
 }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "brisk/core/device.h"
+#include "brisk/core/internal/reproducible.h"
 #include "brisk/kernels/linear.h"
 #include "cpu/cpu_linears.h"
 #include "cuda/cuda_kernels.h"
@@ -75,6 +76,8 @@ StatusOr<Linear> Linear::create(const Tensor& weight, const Tensor& bias, Device
       }
       if (wt == DType::kI8) {
         BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_int8_linear(weight, has_bias ? bias : no_bias, scales));
+      } else if (internal::reproducible_arithmetic()) {
+        BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_fixed_order_linear(weight, has_bias ? bias : no_bias));
       } else {
         BRISK_ASSIGN_OR_RETURN(linear.impl_, kernels::cpu::make_dnnl_linear(weight, has_bias ? bias : no_bias));
       }

@@ -6,6 +6,7 @@
 
 #include "brisk/core/device.h"
 #include "brisk/core/internal/finite.h"
+#include "brisk/core/internal/reproducible.h"
 #include "brisk/kernels/attention.h"
 #include "brisk/kernels/copy.h"
 #include "encoder_impl.h"
@@ -317,6 +318,10 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                                                  " activations; expected cpu with f32 (decoder models run on the "
                                                  "CPU for now)"));
   }
+  if (options.reproducible && options.device != Device::kCPU) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EncoderOptions::reproducible is set on ", device_name(options.device), "; expected cpu"));
+  }
   BRISK_RETURN_IF_ERROR(check_device_available(DeviceSpec{options.device, 0}));
   if (!device_runs_activation(options.device, act)) {
     return absl::InvalidArgumentError(absl::StrCat("EncoderOptions::activation is ", dtype_name(act), " on ",
@@ -324,6 +329,7 @@ StatusOr<std::unique_ptr<BertEncoder>> BertEncoder::create(const BertConfig& con
                                                    "; expected f32 (cpu), or f32, f16 or bf16 (cuda)"));
   }
   BRISK_RETURN_IF_ERROR(check_finite_weights(weights, config));
+  const internal::ReproducibleScope reproducible(options.reproducible);  // the kernels the Linears pick at create()
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->weights = std::move(weights);

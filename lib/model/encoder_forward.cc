@@ -7,6 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "brisk/core/internal/reproducible.h"
 #include "brisk/core/parallel.h"
 #include "brisk/kernels/attention.h"
 #include "brisk/kernels/copy.h"
@@ -252,6 +253,7 @@ Status BertEncoder::Impl::run_any(const PackedSequences& batch, const Outputs& o
                                                  device_name(options.device),
                                                  "; expected a cpu encoder (calibration and pruning run on cpu)"));
   }
+  const internal::ReproducibleScope reproducible(options.reproducible);
   auto ws = acquire();
   Status s;
   if (config.is_decoder()) {

@@ -3,6 +3,7 @@
 
     cli_test.py BRISK_BINARY [FAQ_ASSISTANT_BINARY]
 Prints 'N passed, N failed' and exits non-zero on any failure."""
+import filecmp
 import json
 import math
 import os
@@ -210,6 +211,12 @@ def test_quantize(brisk, faq):
         mixed = os.path.join(tmp, "mixed.safetensors")
         r = run([brisk, "quantize", "--plan", "mixed", "--calib", calib, "--out", mixed, "--threads", "2"])
         check(r.returncode == 0 and "int4-g32" in r.stdout, f"quantize mixed exits 0 (stderr: {r.stderr})")
+        # Calibration runs on reproducible arithmetic: the same bytes at another ISA cap and thread count.
+        again = os.path.join(tmp, "mixed_avx2.safetensors")
+        r = subprocess.run([brisk, "quantize", "--plan", "mixed", "--calib", calib, "--out", again, "--threads", "1"],
+                           capture_output=True, text=True, timeout=300, env=dict(os.environ, BRISK_ISA="avx2"))
+        check(r.returncode == 0 and filecmp.cmp(mixed, again, shallow=False),
+              f"the mixed file written under BRISK_ISA=avx2 with 1 thread is the same bytes (stderr: {r.stderr})")
 
         r = run([brisk, "quantize", "--plan", "int8,encoder.layer.9.*=fp32", "--calib", calib, "--out", mixed])
         check(r.returncode == 1 and "matches no layer" in r.stderr and "encoder.layer.5.output.dense" in r.stderr,

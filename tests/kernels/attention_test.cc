@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "kernels/cpu/attention_int8.h"
+#include "brisk/core/internal/reproducible.h"
+#include "brisk/core/parallel.h"
 #include "brisk/kernels/attention.h"
 #include "kernel_test_util.h"
 
@@ -367,4 +369,36 @@ TEST_CASE("int8 attention's vector kernels write the scalar reference's codes", 
     }
   }
   if (ran == 0) BRISK_SKIP("this CPU has neither avx2 nor avx512: only the scalar kernels exist here");
+}
+
+TEST_CASE(
+    "self_attention under reproducible arithmetic: the reference's values, the scalar level's bits at every "
+    "level and thread count",
+    "[kernels][attention][isa]") {
+  BRISK_FOR_EACH_CPU_ISA();
+  const int64_t heads = 3, d = 32, hidden = heads * d;
+  const std::vector<int64_t> lengths = GENERATE(std::vector<int64_t>{5, 1, 0, 17, 64, 2},
+                                                std::vector<int64_t>{3, 40, 1, 9, 0, 33, 7, 7, 2, 64, 12, 5, 30, 1});
+  std::vector<int64_t> offsets{0};
+  for (int64_t len : lengths) offsets.push_back(offsets.back() + len);
+  const auto qkv = random_floats(static_cast<size_t>(offsets.back() * 3 * hidden), -2.f, 2.f, 12);
+  const Sequences seqs = packed(offsets);
+  auto run = [&](brisk::CpuIsa level, int threads) {
+    brisk::testing::IsaCapGuard cap(level);
+    const brisk::ScopedNumThreads scoped(threads);
+    const brisk::internal::ReproducibleScope scope;
+    CHECK_FALSE(brisk::kernels::int8_attention_preferred());
+    std::vector<float> ctx(static_cast<size_t>(offsets.back() * hidden), -7.f);
+    REQUIRE(brisk::kernels::self_attention(brisk::Device::kCPU, qkv.data(), nullptr, seqs.rows(), offsets.back(), heads,
+                                           d, ctx.data())
+                .ok());
+    return ctx;
+  };
+  const std::vector<float> scalar = run(brisk::CpuIsa::kScalar, 1);
+  CHECK_CLOSE(scalar, reference_attention(qkv, offsets, heads, d), 2e-5, 2e-5);
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    const std::vector<float> here = run(isa, threads);
+    CHECK(std::memcmp(here.data(), scalar.data(), scalar.size() * sizeof(float)) == 0);
+  }
 }

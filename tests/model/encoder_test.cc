@@ -95,6 +95,11 @@ TEST_CASE("with padding removal off, the padded pass matches transformers too", 
   check_model("tiny_distilbert", padded);
 }
 
+TEST_CASE("under reproducible arithmetic, the hidden states match transformers too", "[encoder][model]") {
+  check_model("tiny_bert", {.reproducible = true});
+  check_model("tiny_distilbert", {.reproducible = true});
+}
+
 TEST_CASE("an encoder on cuda fails clearly where there is none, f16 on the cpu is refused", "[encoder][model]") {
   const std::string dir = (brisk::testing::test_data_dir() / "tiny_bert").string();
   auto config = brisk::BertConfig::from_json_file(dir + "/config.json");
@@ -106,6 +111,9 @@ TEST_CASE("an encoder on cuda fails clearly where there is none, f16 on the cpu 
   auto refused = brisk::BertEncoder::create(*config, *weights, f16_cpu);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("activation is f16 on cpu; expected f32 (cpu)") != std::string::npos);
+  refused = brisk::BertEncoder::create(*config, *weights, {.device = brisk::Device::kCUDA, .reproducible = true});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "EncoderOptions::reproducible is set on cuda; expected cpu");
   if (brisk::cuda_device_count() > 0) return;  // the [cuda] test below covers a real GPU
   auto gpu = brisk::BertEncoder::create(*config, *weights, brisk::Device::kCUDA);
   REQUIRE_FALSE(gpu.ok());

@@ -33,11 +33,11 @@ namespace {
 // an absolute bound on values of that size.
 constexpr double kTolerance = 2e-5;
 
-void check_hidden_states(const char* model, const char* golden_file) {
+void check_hidden_states(const char* model, const char* golden_file, const brisk::EncoderOptions& options = {}) {
   auto m = brisk::load_model(brisk::testing::data_folder(model));
   INFO(m.status().message());
   REQUIRE(m.ok());
-  auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), brisk::Device::kCPU);
+  auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), options);
   INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   const json golden = read_json(golden_file);
@@ -95,6 +95,11 @@ TEST_CASE("qwen3: hidden states and last-token pooling match transformers alone 
 TEST_CASE("qwen2: hidden states and last-token pooling match transformers alone and in one packed batch",
           "[encoder][model][qwen]") {
   check_hidden_states("tiny_qwen2", "tiny_qwen2/golden_qwen2.json");
+}
+
+TEST_CASE("qwen2 and qwen3 under reproducible arithmetic match transformers too", "[encoder][model][qwen]") {
+  check_hidden_states("tiny_qwen3", "tiny_qwen3/golden_qwen3.json", {.reproducible = true});
+  check_hidden_states("tiny_qwen2", "tiny_qwen2/golden_qwen2.json", {.reproducible = true});
 }
 
 TEST_CASE("qwen3: the runtime's normalized last-token embeddings match transformers' left-padded batch",

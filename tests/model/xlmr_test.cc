@@ -92,9 +92,11 @@ TEST_CASE("xlm-roberta: the family, its position offset and its Unigram tokenize
 }
 
 TEST_CASE("xlm-roberta: hidden states match transformers alone and in one packed batch", "[encoder][model][xlmr]") {
+  const bool reproducible = GENERATE(false, true);  // EncoderOptions::reproducible: the same values
+  INFO("reproducible arithmetic " << reproducible);
   auto m = brisk::load_model(brisk::testing::data_folder("tiny_xlmr"));
   REQUIRE(m.ok());
-  auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), brisk::Device::kCPU);
+  auto encoder = brisk::BertEncoder::create(m->config, std::move(m->weights), {.reproducible = reproducible});
   INFO(encoder.status().message());
   REQUIRE(encoder.ok());
   const int64_t h = (*encoder)->hidden_size();

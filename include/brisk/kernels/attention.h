@@ -58,7 +58,8 @@ BRISK_API Status self_attention_int8(Device device, const float* qkv, const Atte
 // Whether self_attention_int8 is faster than self_attention<float> on the ISA level in use, as measured: on the
 // AVX-512 levels (avx512's zmm vpmaddwd GEMM, avx512_vnni's vpdpbusd) and on avx_vnni (ymm vpdpbusd: 27% faster than
 // float at 32x128 on an Intel Xeon with AVX-VNNI, 1 us slower at 1x16). On avx2 its ymm vpmaddwd GEMMs gain less than
-// the quantisation passes cost (benchmarks/RESULTS.md, "int8 attention" and "The same on an Intel Xeon").
+// the quantisation passes cost (benchmarks/RESULTS.md, "int8 attention" and "The same on an Intel Xeon"). Never under
+// reproducible arithmetic (brisk/core/internal/reproducible.h), which runs the scalar kernels.
 BRISK_API bool int8_attention_preferred();
 
 template <typename T>

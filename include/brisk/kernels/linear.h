@@ -13,6 +13,8 @@
 //        AVX-VNNI, or vpmaddwd on AVX-512BW / AVX2), IMMA tensor cores on CUDA (dynamic per-token scales).
 //        x must be finite: a NaN or an infinity makes its row of y unspecified (a NaN is not carried into y as in
 //        f32: its code is -127, the same on every ISA level).
+// Under reproducible arithmetic (brisk/core/internal/reproducible.h) at create(), f32 and bf16 weights run brisk's
+// fixed-order GEMM instead of oneDNN, and i8 weights the scalar int8 kernel: the same bits on every CPU.
 // Activations (x, y) are float on the CPU. On CUDA they are the `activation` dtype given to create(): f32, f16 or
 // bf16 (f32 or bf16 weights are converted to it once, at create()), accumulated in f32.
 //

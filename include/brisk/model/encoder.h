@@ -75,6 +75,11 @@ struct EncoderOptions {
   // (self_attention_int8) where int8_attention_preferred() says it is the faster: avx_vnni and the AVX-512 levels.
   // false keeps float attention everywhere (the int8 plan's accuracy then comes from its linears alone).
   bool int8_attention = true;
+  // CPU only: every op on its scalar kernel and the f32 GEMMs on brisk's fixed-order GEMM instead of oneDNN, so
+  // that the hidden states are the same bits on every x86-64 CPU, at every BRISK_ISA cap and thread count
+  // (brisk/core/internal/reproducible.h). Slower than the CPU's best path; the quantizer calibrates on it, so that
+  // `brisk quantize` writes the same file on every CPU.
+  bool reproducible = false;
 };
 
 class BRISK_API BertEncoder {

@@ -31,7 +31,9 @@ namespace brisk::quant {
 
 using ActivationRanges = std::map<std::string, CalibrationRange>;
 
-// Runs `fp32` over the batches and records the input range of every linear layer with the chosen calibrator.
+// Runs `fp32` over the batches and records the input range of every linear layer with the chosen calibrator. On an
+// encoder made with EncoderOptions::reproducible (as `brisk quantize` makes it), the ranges, and channel_absmax's
+// statistics, are the same bits on every CPU; otherwise they follow its kernels in their last bits.
 BRISK_API StatusOr<ActivationRanges> calibrate(const BertEncoder& fp32, const std::vector<PackedSequences>& batches,
                                                const CalibrationOptions& options, const Progress& progress);
 

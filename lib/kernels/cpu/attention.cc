@@ -11,8 +11,11 @@
 
 #include "attention_int8.h"
 #include "brisk/core/cpu_features.h"
+#include "brisk/core/internal/reproducible.h"
 #include "brisk/core/parallel.h"
+#include "cpu_kernels.h"
 #include "cpu_ops.h"
+#include "gemm_fixed_order.h"
 #include "dnnl_engine.h"
 #include "oneapi/dnnl/dnnl.h"
 
@@ -73,12 +76,14 @@ Status for_each_head(const AttentionRows& seqs, int64_t heads, const Prepare& pr
 // [rows, ld] buffer (query heads, then shape.kv_heads key heads, then value heads; query head h reads key/value head
 // h / (heads / kv_heads)) into context [rows, heads * head_dim]. causal: row i of a sequence attends to keys 0..i
 // only, as the softmax's groups of one row (the upper triangle of the scores is computed and given weight 0: one
-// blocked GEMM beats skipping it).
+// blocked GEMM beats skipping it). The sgemm is oneDNN's, or the fixed-order GEMM under reproducible arithmetic.
 Status float_attention(const char* op, const float* qkv, int64_t ld, const AttentionRows& seqs,
                        const AttentionHeads& shape, bool causal, float* context) {
   const int64_t d = shape.head_dim, width = shape.heads * d, group = shape.heads / shape.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  dnnl_isa_cap_once();               // before dnnl_sgemm generates its first kernel
+  dnnl_isa_cap_once();  // before dnnl_sgemm generates its first kernel
+  // Reproducible arithmetic (brisk/core/internal/reproducible.h): the fixed-order GEMM instead of oneDNN's sgemm.
+  const bool fixed_order = internal::reproducible_arithmetic();
   std::vector<int32_t> row_lengths;  // causal: row i keeps i + 1 columns
   if (causal) {
     row_lengths.resize(static_cast<size_t>(seqs.max_len));
@@ -95,13 +100,22 @@ Status float_attention(const char* op, const float* qkv, int64_t ld, const Atten
     float* out = context + int64_t{seqs.starts[b]} * width + h * d;
     if (scores.size() < static_cast<size_t>(len * len)) scores.resize(static_cast<size_t>(len * len));
     // Row-major S[len, len] = Q[len, d] · K[len, d]ᵀ
-    if (dnnl_sgemm('N', 'T', len, len, d, 1.0f, q, ld, k, ld, 0.0f, scores.data(), len) != dnnl_success) {
+    if (fixed_order) {
+      thread_local std::vector<float> keys;  // Kᵀ [d, len]: the fixed-order GEMM takes B row-major
+      keys.resize(static_cast<size_t>(d * len));
+      for (int64_t j = 0; j < len; ++j) {
+        for (int64_t p = 0; p < d; ++p) keys[static_cast<size_t>(p * len + j)] = k[j * ld + p];
+      }
+      gemm_fixed_order({q, ld, keys.data(), len, nullptr, false, scores.data(), len, len, d}, len);
+    } else if (dnnl_sgemm('N', 'T', len, len, d, 1.0f, q, ld, k, ld, 0.0f, scores.data(), len) != dnnl_success) {
       failures.fetch_add(1);
       return;
     }
     masked_softmax(scores.data(), len, len, len, len, causal ? 1 : 0, causal ? row_lengths.data() : nullptr, scale);
     // Row-major O[len, d] = P[len, len] · V[len, d]
-    if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
+    if (fixed_order) {
+      gemm_fixed_order({scores.data(), len, v, ld, nullptr, false, out, width, d, len}, len);
+    } else if (dnnl_sgemm('N', 'N', len, d, len, 1.0f, scores.data(), len, v, ld, 0.0f, out, width) != dnnl_success) {
       failures.fetch_add(1);
     }
   };
@@ -156,7 +170,7 @@ Status self_attention_int8(const float* qkv, const AttentionRows& seqs, int64_t 
   const int64_t hidden = heads * head_dim;
   const int64_t qkv_ld = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const Int8Kernel kernel = int8_kernel_for(cpu_isa());
+  const Int8Kernel kernel = int8_kernel_for(kernel_isa());
   const Int8RowKernels gemm = int8_row_kernels(kernel);
   const AttentionInt8Kernels ops = attention_int8_kernels(kernel);
   const int64_t code_bytes = int8_activation_bytes(kernel);

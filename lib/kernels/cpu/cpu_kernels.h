@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "brisk/core/cpu_features.h"
+#include "brisk/core/internal/reproducible.h"
 
 namespace brisk::kernels::cpu {
 
@@ -119,11 +120,14 @@ BRISK_DECLARE_ROW_KERNELS(avx2)
 BRISK_DECLARE_ROW_KERNELS(avx512)
 #undef BRISK_DECLARE_ROW_KERNELS
 
-// Picks the kernel for the current ISA level (cpu_isa(): detected level, capped by BRISK_ISA and
-// set_cpu_isa_cap()). Called once per op invocation, outside the parallel region.
+// The level whose kernels an op on this thread takes: cpu_isa() (the detected level, capped by BRISK_ISA and
+// set_cpu_isa_cap()), or scalar under reproducible arithmetic (brisk/core/internal/reproducible.h).
+inline CpuIsa kernel_isa() { return internal::reproducible_arithmetic() ? CpuIsa::kScalar : brisk::cpu_isa(); }
+
+// Picks the kernel for kernel_isa(). Called once per op invocation, outside the parallel region.
 template <typename Fn>
 Fn select_kernel(Fn scalar, Fn avx2, Fn avx512) {
-  const CpuIsa isa = brisk::cpu_isa();
+  const CpuIsa isa = kernel_isa();
   if (isa >= CpuIsa::kAvx512) return avx512;
   if (isa >= CpuIsa::kAvx2) return avx2;
   return scalar;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "brisk/core/cpu_features.h"
+#include "cpu_kernels.h"
 #include "int8_gemm.h"
 #include "cpu_linears.h"
 
@@ -28,7 +29,7 @@ class Int8Linear final : public Linear::Impl {
   Int8Linear(const Tensor& weight, const Tensor& bias, const QuantScales& scales)
       : bias_(bias),
         activation_scale_(scales.activation_scale),
-        kernel_(int8_kernel_for(cpu_isa())),
+        kernel_(int8_kernel_for(kernel_isa())),
         packed_(pack_int8_weights(weight.data<int8_t>(), weight.dim(0), weight.dim(1))) {
     const int64_t n = weight.dim(0);
     const float* s = scales.weight_scale.data<float>();
