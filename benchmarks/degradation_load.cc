@@ -2,7 +2,7 @@
 // interleaved rounds, for benchmarks/RESULTS.md ("Degradation under overload"). Every request has a deadline (the
 // SLO); the model's queue refuses what it predicts late (reject_predicted_late), which the fallback then answers.
 //
-//   brisk_degradation_load --model DIR --fallback minilm-int8.brisk --texts questions.txt --rate 120 --slo-ms 100 \
+//   brisk_degradation_load --model DIR --fallback minilm-int8.brisk --texts questions.txt --rate 120 --slo-ms 100
 //       [--seconds 10] [--rounds 2] [--threads 2] [--fallback-threads 2] [--seed 1]
 //
 // Per round and mode it prints one JSON line: offered, answered (by path), refused at submit, failed (by code), lost
@@ -101,7 +101,8 @@ nlohmann::json run_round(const Args& args, const std::vector<std::string>& texts
   o.num_threads = args.threads;
   o.cache.result_cache_bytes = 0;
   if (with_fallback) {
-    o.fallback = brisk::FallbackOptions{.model_dir = args.fallback, .num_threads = args.fallback_threads};
+    o.fallback = brisk::FallbackOptions{
+        .model_dir = args.fallback, .classification_head = {}, .num_threads = args.fallback_threads};
   }
   auto rt = brisk::Runtime::create(o);
   if (!rt.ok()) fail(std::string(rt.status().message()));

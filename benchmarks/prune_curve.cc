@@ -173,7 +173,7 @@ void curve(const Bench& b, const Args& a) {
   fmt::print("\n## Uniform amounts (activation importance)\n\n");
   fmt::print("| ffn | heads | reconstruct | parameters kept (layers / model) | {}\n", kMeasureHeader);
   fmt::print("|---|---|---|---|{}\n", kMeasureRule);
-  fmt::print("| 0 | 0 | - | 100.0% / 100.0% | {}\n", cells(b, measure(b, PrunedModel{b.config, b.weights})));
+  fmt::print("| 0 | 0 | - | 100.0% / 100.0% | {}\n", cells(b, measure(b, PrunedModel{b.config, b.weights, {}})));
   std::fflush(stdout);
   for (double ffn : a.ffn) {
     for (double heads : a.heads) {
@@ -214,7 +214,7 @@ void guided(const Bench& b, const Args& a, const SensitivityTable& table) {
     const double total = layers_cost(b.config, budget, kSpeedTokens);
     fmt::print("\n## Guided vs uniform, budget = {} (both reconstructed)\n\n", budget_name(budget));
     fmt::print("| target | method | removed | {}\n|---|---|---|{}\n", kMeasureHeader, kMeasureRule);
-    fmt::print("| 0 | unpruned | 0 | {}\n", cells(b, measure(b, PrunedModel{b.config, b.weights})));
+    fmt::print("| 0 | unpruned | 0 | {}\n", cells(b, measure(b, PrunedModel{b.config, b.weights, {}})));
     std::vector<std::string> where;
     for (double t : a.targets) {
       const LayerAmounts g = allocate(b.config, table, {t, budget, kSpeedTokens}).value();

@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
     opts.cache.token_cache_entries = 0;
   }
   if (!f.fallback.empty())
-    opts.fallback = brisk::FallbackOptions{.model_dir = f.fallback, .num_threads = f.fallback_threads};
+    opts.fallback =
+        brisk::FallbackOptions{.model_dir = f.fallback, .classification_head = {}, .num_threads = f.fallback_threads};
   opts.cache.stale_ttl = std::chrono::milliseconds(f.stale_ttl_ms);
   opts.policy_path = f.policy;
   if (!f.otlp_traces.empty()) {

@@ -219,7 +219,7 @@ StatusOr<PrunedModel> prune_structured(const BertConfig& config, const EncoderWe
                             " layers; expected num_hidden_layers = ", config.num_hidden_layers));
   }
   BRISK_RETURN_IF_ERROR(check_f32(weights));
-  PrunedModel m{config, weights};  // shares the tensors; pruned ones are replaced by new copies
+  PrunedModel m{config, weights, {}};  // shares the tensors; pruned ones are replaced by new copies
   for (const auto& [layer, heads] : plan.heads) {
     BRISK_RETURN_IF_ERROR(check_layer(config, layer));
     if (!heads.empty()) {
