@@ -251,7 +251,8 @@ brisk_status runtime_options(const char* function, const brisk_runtime_options* 
     if (o.fallback_threads < 0 || o.fallback_threads > brisk::kMaxThreads) {
       return bad("fallback_threads", o.fallback_threads, "0 (num_threads) to " + std::to_string(brisk::kMaxThreads));
     }
-    ro.fallback = brisk::FallbackOptions{.model_dir = o.fallback_model, .num_threads = o.fallback_threads};
+    ro.fallback = brisk::FallbackOptions{
+        .model_dir = o.fallback_model, .classification_head = {}, .num_threads = o.fallback_threads};
   }
   if (o.cache_stale_ttl_ms < 0) return bad("cache_stale_ttl_ms", o.cache_stale_ttl_ms, ">= 0 (0: none kept)");
   ro.cache.stale_ttl = std::chrono::milliseconds(o.cache_stale_ttl_ms);

@@ -136,7 +136,7 @@ TEST_CASE("answer cache: another model's verifier, a classifier and contradictor
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("another-model-0123"));
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains(rt->embedding_model_id()));
 
-  auto missing = brisk::AnswerCache::create(*rt, {.verifier_path = dir.file("none.safetensors")});
+  auto missing = brisk::AnswerCache::create(*rt, {.semantic = {}, .verifier_path = dir.file("none.safetensors")});
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(std::string(missing.status().message()), Catch::Contains("none.safetensors"));
 

@@ -127,6 +127,7 @@ TEST_CASE("degradation: a request the full queue refuses is answered by the fall
   brisk::RuntimeOptions o = controlled_options();
   o.batching.max_queue_size = 1;
   o.fallback = brisk::FallbackOptions{.model_dir = brisk::testing::model_dir().string(),
+                                      .classification_head = {},
                                       .num_threads = brisk::testing::compute_threads()};
   const ControlledBackend* backend = nullptr;
   auto rt = create(o, backend);
@@ -168,6 +169,7 @@ TEST_CASE("degradation: a rate-limited request is refused, not rerouted to the f
   o.batching.levels[0].rate_limit = 0.001;  // one token, refilled every 1000 s
   o.batching.levels[0].burst = 1;
   o.fallback = brisk::FallbackOptions{.model_dir = brisk::testing::model_dir().string(),
+                                      .classification_head = {},
                                       .num_threads = brisk::testing::compute_threads()};
   const ControlledBackend* backend = nullptr;
   auto rt = create(o, backend);
@@ -235,9 +237,10 @@ TEST_CASE("degradation: a fallback that cannot answer the same task, and bad sta
   o.fallback = brisk::FallbackOptions{};
   bad(o, "fallback.model_dir is empty");
   // A classification model cannot stand in for an embedding model.
-  o.fallback = brisk::FallbackOptions{.model_dir = (brisk::testing::test_data_dir() / "tasks/bert_cls").string()};
+  o.fallback = brisk::FallbackOptions{.model_dir = (brisk::testing::test_data_dir() / "tasks/bert_cls").string(),
+                                      .classification_head = {}};
   bad(o, "expected embedding");
-  o.fallback = brisk::FallbackOptions{.model_dir = "/nonexistent/model"};
+  o.fallback = brisk::FallbackOptions{.model_dir = "/nonexistent/model", .classification_head = {}};
   bad(o, "RuntimeOptions::fallback: model directory '/nonexistent/model' does not exist");
 
   brisk::RuntimeOptions s = controlled_options();
@@ -248,7 +251,8 @@ TEST_CASE("degradation: a fallback that cannot answer the same task, and bad sta
   s.cache.result_ttl = std::chrono::nanoseconds(0);
   bad(s, "expected both > 0");
   s.cache.result_ttl = std::chrono::minutes(1);
-  s.cache.redis = brisk::cache::RedisOptions{.allow_unsigned = true};
+  s.cache.redis = brisk::cache::RedisOptions{};
+  s.cache.redis->allow_unsigned = true;
   bad(s, "stale_ttl is set with a Redis tier");
 }
 
@@ -298,6 +302,7 @@ TEST_CASE("degradation: a follower of a cancelled leader that the full queue ref
   o.batching.max_queue_delay = std::chrono::milliseconds(0);
   o.batching.reject_predicted_late = false;
   o.fallback = brisk::FallbackOptions{.model_dir = brisk::testing::model_dir().string(),
+                                      .classification_head = {},
                                       .num_threads = brisk::testing::compute_threads()};
   const ControlledBackend* backend = nullptr;
   auto rt = create(o, backend);

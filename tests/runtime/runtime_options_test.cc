@@ -158,7 +158,7 @@ TEST_CASE("count options past their bounds are refused with the bound named", "[
        [](brisk::RuntimeOptions& o) {
          o.batching.executor_threads = 1;
          o.num_threads = 1024;
-         o.fallback = brisk::FallbackOptions{.model_dir = "unused", .num_threads = 32};
+         o.fallback = brisk::FallbackOptions{.model_dir = "unused", .classification_head = {}, .num_threads = 32};
        }},
       {"batching.max_queue_delay is 2147483 ms; expected at most 60000 ms",
        [](brisk::RuntimeOptions& o) { o.batching.max_queue_delay = std::chrono::microseconds(2147483647); }},
