@@ -33,6 +33,18 @@ Status write_text(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// The quantized weights' embeddings against `fp32`'s over the batches, on fp32's arithmetic (its EncoderOptions);
+// `kernels` receives what computes the quantized model's linear layers.
+StatusOr<Fidelity> fidelity_against(const BertEncoder& fp32, const EncoderWeights& quantized,
+                                    const std::vector<PackedSequences>& batches, Pooling pooling,
+                                    std::vector<std::string>* kernels = nullptr) {
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> ref, embed_all(fp32, batches, pooling));
+  BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(fp32.config(), quantized, fp32.options()));
+  BRISK_ASSIGN_OR_RETURN(std::vector<float> got, embed_all(*encoder, batches, pooling));
+  if (kernels != nullptr) *kernels = encoder->linear_kernels();
+  return compare_embeddings(ref, got, fp32.hidden_size());
+}
+
 Status quantize(const QuantizeFlags& f) {
   ScopedNumThreads threads(f.threads);
   const std::string& dir = f.model_dir;
@@ -85,20 +97,11 @@ Status quantize(const QuantizeFlags& f) {
   }
   BRISK_ASSIGN_OR_RETURN(EncoderWeights quantized,
                          quantize_weights(fp32, config, precisions, ranges, smooth ? &*smooth : nullptr));
-  Fidelity on_this_cpu;
+  BRISK_ASSIGN_OR_RETURN(report.fidelity, fidelity_against(*fp32_encoder, quantized, batches, pooling.mode));
   std::vector<std::string> kernels;  // what computed on_this_cpu (this CPU's path)
-  {
-    BRISK_ASSIGN_OR_RETURN(std::vector<float> ref, embed_all(*fp32_encoder, batches, pooling.mode));
-    BRISK_ASSIGN_OR_RETURN(auto encoder, BertEncoder::create(config, quantized, reproducible));
-    BRISK_ASSIGN_OR_RETURN(std::vector<float> got, embed_all(*encoder, batches, pooling.mode));
-    report.fidelity = compare_embeddings(ref, got, config.hidden_size);
-    BRISK_ASSIGN_OR_RETURN(auto fast_fp32, BertEncoder::create(config, fp32, Device::kCPU));
-    BRISK_ASSIGN_OR_RETURN(auto fast, BertEncoder::create(config, quantized, Device::kCPU));
-    BRISK_ASSIGN_OR_RETURN(ref, embed_all(*fast_fp32, batches, pooling.mode));
-    BRISK_ASSIGN_OR_RETURN(got, embed_all(*fast, batches, pooling.mode));
-    on_this_cpu = compare_embeddings(ref, got, config.hidden_size);
-    kernels = fast->linear_kernels();
-  }
+  BRISK_ASSIGN_OR_RETURN(auto fast_fp32, BertEncoder::create(config, fp32, Device::kCPU));
+  BRISK_ASSIGN_OR_RETURN(const Fidelity on_this_cpu,
+                         fidelity_against(*fast_fp32, quantized, batches, pooling.mode, &kernels));
 
   QuantizedModel model;
   model.config = config;

@@ -31,13 +31,7 @@ def levels_here(brisk):
     return ISA_LEVELS[:ISA_LEVELS.index(detected) + 1]
 
 
-def quantize(command, model, plan, out, threads, env=None):
-    calib = os.path.join(os.path.dirname(out), "calib.txt")
-    if not os.path.exists(calib):  # 64 texts: enough for every statistic, quick under emulation
-        with open(os.path.join(DATA, "multilingual_texts.txt"), encoding="utf-8") as f:
-            lines = f.read().splitlines()[:64]
-        with open(calib, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+def quantize(command, model, plan, calib, out, threads, env=None):
     args = command + ["quantize", "--model", os.path.join(DATA, model), "--calib", calib, "--out", out,
                       "--threads", str(threads)] + plan
     r = subprocess.run(args, capture_output=True, text=True, timeout=1200, env=env)
@@ -51,11 +45,16 @@ def main():
         print("qemu-x86_64 is not installed; expected Debian's qemu-user (scripts/setup installs it)")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
+        calib = os.path.join(tmp, "calib.txt")  # 64 texts: enough for every statistic, quick under emulation
+        with open(os.path.join(DATA, "multilingual_texts.txt"), encoding="utf-8") as f:
+            lines = f.read().splitlines()[:64]
+        with open(calib, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
         for model in MODELS:
             for i, plan in enumerate(PLANS):
                 what = f"{model} {' '.join(plan)}"
                 first = os.path.join(tmp, f"{model}.{i}.safetensors")
-                if not quantize([brisk], model, plan, first, 2):
+                if not quantize([brisk], model, plan, calib, first, 2):
                     continue
                 if emulated:
                     runs = [(["qemu-x86_64", "-cpu", cpu, brisk], cpu, 2, None) for cpu in EMULATED_CPUS]
@@ -64,7 +63,7 @@ def main():
                             for level in levels_here(brisk) for threads in (1, 3)]
                 for command, where, threads, env in runs:
                     out = os.path.join(tmp, "again.safetensors")
-                    if quantize(command, model, plan, out, threads, env):
+                    if quantize(command, model, plan, calib, out, threads, env):
                         check(filecmp.cmp(first, out, shallow=False),
                               f"{what}: the file written at {where} with {threads} threads is the one written here "
                               "with 2")

@@ -21,6 +21,7 @@
 #include "brisk/model/encoder.h"
 #include "brisk/model/weights.h"
 #include "golden_json.h"
+#include "kernels/kernel_test_util.h"
 
 namespace {
 
@@ -131,7 +132,7 @@ TEST_CASE("a reproducible encoder gives the same bits at every ISA cap and threa
   std::vector<float> first;
   for (brisk::CpuIsa level : brisk::kAllCpuIsas) {
     if (!brisk::cpu_supports(level)) continue;
-    const brisk::CpuIsa previous = brisk::set_cpu_isa_cap(level);
+    const brisk::testing::IsaCapGuard cap(level);
     for (int threads : {1, 2, 3}) {
       INFO("ISA cap " << brisk::cpu_isa_name(level) << ", " << threads << " threads");
       const brisk::ScopedNumThreads scoped(threads);
@@ -145,7 +146,6 @@ TEST_CASE("a reproducible encoder gives the same bits at every ISA cap and threa
       }
       CHECK(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0);
     }
-    brisk::set_cpu_isa_cap(previous);
   }
 }
 
